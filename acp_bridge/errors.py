@@ -1,0 +1,171 @@
+"""The one exception tree of acp-bridge.
+
+Library code raises these; the entry points (``acp_spawn``, ``spawn``, ``bash``) turn
+them into a failed :class:`~acp_bridge.envelope.SubtaskResult` whose ``meta.error_code``
+is the exception's ``code``; the CLI maps them to exit codes. Nothing else is raised on
+purpose from inside the package.
+
+::
+
+    BridgeError
+    ├── ConfigError                 config_error      bad config file, profile or argument
+    │   ├── ProfileError            config_error      a problem inside one agent profile
+    │   └── UnknownProfileError     config_error      no profile of that name
+    ├── DepthLimitError             depth_limit       a subtask tried to open another level
+    ├── OutputSchemaError           output_schema     structured output missing or invalid
+    ├── SandboxViolation            sandbox_violation a request reached outside its roots
+    ├── RunTimeout                  timeout           a phase ran past its deadline
+    ├── RunCancelled                cancelled         the caller cancelled the run
+    └── AgentError                  (abstract)        the external agent misbehaved
+        ├── SpawnError              spawn_failed      could not start the agent process
+        ├── AgentExitedError        agent_exited      the agent process died mid-run
+        ├── ProtocolError           protocol_error    the agent broke the wire protocol
+        └── AuthRequiredError       auth_required     the agent needs a login we cannot do
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+
+class ErrorCode(StrEnum):
+    """The vocabulary of ``meta.error_code`` (DESIGN §2). It may grow; it never shrinks."""
+
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    REFUSAL = "refusal"
+    MAX_TOKENS = "max_tokens"
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    AGENT_EXITED = "agent_exited"
+    AGENT_ERROR = "agent_error"
+    SPAWN_FAILED = "spawn_failed"
+    PROTOCOL_ERROR = "protocol_error"
+    AUTH_REQUIRED = "auth_required"
+    OUTPUT_SCHEMA = "output_schema"
+    DEPTH_LIMIT = "depth_limit"
+    CONFIG_ERROR = "config_error"
+    SANDBOX_VIOLATION = "sandbox_violation"
+    NONZERO_EXIT = "nonzero_exit"
+    INTERNAL_ERROR = "internal_error"
+
+
+class BridgeError(Exception):
+    """Root of every error acp-bridge raises on purpose."""
+
+    code: ErrorCode = ErrorCode.INTERNAL_ERROR
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where in a YAML file a value (or key) sits. ``line`` and ``column`` are 1-based."""
+
+    path: Path
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{_display_path(self.path)}:{self.line}:{self.column}"
+
+
+def _display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (shorter errors)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except (ValueError, OSError):  # outside the cwd, or the cwd itself is gone
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One precise complaint about a config file: where, which field, what is wrong."""
+
+    message: str
+    location: SourceLocation | None = None
+    field: str = ""
+
+    def __str__(self) -> str:
+        parts = [str(self.location)] if self.location else []
+        if self.field:
+            parts.append(self.field)
+        parts.append(self.message)
+        return ": ".join(parts)
+
+
+class ConfigError(BridgeError):
+    """A config file, profile or argument is wrong. Carries every problem found."""
+
+    code = ErrorCode.CONFIG_ERROR
+
+    def __init__(self, problems: list[Problem] | str) -> None:
+        self.problems = [Problem(problems)] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ProfileError(ConfigError):
+    """A problem inside one agent profile (the profile cannot be used)."""
+
+
+class UnknownProfileError(ConfigError):
+    """No agent profile has the requested name."""
+
+
+class DepthLimitError(BridgeError):
+    """A run inside a subtask tried to open another subtask level."""
+
+    code = ErrorCode.DEPTH_LIMIT
+
+
+class OutputSchemaError(BridgeError):
+    """The worker's answer is not the JSON the caller's ``output_schema`` asks for."""
+
+    code = ErrorCode.OUTPUT_SCHEMA
+
+
+class SandboxViolation(BridgeError):
+    """A file or terminal request reached outside the roots it was given."""
+
+    code = ErrorCode.SANDBOX_VIOLATION
+
+
+class RunTimeout(BridgeError):
+    """A phase (startup, session, run, command) ran past its deadline."""
+
+    code = ErrorCode.TIMEOUT
+
+
+class RunCancelled(BridgeError):
+    """The caller cancelled the run."""
+
+    code = ErrorCode.CANCELLED
+
+
+class AgentError(BridgeError):
+    """The external agent process misbehaved; subclasses say how."""
+
+    code = ErrorCode.AGENT_ERROR
+
+
+class SpawnError(AgentError):
+    """The agent process could not be started (missing command, not executable, …)."""
+
+    code = ErrorCode.SPAWN_FAILED
+
+
+class AgentExitedError(AgentError):
+    """The agent process exited before the run was over."""
+
+    code = ErrorCode.AGENT_EXITED
+
+
+class ProtocolError(AgentError):
+    """The agent sent something the protocol does not allow (or too much of it)."""
+
+    code = ErrorCode.PROTOCOL_ERROR
+
+
+class AuthRequiredError(AgentError):
+    """The agent needs authentication the bridge cannot perform headless."""
+
+    code = ErrorCode.AUTH_REQUIRED

@@ -1,0 +1,120 @@
+"""Envelope rules: summaries, failure shape, output_schema parsing and validation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acp_bridge import envelope
+from acp_bridge.envelope import (
+    SUMMARY_LIMIT,
+    SchemaRegistry,
+    new_task_id,
+    parse_structured_output,
+    strip_code_fence,
+)
+from acp_bridge.errors import ConfigError, ErrorCode, OutputSchemaError
+
+
+def test_task_ids_are_unique_and_well_formed() -> None:
+    ids = {new_task_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 16 and i.startswith("sub_") for i in ids)
+
+
+def test_summary_is_first_non_blank_line_capped() -> None:
+    result = envelope.done("\n\n  hello world  \nsecond")
+    assert result.summary == "hello world"
+    long = envelope.done("x" * 500)
+    assert len(long.summary) == SUMMARY_LIMIT and long.summary.endswith("…")
+
+
+def test_notes_survive_truncation() -> None:
+    result = envelope.done("y" * 500, notes=["3 permission requests refused"])
+    assert len(result.summary) <= SUMMARY_LIMIT
+    assert result.summary.endswith("[3 permission requests refused]")
+
+
+def test_failed_error_is_one_line_and_keeps_partial_output() -> None:
+    result = envelope.failed("boom\n  at line 3", ErrorCode.AGENT_EXITED, output="half")
+    assert result.error == "boom at line 3"
+    assert result.output == "half"
+    assert result.meta.error_code == ErrorCode.AGENT_EXITED
+    assert result.to_dict()["meta"] == {"error_code": "agent_exited"}
+
+
+def test_bash_result_shapes() -> None:
+    ok = envelope.bash_result(exit_code=0, stdout="", stderr="warn\n")
+    assert ok.status == "done" and ok.summary == "warn"
+    assert ok.output_schema == "subtask.bash.result.v1" and ok.output_kind == "json"
+    bad = envelope.bash_result(exit_code=3, stdout="", stderr="")
+    assert bad.error == "bash exited with code 3"
+    late = envelope.bash_result(exit_code=124, stdout="", stderr="", timeout_s=1.5)
+    assert late.error == "bash timed out after 1.5s" and late.meta.error_code == "timeout"
+
+
+@pytest.mark.parametrize(
+    ("raw", "body"),
+    [
+        ('{"a": 1}', '{"a": 1}'),
+        ('  \n```json\n{"a": 1}\n```\n ', '{"a": 1}'),
+        ("```\n[1, 2]\n```", "[1, 2]"),
+        ("```JSON \n42```", "42"),
+        ("text ```json\n{}\n```", "text ```json\n{}\n```"),  # only an enclosing fence is removed
+    ],
+)
+def test_strip_code_fence(raw: str, body: str) -> None:
+    assert strip_code_fence(raw) == body
+
+
+def test_parse_structured_output_requires_json() -> None:
+    assert parse_structured_output('```json\n{"ok": true, "value": 42}\n```', "x", None) == {
+        "ok": True,
+        "value": 42,
+    }
+    with pytest.raises(OutputSchemaError, match="not valid JSON"):
+        parse_structured_output("Sure! {ok}", "demo.v1", None)
+    with pytest.raises(OutputSchemaError, match="empty"):
+        parse_structured_output("  ", "demo.v1", None)
+
+
+def _registry(tmp_path: Path, schema: object) -> SchemaRegistry:
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    return SchemaRegistry({"demo.v1": path})
+
+
+def test_registered_schema_is_enforced(tmp_path: Path) -> None:
+    registry = _registry(
+        tmp_path,
+        {
+            "type": "object",
+            "required": ["ok", "value"],
+            "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
+        },
+    )
+    assert parse_structured_output('{"ok": true, "value": 42}', "demo.v1", registry)
+    with pytest.raises(OutputSchemaError, match=r"at \$.value: 'x' is not of type 'integer'"):
+        parse_structured_output('{"ok": true, "value": "x"}', "demo.v1", registry)
+    with pytest.raises(OutputSchemaError, match="at the answer: 'value' is a required"):
+        parse_structured_output('{"ok": true}', "demo.v1", registry)
+    # An unregistered label is still a JSON contract, just without a shape.
+    assert parse_structured_output("[1]", "other.v1", registry) == [1]
+    assert registry.schema("other.v1") is None
+    assert registry.schema("demo.v1") is not None
+
+
+def test_broken_schema_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a valid JSON Schema"):
+        _registry(tmp_path, {"type": "no-such-type"}).validate("demo.v1", 1)
+    path = tmp_path / "bad.json"
+    path.write_text("{nope")
+    with pytest.raises(ConfigError, match=r"bad.json:1:2: output schema 'x': not valid JSON"):
+        SchemaRegistry({"x": path}).validate("x", 1)
+
+
+def test_instruction_names_the_label_and_schema() -> None:
+    text = envelope.structured_output_instruction("demo.v1", {"type": "object"})
+    assert "demo.v1" in text and '"type": "object"' in text

@@ -1,0 +1,275 @@
+"""Config files and profiles: search order, layering, provenance, ${VAR}, precise errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from acp_bridge.config import (
+    BUILTIN_PROFILES_DIR,
+    config_json_schema,
+    expand_vars,
+    find_config_file,
+    load_config,
+    profile_json_schema,
+    validate_files,
+)
+from acp_bridge.errors import ConfigError, ProfileError, UnknownProfileError
+
+BROKEN = Path(__file__).parent.parent / "fixtures" / "broken"
+EXPECT = re.compile(r"^# expect: (?P<line>\d+):(?P<col>\d+) (?P<message>.+)$")
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# --- the broken fixtures: one precise error each ----------------------------------------
+
+BROKEN_FILES = sorted(BROKEN.glob("*.yaml"))
+
+
+def test_there_are_at_least_fifteen_broken_fixtures() -> None:
+    assert len(BROKEN_FILES) >= 15
+
+
+@pytest.mark.parametrize("path", BROKEN_FILES, ids=lambda p: p.stem)
+def test_broken_fixture_gives_one_precise_error(path: Path) -> None:
+    expect = EXPECT.match(path.read_text().splitlines()[0])
+    assert expect, f"{path.name} needs a '# expect: LINE:COL MESSAGE' first line"
+    problems = validate_files([path], environ={})[path]
+    assert len(problems) == 1, [str(p) for p in problems]
+    problem = problems[0]
+    assert problem.location is not None
+    assert problem.location.path == path
+    assert (problem.location.line, problem.location.column) == (
+        int(expect["line"]),
+        int(expect["col"]),
+    ), str(problem)
+    assert expect["message"] in str(problem).split(f":{expect['col']}: ", 1)[1]
+
+
+# --- ${VAR} expansion --------------------------------------------------------------------
+
+
+def test_expand_vars_forms() -> None:
+    env = {"HOME": "/home/u", "EMPTY": ""}
+    assert expand_vars("${HOME}/x", env) == ("/home/u/x", ["HOME"])
+    assert expand_vars("${MISSING:-fallback}", env) == ("fallback", ["MISSING"])
+    assert expand_vars("${EMPTY:-d}", env) == ("", ["EMPTY"])
+    assert expand_vars("cost $$5 and $HOME", env) == ("cost $5 and $HOME", [])
+    for bad in ("${}", "${1X}", "${A B}", "${OPEN"):
+        with pytest.raises(ValueError):
+            expand_vars(bad, env)
+    with pytest.raises(ValueError, match="MISSING is not set"):
+        expand_vars("${MISSING}", env)
+
+
+def test_unset_variable_breaks_only_the_profile_that_uses_it(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        """
+acp:
+  agents:
+    - name: needs-key
+      command: agent
+      env: {API_KEY: "${NOT_SET_ANYWHERE}"}
+    - name: fine
+      command: agent
+""",
+    )
+    loaded = load_config(config, environ={})
+    assert loaded.profiles.get("fine").profile.command == "agent"
+    with pytest.raises(ProfileError, match=r"acp-bridge.yaml:6:22: acp.agents\[0\].env.API_KEY"):
+        loaded.profiles.get("needs-key")
+    expanded = load_config(config, environ={"NOT_SET_ANYWHERE": "k"})
+    assert expanded.profiles.get("needs-key").profile.env == {"API_KEY": "k"}
+
+
+# --- search order --------------------------------------------------------------------------
+
+
+def test_config_search_order(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    user = write(home / ".config" / "acp-bridge" / "config.yaml", "{}\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"HOME": str(home)}
+    assert find_config_file(None, env, work) == user
+    local = write(work / "acp-bridge.yaml", "{}\n")
+    assert find_config_file(None, env, work) == local
+    env_file = write(tmp_path / "env.yaml", "{}\n")
+    assert find_config_file(None, {**env, "ACP_BRIDGE_CONFIG": str(env_file)}, work) == env_file
+    explicit = tmp_path / "explicit.yaml"
+    assert find_config_file(explicit, {**env, "ACP_BRIDGE_CONFIG": str(env_file)}, work) == explicit
+    xdg = write(tmp_path / "xdg" / "acp-bridge" / "config.yaml", "{}\n")
+    assert find_config_file(None, {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}, tmp_path) == xdg
+
+
+def test_no_config_file_means_builtin_profiles_and_defaults(tmp_path: Path) -> None:
+    loaded = load_config(None, environ={"HOME": str(tmp_path)}, cwd=tmp_path)
+    assert loaded.path is None
+    assert loaded.config.subtasks.max_depth == 1
+    assert loaded.config.tools.acp_spawn.enabled is False
+    builtin = {p.stem for p in BUILTIN_PROFILES_DIR.glob("*.yaml")}
+    assert builtin <= set(loaded.profiles.names())
+
+
+def test_explicit_missing_config_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read file: No such file"):
+        load_config(tmp_path / "nope.yaml", environ={})
+
+
+# --- layering and provenance ------------------------------------------------------------------
+
+
+def test_config_entry_deep_merges_over_a_profile_dir_and_builtin(tmp_path: Path) -> None:
+    write(
+        tmp_path / "profiles" / "mine.yaml",
+        """
+name: mine
+description: from the folder
+command: mine-agent
+args: [--acp]
+timeouts: {startup: 5, run: 100}
+env: {A: "1"}
+""",
+    )
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        """
+profiles_dirs: [profiles]
+acp:
+  agents:
+    - name: mine
+      timeouts: {run: 42}
+      env: {B: "${HOME}"}
+""",
+    )
+    loaded = load_config(config, environ={"HOME": "/h"})
+    resolved = loaded.profiles.get("mine")
+    profile = resolved.profile
+    assert profile.timeouts.startup == 5  # kept from the folder
+    assert profile.timeouts.run == 42  # overridden by the config
+    assert profile.env == {"A": "1", "B": "/h"}  # mappings merge
+    assert profile.args == ["--acp"]
+    assert str(resolved.source_of(("timeouts", "run"))).startswith("config ")
+    assert "acp-bridge.yaml:6:23" in str(resolved.source_of(("timeouts", "run")))
+    assert str(resolved.source_of(("timeouts", "startup"))).startswith("profiles dir ")
+    assert str(resolved.source_of(("env", "B"))).endswith("via env $HOME")
+    assert str(resolved.source_of(("terminal", "timeout"))) == "default"
+
+
+def test_lists_replace_rather_than_append(tmp_path: Path) -> None:
+    write(tmp_path / "p" / "x.yaml", "command: x\nargs: [a, b]\n")
+    config = write(
+        tmp_path / "c.yaml", "profiles_dirs: [p]\nacp: {agents: [{name: x, args: [c]}]}\n"
+    )
+    assert load_config(config, environ={}).profiles.get("x").profile.args == ["c"]
+
+
+def test_profile_file_name_defaults_to_its_stem(tmp_path: Path) -> None:
+    write(tmp_path / "p" / "stemmy.yaml", "command: s\n")
+    config = write(tmp_path / "c.yaml", "profiles_dirs: [p]\n")
+    assert load_config(config, environ={}).profiles.get("stemmy").profile.name == "stemmy"
+
+
+def test_paths_are_relative_to_the_file_that_names_them(tmp_path: Path) -> None:
+    (tmp_path / "conf" / "work").mkdir(parents=True)
+    (tmp_path / "conf" / "p" / "data").mkdir(parents=True)
+    write(tmp_path / "conf" / "p" / "x.yaml", "command: x\nread_roots: [data]\n")
+    config = write(
+        tmp_path / "conf" / "c.yaml",
+        """
+profiles_dirs: [p]
+acp: {agents: [{name: x, cwd: work}]}
+""",
+    )
+    profile = load_config(config, environ={}, cwd=Path("/")).profiles.get("x").profile
+    assert profile.cwd == (tmp_path / "conf" / "work").resolve()
+    assert profile.read_roots == [(tmp_path / "conf" / "p" / "data").resolve()]
+
+
+def test_unknown_profile_lists_the_known_ones(tmp_path: Path) -> None:
+    loaded = load_config(None, environ={}, search=False)
+    with pytest.raises(UnknownProfileError, match="no agent profile named 'nope'; known"):
+        loaded.profiles.get("nope")
+
+
+def test_all_problems_of_one_profile_are_reported(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "many.yaml",
+        """
+name: many
+command: x
+timeouts: {run: ten, startup: 0}
+permissions: {mode: nope}
+""",
+    )
+    problems = validate_files([path], environ={})[path]
+    assert [str(p).split(": ", 1)[1].split(":")[0] for p in problems] == [
+        "timeouts.run",
+        "timeouts.startup",
+        "permissions.mode",
+    ]
+
+
+def test_builtin_profiles_all_validate() -> None:
+    results = validate_files([BUILTIN_PROFILES_DIR], environ={})
+    assert results, "no built-in profiles found"
+    assert {p.name: [str(x) for x in v] for p, v in results.items() if v} == {}
+
+
+# --- JSON Schema export ------------------------------------------------------------------------
+
+
+def test_config_schema_accepts_a_full_config_and_rejects_unknown_keys() -> None:
+    schema = config_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    good = {
+        "tools": {"spawn": {"enabled": True}, "acp_spawn": {"enabled": True}},
+        "subtasks": {"max_depth": 1},
+        "acp": {
+            "agents": [
+                {
+                    "name": "codex",
+                    "command": "codex-acp",
+                    "args": [],
+                    "env": {"K": "${K}"},
+                    "env_passthrough": ["HTTPS_PROXY"],
+                    "cwd": ".",
+                    "read_roots": ["."],
+                    "permissions": {
+                        "mode": "workspace-write",
+                        "rules": [{"kind": "execute", "title": "git *", "decision": "allow"}],
+                    },
+                    "timeouts": {"startup": 30, "session": 60, "run": 600},
+                    "terminal": {"output_byte_limit": 1048576, "timeout": 600},
+                    "auth": {"method": "openai-api-key"},
+                    "mcp_servers": [],
+                    "session": {
+                        "mode": "auto",
+                        "model": "gpt-5",
+                        "config_options": {"reasoning_effort": "low"},
+                    },
+                },
+                {"name": "override-only", "timeouts": {"run": 10}},
+            ]
+        },
+    }
+    jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"acp": {"agents": [{"name": "x", "comand": "y"}]}}, schema)
+
+
+def test_profile_schema_is_valid_json_schema() -> None:
+    schema = profile_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert "command" in schema["properties"]
+    json.dumps(schema)

@@ -1,0 +1,118 @@
+"""Subtask levels and the contract every entry path keeps (DESIGN §1-§2).
+
+One depth limit is shared by ``acp_spawn``, ``spawn`` and ``bash``: a host runs at level 0;
+each subtask runs one level deeper; a run that would go past ``subtasks.max_depth`` fails
+with ``depth_limit``. The level travels in-process in a context variable and across
+processes in ``ACP_BRIDGE_DEPTH`` (set for every agent and terminal we start), so a bridge
+started inside a subtask's terminal refuses to go deeper too.
+
+:func:`run_subtask` wraps an entry path's body: it enters the level, times the run, and turns
+every error into a failed envelope. No exception escapes an entry point; only cancellation of
+the caller's own scope propagates, as structured concurrency requires.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
+from acp_bridge.errors import BridgeError, ConfigError, DepthLimitError, ErrorCode
+
+DEPTH_ENV = "ACP_BRIDGE_DEPTH"
+
+_level: ContextVar[int | None] = ContextVar("acp_bridge_level", default=None)
+log = logging.getLogger("acp_bridge")
+
+
+def current_depth(environ: Mapping[str, str] | None = None) -> int:
+    """The level this code runs at: 0 in a host, N inside the N-th subtask level."""
+    in_process = _level.get()
+    if in_process is not None:
+        return in_process
+    raw = (os.environ if environ is None else environ).get(DEPTH_ENV, "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise ConfigError(f"{DEPTH_ENV}={raw!r} is not a whole number; refusing to guess the depth")
+    return int(raw)
+
+
+@contextmanager
+def subtask_level(max_depth: int) -> Iterator[int]:
+    """Enter one subtask level below the current one; yields the new level."""
+    depth = current_depth() + 1
+    if depth > max_depth:
+        raise DepthLimitError(
+            f"subtask depth limit reached: this would be level {depth}, "
+            f"subtasks.max_depth is {max_depth}"
+        )
+    token = _level.set(depth)
+    try:
+        yield depth
+    finally:
+        _level.reset(token)
+
+
+@dataclass(frozen=True)
+class SubtaskContext:
+    """What an entry body knows about its own run."""
+
+    task_id: str
+    depth: int
+    started: float
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+
+Body = Callable[[SubtaskContext], Awaitable[SubtaskResult]]
+
+
+async def run_subtask(
+    entry: Entry, max_depth: int, body: Body, *, meta: Meta | None = None
+) -> SubtaskResult:
+    """Run ``body`` one level deeper and return its envelope, whatever happens.
+
+    ``meta`` is the base for failures raised before or outside the body's own envelope
+    (e.g. the agent name). The returned envelope always carries the task id, entry, depth
+    and duration.
+    """
+    task_id = new_task_id()
+    started = time.monotonic()
+    base = (meta or Meta()).model_copy(update={"entry": entry})
+    depth = current_depth_or_none()
+    try:
+        with subtask_level(max_depth) as depth:
+            result = await body(SubtaskContext(task_id, depth, started))
+    except BridgeError as exc:
+        result = from_error(exc, task_id=task_id, meta=base)
+    except Exception as exc:  # the envelope contract: an entry point never raises
+        log.exception("internal error in %s", entry)
+        result = failed(
+            f"internal error: {type(exc).__name__}: {exc}",
+            ErrorCode.INTERNAL_ERROR,
+            task_id=task_id,
+            meta=base,
+        )
+    update = {
+        "entry": entry,
+        "depth": depth,
+        "duration_ms": int((time.monotonic() - started) * 1000),
+    }
+    return result.model_copy(
+        update={"task_id": task_id, "meta": result.meta.model_copy(update=update)}
+    )
+
+
+def current_depth_or_none() -> int | None:
+    """The would-be level of a new subtask, or None when the depth itself is unreadable."""
+    try:
+        return current_depth() + 1
+    except ConfigError:
+        return None

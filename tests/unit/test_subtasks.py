@@ -1,0 +1,78 @@
+"""The shared depth limit and the entry-point contract (nothing escapes)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from acp_bridge import envelope
+from acp_bridge.errors import ConfigError, ErrorCode, RunTimeout
+from acp_bridge.subtasks import (
+    DEPTH_ENV,
+    SubtaskContext,
+    current_depth,
+    run_subtask,
+    subtask_level,
+)
+
+
+def test_depth_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+    assert current_depth() == 0
+    assert current_depth({DEPTH_ENV: "2"}) == 2
+    with pytest.raises(ConfigError, match="not a whole number"):
+        current_depth({DEPTH_ENV: "-1"})
+
+
+def test_levels_nest_in_process_and_stop_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+    with subtask_level(2) as first:
+        assert first == 1 and current_depth() == 1
+        with subtask_level(2) as second:
+            assert second == 2
+            with pytest.raises(Exception, match="this would be level 3"), subtask_level(2):
+                pass
+    assert current_depth() == 0
+
+
+def _run(body, max_depth: int = 1):  # type: ignore[no-untyped-def]
+    return anyio.run(run_subtask, "bash", max_depth, body)
+
+
+def test_run_subtask_returns_the_body_envelope_with_bookkeeping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+
+    async def body(ctx: SubtaskContext) -> envelope.SubtaskResult:
+        return envelope.done(f"level {ctx.depth}")
+
+    result = _run(body)
+    assert result.ok and result.output == "level 1"
+    assert result.meta.entry == "bash" and result.meta.depth == 1
+    assert result.meta.duration_ms is not None and result.task_id.startswith("sub_")
+
+
+def test_errors_become_failed_envelopes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+
+    async def times_out(ctx: SubtaskContext) -> envelope.SubtaskResult:
+        raise RunTimeout("too slow")
+
+    async def crashes(ctx: SubtaskContext) -> envelope.SubtaskResult:
+        raise KeyError("bug")
+
+    late = _run(times_out)
+    assert late.status == "failed" and late.meta.error_code == ErrorCode.TIMEOUT
+    bug = _run(crashes)
+    assert bug.meta.error_code == ErrorCode.INTERNAL_ERROR and "KeyError" in bug.error
+
+
+def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DEPTH_ENV, "1")
+
+    async def body(ctx: SubtaskContext) -> envelope.SubtaskResult:
+        raise AssertionError("must not run")
+
+    result = _run(body)
+    assert result.meta.error_code == ErrorCode.DEPTH_LIMIT and result.meta.depth == 2

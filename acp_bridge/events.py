@@ -1,0 +1,122 @@
+"""Live events of a run, and the observe profiles that choose which ones a caller sees.
+
+Every entry path reports progress as :class:`Event` objects to an optional ``on_event``
+callable (the CLI prints them on stderr). An observe profile is a named filter:
+
+- ``default``: phases, agent messages, tool calls, permission decisions, plans, terminals,
+  usage and warnings;
+- ``long_shell``: ``default`` plus live terminal / command output;
+- ``web_extract``: phases, messages, permissions, warnings, and only the tool calls that
+  fetch, search or read.
+
+``on_event`` is called synchronously on the event loop: it must be quick and must not block.
+When nobody listens, or the profile filters a kind out, no event object is built at all
+(the message stream is the hot path).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EventKind = Literal[
+    "status",  # a phase began or ended: starting, initialized, session, prompting, done …
+    "message",  # a chunk of the worker's answer
+    "thought",  # a chunk of the worker's visible reasoning
+    "tool_call",  # the worker started a tool call
+    "tool_update",  # a tool call changed status
+    "permission",  # a permission decision was made
+    "plan",  # the worker's plan, in full
+    "terminal",  # a terminal / command started or exited
+    "terminal_output",  # output of a terminal / command, as it comes
+    "stderr",  # a line the worker process wrote on stderr
+    "usage",  # token / context / cost figures
+    "warning",  # something odd the run survived
+]
+
+ObserveProfile = Literal["default", "long_shell", "web_extract"]
+
+_DEFAULT: frozenset[str] = frozenset(
+    {
+        "status",
+        "message",
+        "tool_call",
+        "tool_update",
+        "permission",
+        "plan",
+        "terminal",
+        "usage",
+        "warning",
+    }
+)
+PROFILES: dict[str, frozenset[str]] = {
+    "default": _DEFAULT,
+    "long_shell": _DEFAULT | {"terminal_output"},
+    "web_extract": frozenset(
+        {"status", "message", "tool_call", "tool_update", "permission", "warning"}
+    ),
+}
+_WEB_TOOL_KINDS = frozenset({"fetch", "search", "read"})
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened during a run."""
+
+    kind: EventKind
+    task_id: str
+    elapsed: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "task_id": self.task_id,
+            "elapsed": round(self.elapsed, 3),
+            **self.data,
+        }
+
+
+EventHandler = Callable[[Event], None]
+
+
+class EventSink:
+    """Filters and delivers the events of one run to one handler (or to nobody)."""
+
+    def __init__(
+        self,
+        handler: EventHandler | None,
+        profile: str | None = None,
+        *,
+        task_id: str = "",
+        started: float | None = None,
+    ) -> None:
+        name = profile or "default"
+        if name not in PROFILES:
+            from acp_bridge.errors import ConfigError
+
+            raise ConfigError(
+                f"unknown observe_profile {name!r}; allowed: {', '.join(sorted(PROFILES))}"
+            )
+        self.profile = name
+        self.task_id = task_id
+        self._handler = handler
+        self._kinds = PROFILES[name] if handler is not None else frozenset()
+        self._started = time.monotonic() if started is None else started
+
+    def wants(self, kind: EventKind) -> bool:
+        """Cheap check for hot paths: build the event only if this is true."""
+        return kind in self._kinds
+
+    def emit(self, kind: EventKind, **data: Any) -> None:
+        if kind not in self._kinds or self._handler is None:
+            return
+        if (
+            self.profile == "web_extract"
+            and kind in ("tool_call", "tool_update")
+            and data.get("tool_kind") not in _WEB_TOOL_KINDS
+        ):
+            return
+        self._handler(Event(kind, self.task_id, time.monotonic() - self._started, data))

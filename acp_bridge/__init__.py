@@ -1,42 +1,75 @@
 """acp-bridge: hand a subtask to an isolated worker, get back one SubtaskResult envelope.
 
-The public API is what ``__all__`` lists; every other module is private.
+The public API is what ``__all__`` lists; every other module is private. Names are loaded
+on first use, so ``import acp_bridge`` is cheap and the bundled demo agent (a submodule)
+starts without loading pydantic.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from acp_bridge._version import __version__
-from acp_bridge.config import AgentProfile, Config, LoadedConfig, load_config
-from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult
-from acp_bridge.errors import (
-    AgentError,
-    AgentExitedError,
-    AuthRequiredError,
-    BridgeError,
-    ConfigError,
-    DepthLimitError,
-    ErrorCode,
-    OutputSchemaError,
-    ProfileError,
-    ProtocolError,
-    RunCancelled,
-    RunTimeout,
-    SandboxViolation,
-    SpawnError,
-    UnknownProfileError,
-)
+
+if TYPE_CHECKING:
+    from acp_bridge.acp_spawn import acp_spawn, acp_spawn_sync
+    from acp_bridge.callbacks.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge.config import AgentProfile, Config, LoadedConfig, load_config
+    from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult
+    from acp_bridge.errors import (
+        AgentError,
+        AgentExitedError,
+        AgentRequestError,
+        AuthRequiredError,
+        BridgeError,
+        ConfigError,
+        DepthLimitError,
+        ErrorCode,
+        OutputSchemaError,
+        ProfileError,
+        ProtocolError,
+        RunCancelled,
+        RunTimeout,
+        SandboxViolation,
+        SpawnError,
+        UnknownProfileError,
+    )
+    from acp_bridge.events import Event, EventHandler
+
+_MODULES: dict[str, tuple[str, ...]] = {
+    "acp_bridge.acp_spawn": ("acp_spawn", "acp_spawn_sync"),
+    "acp_bridge.callbacks.permissions": ("PermissionHook", "PermissionQuestion"),
+    "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "load_config"),
+    "acp_bridge.envelope": ("Meta", "SchemaRegistry", "SubtaskResult"),
+    "acp_bridge.events": ("Event", "EventHandler"),
+    "acp_bridge.errors": (
+        "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
+        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "OutputSchemaError",
+        "ProfileError", "ProtocolError", "RunCancelled", "RunTimeout", "SandboxViolation",
+        "SpawnError", "UnknownProfileError",
+    ),
+}  # fmt: skip
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "AgentError",
     "AgentExitedError",
     "AgentProfile",
+    "AgentRequestError",
     "AuthRequiredError",
     "BridgeError",
     "Config",
     "ConfigError",
     "DepthLimitError",
     "ErrorCode",
+    "Event",
+    "EventHandler",
     "LoadedConfig",
     "Meta",
     "OutputSchemaError",
+    "PermissionHook",
+    "PermissionQuestion",
     "ProfileError",
     "ProtocolError",
     "RunCancelled",
@@ -47,5 +80,20 @@ __all__ = [
     "SubtaskResult",
     "UnknownProfileError",
     "__version__",
+    "acp_spawn",
+    "acp_spawn_sync",
     "load_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acp_bridge' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,6 +213,11 @@ class AgentProfile(StrictModel):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp_servers: list[McpServer] = Field(default_factory=list)
     session: SessionSettings = Field(default_factory=SessionSettings)
+    max_message_bytes: int = Field(
+        64 * 1_048_576,
+        gt=0,
+        description="longest JSON-RPC line accepted from the agent; past it the run fails",
+    )
     repair_turns: int = Field(
         1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
     )
@@ -237,6 +243,14 @@ class AcpSection(StrictModel):
     agents: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class TranscriptSettings(StrictModel):
+    enabled: bool = Field(True, description="write a JSONL transcript of every ACP run")
+    dir: Path | None = Field(
+        None, description="where; default $XDG_STATE_HOME/acp-bridge/transcripts"
+    )
+    keep: int = Field(200, ge=1, description="newest transcripts kept; older ones are deleted")
+
+
 class Config(StrictModel):
     """The config file's settings (everything except the profiles themselves)."""
 
@@ -248,12 +262,17 @@ class Config(StrictModel):
     schemas: dict[str, ExistingFile] = Field(
         default_factory=dict, description="output_schema label → JSON Schema file"
     )
+    transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
     acp: AcpSection = Field(default_factory=AcpSection)
 
 
 # Fields holding paths, resolved against the directory of the file that wrote them.
 _PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (("cwd",), ("read_roots", "*"), ("write_roots", "*"))
-_CONFIG_PATH_FIELDS: tuple[DataPath, ...] = (("profiles_dirs", "*"), ("schemas", "*"))
+_CONFIG_PATH_FIELDS: tuple[DataPath, ...] = (
+    ("profiles_dirs", "*"),
+    ("schemas", "*"),
+    ("transcripts", "dir"),
+)
 _CONFIG_KEYS = frozenset(Config.model_fields)
 
 
@@ -573,6 +592,11 @@ def _load_profile_dir(directory: Path, origin: Origin) -> tuple[list[ProfileLaye
 # --- the config file -------------------------------------------------------------------
 
 
+def _with_builtin_vars(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``${VAR}`` reads, plus variables acp-bridge defines itself."""
+    return {"ACP_BRIDGE_PYTHON": sys.executable, **environ}
+
+
 def find_config_file(
     explicit: Path | None = None,
     environ: Mapping[str, str] | None = None,
@@ -639,7 +663,7 @@ def load_config(
 
     With ``search`` false, ``path`` None means "no config file" (built-in profiles only).
     """
-    environ = dict(os.environ if environ is None else environ)
+    environ = _with_builtin_vars(os.environ if environ is None else environ)
     config_path = find_config_file(path, environ, cwd) if search else path
     catalog = ProfileCatalog()
     builtin, problems = _load_profile_dir(BUILTIN_PROFILES_DIR, "built-in")
@@ -680,7 +704,7 @@ def validate_files(
     A profile file is checked as if it sat in a profiles dir: over the built-in profile of
     the same name, if any. Returns the problems of each file (empty: the file is fine).
     """
-    environ = dict(os.environ if environ is None else environ)
+    environ = _with_builtin_vars(os.environ if environ is None else environ)
     files: list[Path] = []
     for path in paths:
         files.extend(_profile_files(path) if path.is_dir() else [path])

@@ -116,3 +116,11 @@ def test_python_dash_m_and_console_script_agree(tmp_path: Path) -> None:
         check=True,
     )
     assert out.stdout.strip() == f"acp-bridge {__version__}"
+
+
+def test_public_api_names_all_resolve() -> None:
+    import acp_bridge
+
+    assert set(acp_bridge._EXPORTS) | {"__version__"} == set(acp_bridge.__all__)
+    for name in acp_bridge.__all__:
+        assert getattr(acp_bridge, name) is not None

@@ -14,6 +14,7 @@ an unset variable is an error for the profile that uses it, not for the others.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -502,35 +503,62 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
 
 @dataclass
 class ProfileCatalog:
-    """Every profile by name: usable ones resolved, broken ones with their error."""
+    """Every profile by name, resolved on first use (a run pays only for its own profile).
 
+    Built-in profiles are files named after the profile, so they are parsed only when that
+    name is asked for; profiles from folders and the config file are read up front.
+    """
+
+    environ: Mapping[str, str]
+    builtin: dict[str, Path] = field(default_factory=dict)
     layers: dict[str, list[ProfileLayer]] = field(default_factory=dict)
-    resolved: dict[str, ResolvedProfile] = field(default_factory=dict)
     errors: dict[str, ProfileError] = field(default_factory=dict)
+    _resolved: dict[str, ResolvedProfile] = field(default_factory=dict)
 
     def names(self) -> list[str]:
-        return sorted(self.layers)
+        return sorted(set(self.builtin) | set(self.layers))
 
     def get(self, name: str) -> ResolvedProfile:
         """The usable profile ``name``; raises its ProfileError or UnknownProfileError."""
-        if name in self.errors:
-            raise self.errors[name]
-        if name not in self.resolved:
-            known = ", ".join(self.names()) or "none"
-            raise UnknownProfileError(f"no agent profile named {name!r}; known profiles: {known}")
-        return self.resolved[name]
+        if name in self._resolved:
+            return self._resolved[name]
+        if name not in self.errors:
+            if name not in self.builtin and name not in self.layers:
+                known = ", ".join(self.names()) or "none"
+                raise UnknownProfileError(
+                    f"no agent profile named {name!r}; known profiles: {known}"
+                )
+            try:
+                self._resolved[name] = resolve_profile(self._layers_of(name), self.environ)
+                return self._resolved[name]
+            except ConfigError as exc:
+                self.errors[name] = ProfileError(exc.problems)
+        raise self.errors[name]
+
+    def _layers_of(self, name: str) -> list[ProfileLayer]:
+        layers = list(self.layers.get(name, []))
+        if name in self.builtin:
+            doc = load_yaml(self.builtin[name])
+            problems = _check_profile_root(doc, ())
+            if problems:
+                raise ProfileError(problems)
+            layers.insert(0, ProfileLayer("built-in", doc))
+        return layers
+
+    def resolve_all(self) -> dict[str, ProfileError]:
+        """Resolve every profile; returns the broken ones (for list and validate)."""
+        for name in self.names():
+            with contextlib.suppress(ConfigError):
+                self.get(name)
+        return self.errors
 
     def add_layer(self, layer: ProfileLayer) -> None:
         self.layers.setdefault(layer.name, []).append(layer)
 
-    def resolve_all(self, environ: Mapping[str, str]) -> None:
-        for name, layers in self.layers.items():
-            if name in self.errors:
-                continue
-            try:
-                self.resolved[name] = resolve_profile(layers, environ)
-            except ProfileError as exc:
-                self.errors[name] = exc
+
+def builtin_profile_files() -> dict[str, Path]:
+    """Built-in profiles by name (each file is named after its profile)."""
+    return {p.stem: p for p in _profile_files(BUILTIN_PROFILES_DIR)}
 
 
 def _profile_files(directory: Path) -> list[Path]:
@@ -665,11 +693,9 @@ def load_config(
     """
     environ = _with_builtin_vars(os.environ if environ is None else environ)
     config_path = find_config_file(path, environ, cwd) if search else path
-    catalog = ProfileCatalog()
-    builtin, problems = _load_profile_dir(BUILTIN_PROFILES_DIR, "built-in")
-    problems += _add_group(catalog, builtin)
+    catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
+    problems: list[Problem] = []
     if config_path is None:
-        catalog.resolve_all(environ)
         return LoadedConfig(None, Config(), catalog, problems)
 
     doc = load_yaml(config_path)
@@ -687,7 +713,6 @@ def load_config(
             raise ConfigError(entry_problems)
         agent_layers.append(ProfileLayer("config", doc, prefix))
     problems += _add_group(catalog, agent_layers)
-    catalog.resolve_all(environ)
     return LoadedConfig(config_path, settings, catalog, problems)
 
 
@@ -725,20 +750,20 @@ def _validate_one(path: Path, environ: Mapping[str, str]) -> list[Problem]:
         except ConfigError as exc:
             return exc.problems
         problems = list(loaded.problems)
-        for name in loaded.profiles.names():
-            err = loaded.profiles.errors.get(name)
-            if err is not None:
-                problems.extend(p for p in err.problems if p not in problems)
+        for err in loaded.profiles.resolve_all().values():
+            problems.extend(p for p in err.problems if p not in problems)
         return problems
     root_problems = _check_profile_root(doc, ())
     if root_problems:
         return root_problems
+    catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
     layer = ProfileLayer("file", doc)
-    builtin, _ = _load_profile_dir(BUILTIN_PROFILES_DIR, "built-in")
-    base = [b for b in builtin if b.name == layer.name]
+    if catalog.builtin.get(layer.name) == path:
+        catalog.builtin.pop(layer.name)  # validating a built-in file: not over itself
+    catalog.add_layer(layer)
     try:
-        resolve_profile([*base, layer], environ)
-    except ProfileError as exc:
+        catalog.get(layer.name)
+    except ConfigError as exc:
         return exc.problems
     return []
 

@@ -20,7 +20,8 @@ purpose from inside the package.
         ├── SpawnError              spawn_failed      could not start the agent process
         ├── AgentExitedError        agent_exited      the agent process died mid-run
         ├── ProtocolError           protocol_error    the agent broke the wire protocol
-        └── AuthRequiredError       auth_required     the agent needs a login we cannot do
+        ├── AuthRequiredError       auth_required     the agent needs a login we cannot do
+        └── AgentRequestError       agent_error       the agent answered a request with an error
 """
 
 from __future__ import annotations
@@ -169,3 +170,17 @@ class AuthRequiredError(AgentError):
     """The agent needs authentication the bridge cannot perform headless."""
 
     code = ErrorCode.AUTH_REQUIRED
+
+
+class AgentRequestError(AgentError):
+    """The agent answered one of our requests with a JSON-RPC error."""
+
+    code = ErrorCode.AGENT_ERROR
+
+    def __init__(self, method: str, rpc_code: int, rpc_message: str, data: object = None) -> None:
+        self.method = method
+        self.rpc_code = rpc_code
+        self.rpc_message = rpc_message
+        self.data = data
+        detail = f": {data}" if data not in (None, "", {}, []) else ""
+        super().__init__(f"agent answered {method} with error {rpc_code} {rpc_message}{detail}")

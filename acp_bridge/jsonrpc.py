@@ -1,0 +1,351 @@
+"""Newline-delimited JSON-RPC 2.0 over a pair of byte streams (DESIGN §4, transport).
+
+- Framing: lines of any length up to ``max_line_bytes`` (a hard ceiling: past it the
+  connection fails with ProtocolError instead of the process running out of memory).
+  Non-JSON lines (agents that log on stdout) are skipped and counted.
+- Our requests get integer ids; replies are matched by id. The agent's own request ids may
+  be integers or strings and overlap ours, so a message is classified by its keys, never by
+  its id: ``method`` + ``id`` is a request, ``method`` alone a notification, ``result`` or
+  ``error`` a response.
+- Agent→client requests each run in their own task (a blocking ``terminal/wait_for_exit``
+  must not stall ``session/update``) and are dispatched by jsonrpcserver, imported on the first
+  request so a turn without requests never pays for it.
+- ``session/update`` notifications bypass all of that: they go straight to a synchronous
+  callback. They are the hot path (100 000s per second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+
+from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
+from acp_bridge.protocol import INTERNAL_ERROR, INVALID_PARAMS
+from acp_bridge.transcript import Transcript
+
+READ_SIZE = 1 << 18
+DEFAULT_MAX_LINE_BYTES = 64 << 20
+NON_JSON_SAMPLES = 3
+log = logging.getLogger("acp_bridge.jsonrpc")
+
+UpdateCallback = Callable[[dict[str, Any]], None]
+NotificationCallback = Callable[[str, Any], None]
+RequestHandler = Callable[..., Awaitable[Any]]
+"""``async def handler(**params) -> result``; raise RpcFailure to answer with an error."""
+
+
+class RpcFailure(Exception):
+    """Raised by a request handler to answer with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+@dataclass
+class Response:
+    """The agent's reply to one of our requests (or why there will be none)."""
+
+    method: str
+    result: Any = None
+    error: dict[str, Any] | None = None
+    failure: BridgeError | None = None
+
+    def unwrap(self) -> Any:
+        """The result, or the matching typed error."""
+        if self.failure is not None:
+            raise self.failure
+        if self.error is not None:
+            raise AgentRequestError(
+                self.method,
+                int(self.error.get("code", INTERNAL_ERROR)),
+                str(self.error.get("message", "")),
+                self.error.get("data"),
+            )
+        return self.result
+
+
+@dataclass
+class PendingRequest:
+    """A request we sent whose reply may still be coming."""
+
+    id: int
+    method: str
+    _done: anyio.Event = field(default_factory=anyio.Event)
+    response: Response | None = None
+
+    def resolve(self, response: Response) -> None:
+        if self.response is None:
+            self.response = response
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self.response is not None
+
+    async def wait(self) -> Response:
+        """The reply; never raises (errors are in the Response), so it is safe in tasks."""
+        await self._done.wait()
+        assert self.response is not None
+        return self.response
+
+
+@dataclass
+class LineStats:
+    lines: int = 0
+    non_json: int = 0
+    non_json_samples: list[str] = field(default_factory=list)
+
+
+class JsonRpcConnection:
+    """One JSON-RPC peer. Use as ``async with``: the reader and request handlers live inside."""
+
+    def __init__(
+        self,
+        receive: ByteReceiveStream,
+        send: ByteSendStream,
+        *,
+        on_update: UpdateCallback,
+        methods: Mapping[str, RequestHandler],
+        on_notification: NotificationCallback | None = None,
+        transcript: Transcript | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._on_update = on_update
+        self._methods = dict(methods)
+        self._on_notification = on_notification
+        self._transcript = transcript
+        self._max_line_bytes = max_line_bytes
+        self._next_id = 0
+        self._pending: dict[int, PendingRequest] = {}
+        self._write_lock = anyio.Lock()
+        self._tg: TaskGroup | None = None
+        self._eof = anyio.Event()
+        self.stats = LineStats()
+        self.failure: BridgeError | None = None
+        """Why the connection is unusable (EOF, oversize line, broken pipe), once it is."""
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._read_loop)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()  # reader and in-flight handlers: the run is over
+        self._fail_pending(self.failure or AgentExitedError("connection closed"))
+        return await self._tg.__aexit__(exc_type, exc, tb)
+
+    @property
+    def closed(self) -> bool:
+        return self._eof.is_set()
+
+    async def wait_closed(self) -> None:
+        """Until the agent's stdout reached EOF (or the reader gave up)."""
+        await self._eof.wait()
+
+    # --- sending ----------------------------------------------------------------------
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+        if self._transcript is not None:
+            self._transcript.outgoing(data)
+        try:
+            async with self._write_lock:
+                await self._send.send(data + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise AgentExitedError("the agent closed its stdin") from exc
+
+    async def start_request(self, method: str, params: dict[str, Any]) -> PendingRequest:
+        """Send a request; await ``.wait()`` on the result for the reply."""
+        self._next_id += 1
+        pending = PendingRequest(self._next_id, method)
+        if self.failure is not None:
+            pending.resolve(Response(method, failure=self.failure))
+            return pending
+        self._pending[pending.id] = pending
+        try:
+            await self._write(
+                {"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params}
+            )
+        except AgentExitedError as exc:
+            self._pending.pop(pending.id, None)
+            pending.resolve(Response(method, failure=self.failure or exc))
+        return pending
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request and return its result (raises the matching BridgeError)."""
+        pending = await self.start_request(method, params)
+        return (await pending.wait()).unwrap()
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # --- receiving --------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        parts: list[bytes] = []  # an unfinished line, kept as chunks: no O(n²) re-joining
+        size = 0
+        handle = self._handle_line
+        try:
+            while True:
+                try:
+                    chunk = await self._receive.receive(READ_SIZE)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                start = 0
+                while (newline := chunk.find(b"\n", start)) >= 0:
+                    if parts:
+                        parts.append(chunk[start:newline])
+                        handle(b"".join(parts))
+                        parts.clear()
+                        size = 0
+                    else:
+                        handle(chunk[start:newline])
+                    start = newline + 1
+                if start < len(chunk):
+                    parts.append(chunk[start:] if start else chunk)
+                    size += len(chunk) - start
+                    if size > self._max_line_bytes:
+                        self.failure = ProtocolError(
+                            f"agent sent a line longer than {self._max_line_bytes} bytes "
+                            "(the transport's memory ceiling)"
+                        )
+                        return
+            if parts:
+                handle(b"".join(parts))  # a last line without its newline
+            self.failure = self.failure or AgentExitedError("the agent closed its stdout")
+        finally:
+            self._eof.set()
+            self._fail_pending(self.failure or AgentExitedError("the agent closed its stdout"))
+
+    def _handle_line(self, line: bytes) -> None:
+        stats = self.stats
+        stats.lines += 1
+        stripped = line.strip()
+        if not stripped:
+            return
+        try:
+            message = json.loads(stripped) if stripped[0] == 0x7B else None  # b"{"
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            self._non_json(stripped)
+            return
+        if self._transcript is not None:
+            self._transcript.incoming(stripped)
+        method = message.get("method")
+        if method is None:
+            self._handle_response(message)
+        elif "id" in message:
+            assert self._tg is not None
+            self._tg.start_soon(self._answer, message)
+        elif method == "session/update":
+            params = message.get("params")
+            if isinstance(params, dict):
+                self._on_update(params)
+        elif self._on_notification is not None:
+            self._on_notification(method, message.get("params"))
+
+    def _non_json(self, line: bytes) -> None:
+        stats = self.stats
+        stats.non_json += 1
+        if len(stats.non_json_samples) < NON_JSON_SAMPLES:
+            stats.non_json_samples.append(line[:200].decode("utf-8", "replace"))
+        if self._transcript is not None:
+            self._transcript.non_json(line)
+
+    def _handle_response(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        pending = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
+        if pending is None:
+            return  # a reply to nothing we asked (or to a request we gave up on): ignore
+        error = message.get("error")
+        if error is not None:
+            if not isinstance(error, dict):
+                error = {"code": INTERNAL_ERROR, "message": str(error)}
+            pending.resolve(Response(pending.method, error=error))
+        else:
+            pending.resolve(Response(pending.method, result=message.get("result")))
+
+    def _fail_pending(self, failure: BridgeError) -> None:
+        pending, self._pending = self._pending, {}
+        for request in pending.values():
+            request.resolve(Response(request.method, failure=failure))
+
+    # --- answering the agent's requests -------------------------------------------------
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        reply = await dispatch_request(message, self._methods)
+        if reply is None:
+            return
+        with contextlib.suppress(AgentExitedError):  # the agent is gone: nobody waits for it
+            await self._write(reply)
+
+
+def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+async def dispatch_request(
+    message: dict[str, Any], methods: Mapping[str, RequestHandler]
+) -> dict[str, Any] | None:
+    """Answer one request through jsonrpcserver (it validates the JSON-RPC shape and gives
+    -32600 / -32601 / -32602); our handlers' failures become their JSON-RPC errors."""
+    # Imported here: jsonrpcserver costs ~0.2 s (it loads jsonschema) and many turns never
+    # see an agent→client request.
+    from jsonrpcserver.async_main import dispatch_to_serializable
+
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        # ACP params are always objects; jsonrpcserver would pass a list positionally.
+        return _error_reply(
+            message.get("id"), INVALID_PARAMS, "Invalid params", "params must be an object"
+        )
+    handler = methods.get(str(message.get("method")))
+    table = {str(message.get("method")): _as_jsonrpc_method(handler)} if handler else {}
+    reply = await dispatch_to_serializable(
+        message,  # already parsed: the deserializer passes it on
+        table,
+        deserializer=lambda parsed: parsed,
+    )
+    return reply if isinstance(reply, dict) else None
+
+
+def _as_jsonrpc_method(handler: RequestHandler) -> Callable[..., Awaitable[Any]]:
+    """Our ``handler(**params) -> result`` as a jsonrpcserver method returning a Result."""
+    from jsonrpcserver import Error, Success
+
+    async def method(**params: Any) -> Any:
+        try:
+            return Success(await handler(**params))
+        except RpcFailure as failure:
+            return Error(failure.code, failure.message, failure.data)
+        except Exception as exc:  # a bug in a handler must not kill the run; the agent is told
+            log.debug("handler failed", exc_info=True)
+            return Error(INTERNAL_ERROR, "Internal error", f"{type(exc).__name__}: {exc}")
+
+    return method

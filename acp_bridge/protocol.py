@@ -1,0 +1,332 @@
+"""Lean ACP (protocol v1) wire types: only the subset the bridge sends and reads.
+
+Why not ``acp.schema`` from the official SDK at run time: importing it costs ~0.6 s (over
+half the cold-start budget), and it rejects update kinds and stop reasons newer agents send.
+The SDK stays our test oracle instead: every message built here is validated against it in
+the tests, and golden messages from real agents must parse here.
+
+Reading is tolerant: unknown fields are kept (``extra="allow"``), unknown variants are not
+errors. Writing is exact: camelCase keys, nothing that is None.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+PROTOCOL_VERSION = 1
+
+# JSON-RPC / ACP error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+KNOWN_STOP_REASONS: frozenset[str] = frozenset(
+    {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+)
+
+
+class Wire(BaseModel):
+    """Base of every wire type: camelCase on the wire, unknown fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        defer_build=True,
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict to send: camelCase, None left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# --- initialize -----------------------------------------------------------------------
+
+
+class Implementation(Wire):
+    name: str
+    title: str | None = None
+    version: str = ""
+
+
+class FsCapabilities(Wire):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ClientCapabilities(Wire):
+    fs: FsCapabilities = Field(default_factory=FsCapabilities)
+    terminal: bool = False
+
+
+class InitializeParams(Wire):
+    protocol_version: int = PROTOCOL_VERSION
+    client_capabilities: ClientCapabilities
+    client_info: Implementation
+
+
+class McpCapabilities(Wire):
+    http: bool = False
+    sse: bool = False
+
+
+class PromptCapabilities(Wire):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+class AgentCapabilities(Wire):
+    load_session: bool = False
+    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    # Each entry is an empty object when supported (close, list, resume, additionalDirectories…).
+    session_capabilities: dict[str, Any] | None = None
+
+    def session_supports(self, name: str) -> bool:
+        caps = self.session_capabilities or {}
+        return caps.get(name) is not None
+
+
+class AuthEnvVar(Wire):
+    name: str
+    label: str | None = None
+    secret: bool = True
+    optional: bool = False
+
+
+class AuthMethod(Wire):
+    """An advertised auth method. ``type``: absent/"agent", "env_var", "terminal", or newer."""
+
+    id: str
+    name: str = ""
+    description: str | None = None
+    type: str = "agent"
+    vars: list[AuthEnvVar] = Field(default_factory=list)
+    link: str | None = None
+    args: list[str] = Field(default_factory=list)
+
+
+class InitializeResult(Wire):
+    protocol_version: int
+    agent_capabilities: AgentCapabilities = Field(default_factory=AgentCapabilities)
+    auth_methods: list[AuthMethod] = Field(default_factory=list)
+    agent_info: Implementation | None = None
+
+
+class AuthenticateParams(Wire):
+    method_id: str
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+class NameValue(Wire):
+    name: str
+    value: str
+
+
+class McpServerStdio(Wire):
+    # Stdio servers carry no "type" field on the wire, and all four keys are required.
+    name: str
+    command: str
+    args: list[str]
+    env: list[NameValue]
+
+
+class McpServerHttp(Wire):
+    type: Literal["http", "sse"]
+    name: str
+    url: str
+    headers: list[NameValue]
+
+
+class NewSessionParams(Wire):
+    cwd: str
+    mcp_servers: list[McpServerStdio | McpServerHttp]  # required, may be empty
+    additional_directories: list[str] | None = None
+
+
+class SessionMode(Wire):
+    id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModeState(Wire):
+    current_mode_id: str
+    available_modes: list[SessionMode] = Field(default_factory=list)
+
+
+class ConfigSelectOption(Wire):
+    value: str
+    name: str = ""
+
+
+class ConfigOption(Wire):
+    """A session config option; ``options`` may hold plain options or groups of them."""
+
+    id: str
+    name: str = ""
+    type: str = "select"
+    category: str | None = None
+    current_value: Any = None
+    options: list[dict[str, Any]] = Field(default_factory=list)
+
+    def allowed_values(self) -> list[str]:
+        """Every selectable value, groups flattened."""
+        values: list[str] = []
+        for option in self.options:
+            if "value" in option:
+                values.append(str(option["value"]))
+            for member in option.get("options", []):
+                if isinstance(member, dict) and "value" in member:
+                    values.append(str(member["value"]))
+        return values
+
+
+class NewSessionResult(Wire):
+    session_id: str
+    modes: SessionModeState | None = None
+    config_options: list[ConfigOption] | None = None
+
+
+class SetModeParams(Wire):
+    session_id: str
+    mode_id: str
+
+
+class SetConfigOptionParams(Wire):
+    session_id: str
+    config_id: str
+    value: str | bool
+    type: Literal["boolean"] | None = None  # only for boolean options
+
+
+class SetConfigOptionResult(Wire):
+    config_options: list[ConfigOption] = Field(default_factory=list)
+
+
+class TextBlock(Wire):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class PromptParams(Wire):
+    session_id: str
+    prompt: list[TextBlock]
+
+
+class PromptResult(Wire):
+    stop_reason: str
+    usage: dict[str, Any] | None = None
+
+
+class SessionIdParams(Wire):
+    """Params of session/cancel and session/close."""
+
+    session_id: str
+
+
+# --- agent → client requests ------------------------------------------------------------
+
+
+class ToolCallRef(Wire):
+    """The tool call a permission request is about (a ToolCallUpdate: all but id optional)."""
+
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    locations: list[dict[str, Any]] | None = None
+    raw_input: Any = None
+
+
+class PermissionOption(Wire):
+    option_id: str
+    name: str = ""
+    kind: str
+
+
+class RequestPermissionParams(Wire):
+    session_id: str
+    tool_call: ToolCallRef
+    options: list[PermissionOption]
+
+
+def permission_selected(option_id: str) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+PERMISSION_CANCELLED: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
+
+
+class ReadTextFileParams(Wire):
+    session_id: str
+    path: str
+    line: int | None = Field(None, ge=1)
+    limit: int | None = Field(None, ge=0)
+
+
+class WriteTextFileParams(Wire):
+    session_id: str
+    path: str
+    content: str
+
+
+class CreateTerminalParams(Wire):
+    session_id: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: list[NameValue] = Field(default_factory=list)
+    cwd: str | None = None
+    output_byte_limit: int | None = Field(None, ge=0)
+
+
+class TerminalIdParams(Wire):
+    session_id: str
+    terminal_id: str
+
+
+# --- session/update ----------------------------------------------------------------------
+# The update stream is the hot path: chunks are read straight from the dicts (see
+# session.py). These models serve the rare kinds, where readability beats microseconds.
+
+
+class ToolCallUpdate(Wire):
+    """A ``tool_call`` or ``tool_call_update``: everything but the id is optional."""
+
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    locations: list[dict[str, Any]] | None = None
+    content: list[dict[str, Any]] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class PlanEntry(Wire):
+    content: str
+    priority: str = "medium"
+    status: str = "pending"
+
+
+class PlanUpdate(Wire):
+    entries: list[PlanEntry] = Field(default_factory=list)
+
+
+class UsageUpdate(Wire):
+    used: int | None = None
+    size: int | None = None
+    cost: dict[str, Any] | None = None

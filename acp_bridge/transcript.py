@@ -1,0 +1,112 @@
+"""JSONL transcripts: every message exchanged with an agent, one line each.
+
+Line shapes (``t`` is seconds since the run started)::
+
+    {"t": 0.012, "dir": "out", "msg": {...}}       a message we sent
+    {"t": 0.015, "dir": "in", "msg": {...}}        a message the agent sent
+    {"t": 0.020, "dir": "in", "raw": "text"}       a stdout line that was not JSON
+    {"t": 0.900, "dir": "note", "note": "..."}     something the bridge did (cancel, kill …)
+
+Incoming messages are written as the raw bytes we received, spliced into the line, so the
+update stream pays no second ``json.dumps``. Secrets (the values of the agent's ``env``) are
+replaced by ``[REDACTED]`` before anything reaches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+REDACTED = b"[REDACTED]"
+RAW_LINE_LIMIT = 4096
+_MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") are not secrets and would shred the text
+
+
+def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
+    return Path(state).expanduser() / "acp-bridge" / "transcripts"
+
+
+class Transcript:
+    """An append-only JSONL file for one run. Never raises on write: I/O errors disable it."""
+
+    def __init__(
+        self, path: Path | None, secrets: Iterable[str] = (), started: float | None = None
+    ) -> None:
+        self.path = path
+        self._secrets = sorted(
+            {s.encode() for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
+        )
+        self._started = time.monotonic() if started is None else started
+        self._file: IO[bytes] | None = None
+        self.error: str = ""
+        if path is None:  # transcripts switched off
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Transcripts may hold file contents and prompts: private to the user.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._file = os.fdopen(fd, "wb", buffering=1 << 20)
+        except OSError as exc:
+            self.error = f"transcript disabled: {exc}"
+
+    def _stamp(self) -> bytes:
+        return b'{"t":%.4f,"dir":' % (time.monotonic() - self._started)
+
+    def _redact(self, data: bytes) -> bytes:
+        for secret in self._secrets:
+            if secret in data:
+                data = data.replace(secret, REDACTED)
+        return data
+
+    def _write(self, line: bytes) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(line)
+        except OSError as exc:
+            self.error = f"transcript stopped: {exc}"
+            self._file = None
+
+    def incoming(self, raw_json: bytes) -> None:
+        """A JSON message received from the agent, as the bytes it arrived in."""
+        self._write(self._stamp() + b'"in","msg":' + self._redact(raw_json) + b"}\n")
+
+    def outgoing(self, raw_json: bytes) -> None:
+        """A JSON message we sent (``raw_json`` without its newline)."""
+        self._write(self._stamp() + b'"out","msg":' + self._redact(raw_json) + b"}\n")
+
+    def non_json(self, raw: bytes) -> None:
+        text = raw[:RAW_LINE_LIMIT].decode("utf-8", "replace")
+        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
+        self._write(self._stamp() + b'"in","raw":' + payload + b"}\n")
+
+    def note(self, text: str) -> None:
+        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
+        self._write(self._stamp() + b'"note","note":' + payload + b"}\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError as exc:
+                self.error = f"transcript incomplete: {exc}"
+            self._file = None
+
+
+def prune(directory: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` transcripts in ``directory`` (best effort)."""
+    try:
+        files = sorted(directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in files[keep:]:
+        try:
+            old.unlink()
+        except OSError:
+            continue

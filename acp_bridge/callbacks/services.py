@@ -1,0 +1,130 @@
+"""Everything the bridge serves to one session, and the capabilities that say so.
+
+Only what the profile enables and the bridge fully serves is advertised in ``initialize``;
+a method that is not advertised is not answered either (-32601).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from acp_bridge.callbacks.files import FileService
+from acp_bridge.callbacks.permissions import PermissionHook, PermissionLedger, PermissionPolicy
+from acp_bridge.callbacks.terminals import TerminalService
+from acp_bridge.config import AgentProfile
+from acp_bridge.events import EventSink
+from acp_bridge.jsonrpc import RequestHandler
+from acp_bridge.protocol import (
+    ClientCapabilities,
+    FsCapabilities,
+    RequestPermissionParams,
+    ToolCallRef,
+    ToolCallUpdate,
+)
+from acp_bridge.sandbox import Roots
+from acp_bridge.session import TurnSignals
+
+
+class ClientServices:
+    """Permission decisions, files and terminals for one session."""
+
+    def __init__(
+        self,
+        profile: AgentProfile,
+        *,
+        roots: Roots,
+        cwd: Path,
+        env: Mapping[str, str],
+        tg: TaskGroup,
+        sink: EventSink,
+        signals: TurnSignals,
+        hook: PermissionHook | None = None,
+        on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
+    ) -> None:
+        self.profile = profile
+        self.signals = signals
+        self.sink = sink
+        self.ledger = PermissionLedger()
+        self.policy = PermissionPolicy(profile.permissions, roots, hook=hook, ledger=self.ledger)
+        self.files = FileService(
+            roots,
+            max_read_bytes=profile.fs.max_read_bytes,
+            max_write_bytes=profile.fs.max_write_bytes,
+        )
+        self.terminals = TerminalService(
+            roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
+        )
+        self._on_tool_call = on_tool_call
+
+    def capabilities(self) -> ClientCapabilities:
+        fs = self.profile.fs
+        return ClientCapabilities(
+            fs=FsCapabilities(read_text_file=fs.read, write_text_file=fs.write),
+            terminal=self.profile.terminal.enabled,
+        )
+
+    def methods(self) -> dict[str, RequestHandler]:
+        table: dict[str, RequestHandler] = {"session/request_permission": self.request_permission}
+        if self.profile.fs.read:
+            table["fs/read_text_file"] = self.files.read_text_file
+        if self.profile.fs.write:
+            table["fs/write_text_file"] = self.files.write_text_file
+        if self.profile.terminal.enabled:
+            terminals = self.terminals
+            table.update(
+                {
+                    "terminal/create": terminals.create,
+                    "terminal/output": terminals.output,
+                    "terminal/wait_for_exit": terminals.wait_for_exit,
+                    "terminal/kill": terminals.kill,
+                    "terminal/release": terminals.release,
+                }
+            )
+        return table
+
+    async def request_permission(self, **params: Any) -> dict[str, Any]:
+        request = RequestPermissionParams.model_validate(params)
+        if self._on_tool_call is not None:
+            self._on_tool_call(_as_update(request.tool_call))
+        cancelled = self.signals.cancelled
+        if cancelled.is_set():
+            return self._decided(self.policy.record_cancelled(request))
+        answer: dict[str, Any] | None = None
+        async with anyio.create_task_group() as tg:
+
+            async def decide() -> None:
+                nonlocal answer
+                answer = await self.policy.answer(request)
+                tg.cancel_scope.cancel()
+
+            async def on_cancel() -> None:
+                await cancelled.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(decide)
+            tg.start_soon(on_cancel)
+        return self._decided(answer or self.policy.record_cancelled(request))
+
+    def _decided(self, answer: dict[str, Any]) -> dict[str, Any]:
+        record = self.ledger.records[-1]
+        self.sink.emit(
+            "permission",
+            tool_call_id=record.tool_call_id,
+            title=record.title,
+            tool_kind=record.kind,
+            decision=record.decision,
+            reason=record.reason,
+        )
+        return answer
+
+    async def aclose(self) -> None:
+        await self.terminals.release_all()
+
+
+def _as_update(ref: ToolCallRef) -> ToolCallUpdate:
+    return ToolCallUpdate.model_validate(ref.model_dump(by_alias=False))

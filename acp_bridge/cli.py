@@ -10,13 +10,19 @@ import argparse
 import json
 import re
 import shutil
+import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
+
 from acp_bridge._version import __version__
-from acp_bridge.errors import BridgeError, ConfigError, Problem
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, Problem
+from acp_bridge.events import PROFILES as OBSERVE_PROFILES
+from acp_bridge.events import Event, EventHandler
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -49,13 +55,14 @@ def _load(args: argparse.Namespace) -> Any:
 def cmd_profiles_list(args: argparse.Namespace) -> int:
     loaded = _load(args)
     catalog = loaded.profiles
+    catalog.resolve_all()
     rows = []
     for name in catalog.names():
         if name in catalog.errors:
             first = catalog.errors[name].problems[0]
             rows.append({"name": name, "installed": None, "description": "", "error": str(first)})
             continue
-        profile = catalog.resolved[name].profile
+        profile = catalog.get(name).profile
         rows.append(
             {
                 "name": name,
@@ -140,9 +147,8 @@ def cmd_profiles_validate(args: argparse.Namespace) -> int:
     if not args.files:
         loaded = _load(args)
         problems = list(loaded.problems)
-        for name in loaded.profiles.names():
-            if name in loaded.profiles.errors:
-                problems.extend(loaded.profiles.errors[name].problems)
+        for error in loaded.profiles.resolve_all().values():
+            problems.extend(error.problems)
         for problem in problems:
             _out(str(problem))
         count = len(loaded.profiles.names())
@@ -174,6 +180,154 @@ def cmd_profiles_schema(args: argparse.Namespace) -> int:
     schema = profile_json_schema() if args.profile else config_json_schema()
     _out(json.dumps(schema, indent=2))
     return EXIT_OK
+
+
+# --- run -----------------------------------------------------------------------------------
+
+
+class _HumanProgress:
+    """Live events as short lines on stderr; message chunks stream inline."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._mid_message = False
+
+    def _line(self, text: str) -> None:
+        if self._mid_message:
+            self._stream.write("\n")
+            self._mid_message = False
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+    def __call__(self, event: Event) -> None:
+        data = event.data
+        kind = event.kind
+        if kind == "message":
+            self._stream.write(data["text"])
+            self._stream.flush()
+            self._mid_message = not data["text"].endswith("\n")
+        elif kind == "status":
+            details = " ".join(
+                f"{k}={v}" for k, v in data.items() if k != "phase" and v not in (None, "")
+            )
+            self._line(f"· {data['phase']} {details}".rstrip())
+        elif kind == "tool_call":
+            self._line(f"⚙ {data.get('title') or data['tool_call_id']} [{data.get('tool_kind')}]")
+        elif kind == "tool_update":
+            self._line(f"  {data.get('title') or data['tool_call_id']}: {data.get('status')}")
+        elif kind == "permission":
+            self._line(f"⚑ {data['decision']}: {data.get('title')} ({data.get('reason')})")
+        elif kind == "terminal":
+            if data.get("state") == "started":
+                self._line(f"$ {data['command']}")
+            else:
+                status = data.get("signal") or f"exit {data.get('exit_code')}"
+                self._line(f"  {data['command']}: {status}")
+        elif kind == "terminal_output":
+            self._stream.write(data["text"])
+        elif kind == "plan":
+            for entry in data.get("entries", []):
+                self._line(f"  [{entry.get('status')}] {entry.get('content')}")
+        elif kind in ("warning", "stderr"):
+            self._line(f"! {data.get('message') or data.get('line')}")
+
+    def close(self) -> None:
+        if self._mid_message:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+def _event_printer(mode: str) -> tuple[EventHandler | None, Callable[[], None]]:
+    if mode == "ndjson":
+
+        def ndjson(event: Event) -> None:
+            sys.stderr.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            sys.stderr.flush()
+
+        return ndjson, lambda: None
+    if mode == "human":
+        human = _HumanProgress(sys.stderr)
+        return human, human.close
+    return None, lambda: None
+
+
+def exit_code_for(result: SubtaskResult) -> int:
+    """The process exit code for an envelope (DESIGN §7)."""
+    if result.status == "done":
+        return EXIT_OK
+    code = result.meta.error_code
+    if code == ErrorCode.TIMEOUT:
+        return EXIT_TIMEOUT
+    if code == ErrorCode.CANCELLED:
+        return EXIT_INTERRUPTED
+    if code == ErrorCode.CONFIG_ERROR:
+        return EXIT_USAGE
+    return EXIT_FAILED
+
+
+async def _with_interrupts(run: Callable[[anyio.Event], Awaitable[SubtaskResult]]) -> SubtaskResult:
+    """Run with Ctrl-C / SIGTERM turned into a graceful cancel (a second one is not waited
+    for: the run is cancelled outright and its processes are still cleaned up)."""
+    cancel = anyio.Event()
+    result: SubtaskResult | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    if cancel.is_set():
+                        tg.cancel_scope.cancel()
+                        return
+                    _err("\ninterrupted: cancelling the run (again to stop waiting)")
+                    cancel.set()
+
+        tg.start_soon(watch_signals)
+        result = await run(cancel)
+        tg.cancel_scope.cancel()
+    if result is None:
+        raise KeyboardInterrupt
+    return result
+
+
+def _read_task(task: str) -> str:
+    return sys.stdin.read() if task == "-" else task
+
+
+def _print_envelope(result: SubtaskResult, args: argparse.Namespace) -> int:
+    _out(result.to_json(indent=2 if args.pretty else None))
+    return exit_code_for(result)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from acp_bridge.acp_spawn import acp_spawn
+
+    task = _read_task(args.task)
+    handler, finish = _event_printer(args.events)
+
+    async def run(cancel: anyio.Event) -> SubtaskResult:
+        return await acp_spawn(
+            args.agent,
+            task,
+            cwd=args.cwd,
+            output_schema=args.output_schema,
+            observe_profile=args.observe,
+            timeout=args.timeout,
+            on_event=handler,
+            config=_load(args),
+            cancel=cancel,
+        )
+
+    try:
+        result = anyio.run(_with_interrupts, run)
+    finally:
+        finish()
+    return _print_envelope(result, args)
+
+
+def cmd_demo_agent(args: argparse.Namespace) -> int:
+    from acp_bridge.demo_agent import main as demo_main
+
+    return demo_main()
 
 
 # --- the parser ----------------------------------------------------------------------------
@@ -235,7 +389,56 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="the schema of a single profile file instead"
     )
     p.set_defaults(handler=cmd_profiles_schema)
+
+    p = commands.add_parser(
+        "run",
+        help="run TASK on the ACP agent of profile AGENT; print the envelope",
+        formatter_class=_Formatter,
+        description="Start the agent named by profile AGENT, hand it TASK over ACP, answer its "
+        "file, terminal and permission requests inside the sandbox, and print the "
+        "SubtaskResult envelope as JSON on stdout. Progress goes to stderr.",
+        epilog="example: acp-bridge run demo 'Reply with exactly HELLO'",
+    )
+    p.add_argument("agent", metavar="AGENT", help="profile name (see: acp-bridge profiles list)")
+    p.add_argument("task", metavar="TASK", help="the prompt; '-' reads it from stdin")
+    _add_run_options(p)
+    p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser(
+        "demo-agent",
+        help="serve the bundled offline demo ACP agent on stdin/stdout",
+        description="The bundled demo agent (profile 'demo'). It speaks ACP on stdio; it is "
+        "started by acp-bridge, not by people.",
+    )
+    p.set_defaults(handler=cmd_demo_agent)
     return parser
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cwd",
+        type=Path,
+        help="session working directory (default: profile's, else the current directory)",
+    )
+    p.add_argument(
+        "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
+    )
+    p.add_argument(
+        "--observe",
+        default="default",
+        choices=sorted(OBSERVE_PROFILES),
+        help="which live events to show (default: default)",
+    )
+    p.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="override the profile's run timeout"
+    )
+    p.add_argument(
+        "--events",
+        choices=["human", "ndjson", "none"],
+        default="human" if sys.stderr.isatty() else "none",
+        help="live progress on stderr (default: human on a terminal, else none)",
+    )
+    p.add_argument("--pretty", action="store_true", help="indent the envelope JSON")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

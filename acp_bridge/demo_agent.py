@@ -1,0 +1,378 @@
+"""The bundled demo ACP agent: offline, deterministic, and honest about the protocol.
+
+It speaks ACP v1 on stdin/stdout for real, with the standard library only (so it starts in
+a few tens of milliseconds and shares no code with the client it talks to). Prompt lines
+that start with a directive make it use the client's services:
+
+    read PATH            read a file through fs/read_text_file and show it
+    write PATH: TEXT     ask permission, then write TEXT through fs/write_text_file
+    run COMMAND          ask permission, then run COMMAND in a client terminal
+    sleep SECONDS        wait (cancellable) — for trying timeouts and Ctrl-C
+
+Any other text is chat: "Reply with exactly X" answers X; anything else is echoed. Relative
+paths are relative to the session cwd. The session offers two modes (``default``,
+``careful``: asks permission even to read) and one config option ``style``
+(``plain`` | ``shouty``).
+
+Run it as ``acp-bridge demo-agent`` or ``python -m acp_bridge.demo_agent``. Threads, not
+asyncio: importing asyncio (and with it ssl) would double the agent's start-up time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+VERSION = "1.0.0"
+_EXACT = re.compile(r"reply with exactly\s+(?P<text>.+?)\s*$", re.IGNORECASE)
+
+
+class _Reply:
+    """A reply we are waiting for from the client."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.message: dict[str, Any] = {}
+
+
+class DemoAgent:
+    def __init__(self, stdin: IO[bytes], stdout_fd: int) -> None:
+        self.stdin = stdin
+        self.stdout_fd = stdout_fd
+        self.write_lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.waiting: dict[int, _Reply] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.client_caps: dict[str, Any] = {}
+        self.cancel_events: dict[str, threading.Event] = {}
+
+    # --- wire ------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps({"jsonrpc": "2.0", **message}, separators=(",", ":")).encode()
+        # Straight to the file descriptor, one whole line per write: a buffered sys.stdout
+        # used from daemon threads makes interpreter exit wait ~2 s on its lock.
+        line = memoryview(data + b"\n")
+        with self.write_lock, contextlib.suppress(BrokenPipeError, OSError):
+            while line:
+                line = line[os.write(self.stdout_fd, line) :]
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request_id = next(self.ids)
+        reply = self.waiting[request_id] = _Reply()
+        self.send({"id": request_id, "method": method, "params": params})
+        reply.ready.wait()
+        return reply.message
+
+    def update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.send(
+            {"method": "session/update", "params": {"sessionId": session_id, "update": update}}
+        )
+
+    def say(self, session_id: str, text: str, message_id: str) -> None:
+        style = self.sessions[session_id]["style"]
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "messageId": message_id,
+                "content": {"type": "text", "text": text.upper() if style == "shouty" else text},
+            },
+        )
+
+    def serve(self) -> None:
+        for line in self.stdin:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "method" not in message:
+                reply = self.waiting.pop(message.get("id"), None)  # type: ignore[arg-type]
+                if reply is not None:
+                    reply.message = message
+                    reply.ready.set()
+                continue
+            # Each request in its own thread: a prompt waits on the client while we go on
+            # reading its replies and its session/cancel.
+            threading.Thread(target=self.handle, args=(message,), daemon=True).start()
+
+    def handle(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        handler = getattr(self, "on_" + method.replace("/", "_"), None)
+        if "id" not in message:  # a notification: never answered
+            if handler is not None:
+                handler(params)
+            return
+        if handler is None:
+            self.send(
+                {
+                    "id": message["id"],
+                    "error": {
+                        "code": -32601,
+                        "message": "Method not found",
+                        "data": {"method": method},
+                    },
+                }
+            )
+            return
+        try:
+            result = handler(params)
+        except (KeyError, TypeError, ValueError) as exc:
+            self.send(
+                {
+                    "id": message["id"],
+                    "error": {"code": -32602, "message": "Invalid params", "data": str(exc)},
+                }
+            )
+            return
+        self.send({"id": message["id"], "result": result})
+
+    # --- methods ---------------------------------------------------------------------
+
+    def on_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.client_caps = params.get("clientCapabilities") or {}
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": False,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
+                "sessionCapabilities": {"close": {}},
+            },
+            "authMethods": [],
+            "agentInfo": {
+                "name": "acp-bridge-demo",
+                "title": "acp-bridge demo agent",
+                "version": VERSION,
+            },
+        }
+
+    def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = f"demo_{os.getpid()}_{len(self.sessions) + 1}"
+        self.sessions[session_id] = {"cwd": params["cwd"], "mode": "default", "style": "plain"}
+        return {
+            "sessionId": session_id,
+            "modes": {
+                "currentModeId": "default",
+                "availableModes": [
+                    {"id": "default", "name": "Default", "description": "asks before changing"},
+                    {"id": "careful", "name": "Careful", "description": "asks before anything"},
+                ],
+            },
+            "configOptions": [self._style_option("plain")],
+        }
+
+    @staticmethod
+    def _style_option(value: str) -> dict[str, Any]:
+        return {
+            "id": "style",
+            "name": "Answer style",
+            "type": "select",
+            "currentValue": value,
+            "options": [{"value": "plain", "name": "Plain"}, {"value": "shouty", "name": "Shouty"}],
+        }
+
+    def on_session_set_mode(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions[params["sessionId"]]
+        if params["modeId"] not in ("default", "careful"):
+            raise ValueError(f"unknown mode {params['modeId']}")
+        session["mode"] = params["modeId"]
+        return {}
+
+    def on_session_set_config_option(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions[params["sessionId"]]
+        if params["configId"] != "style" or params["value"] not in ("plain", "shouty"):
+            raise ValueError(f"unknown option {params['configId']}={params['value']}")
+        session["style"] = params["value"]
+        return {"configOptions": [self._style_option(session["style"])]}
+
+    def on_session_close(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.sessions.pop(params["sessionId"], None)
+        return {}
+
+    def on_session_cancel(self, params: dict[str, Any]) -> None:
+        self.cancel_events.setdefault(params["sessionId"], threading.Event()).set()
+
+    def on_session_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params["sessionId"]
+        session = self.sessions[session_id]
+        cancelled = self.cancel_events[session_id] = threading.Event()
+        text = "\n".join(b.get("text", "") for b in params["prompt"] if b.get("type") == "text")
+        steps = [line.strip() for line in text.splitlines() if line.strip()]
+        directives = [s for s in steps if s.split(" ", 1)[0].lower() in _DIRECTIVES]
+        if directives:
+            self.say(session_id, f"Working on {len(directives)} step(s).", "msg_plan")
+        results: list[str] = []
+        for number, step in enumerate(directives, 1):
+            if cancelled.is_set():
+                return {"stopReason": "cancelled"}
+            results.append(self.do(session_id, session, number, step, cancelled))
+            if cancelled.is_set():
+                return {"stopReason": "cancelled"}
+        self.say(session_id, _final_answer(text, directives, results), "msg_final")
+        return {
+            "stopReason": "end_turn",
+            "usage": {
+                "inputTokens": len(text.split()),
+                "outputTokens": 1,
+                "totalTokens": len(text.split()) + 1,
+            },
+        }
+
+    # --- directives ----------------------------------------------------------------------
+
+    def do(
+        self,
+        session_id: str,
+        session: dict[str, Any],
+        number: int,
+        step: str,
+        cancelled: threading.Event,
+    ) -> str:
+        verb, _, rest = step.partition(" ")
+        verb = verb.lower()
+        call_id = f"call_{number}"
+        if verb == "sleep":
+            self.tool(session_id, call_id, f"sleep {rest}", "think", "in_progress")
+            if cancelled.wait(float(rest)):
+                self.tool_done(session_id, call_id, "failed")
+                return "sleep interrupted"
+            self.tool_done(session_id, call_id, "completed")
+            return f"slept {rest}s"
+        path = rest.split(":", 1)[0].strip() if verb == "write" else rest.strip()
+        if verb in ("read", "write"):
+            path = str(Path(session["cwd"]) / path)
+        kind = {"read": "read", "write": "edit", "run": "execute"}[verb]
+        locations = [{"path": path}] if verb in ("read", "write") else []
+        self.tool(session_id, call_id, step, kind, "pending", locations)
+        needs_permission = verb != "read" or session["mode"] == "careful"
+        if needs_permission and not self.permitted(session_id, call_id, step, kind, locations):
+            self.tool_done(session_id, call_id, "failed")
+            return f"{verb} not permitted"
+        self.tool_done(session_id, call_id, "in_progress")
+        result: str = getattr(self, "do_" + verb)(session_id, session, path, rest)
+        self.tool_done(
+            session_id, call_id, "completed" if not result.startswith("error") else "failed"
+        )
+        return result
+
+    def tool(
+        self,
+        session_id: str,
+        call_id: str,
+        title: str,
+        kind: str,
+        status: str,
+        locations: list[dict[str, str]] | None = None,
+    ) -> None:
+        self.update(
+            session_id,
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": call_id,
+                "title": title,
+                "kind": kind,
+                "status": status,
+                "locations": locations or [],
+            },
+        )
+
+    def tool_done(self, session_id: str, call_id: str, status: str) -> None:
+        self.update(
+            session_id,
+            {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status},
+        )
+
+    def permitted(
+        self, session_id: str, call_id: str, title: str, kind: str, locations: list[dict[str, str]]
+    ) -> bool:
+        reply = self.call(
+            "session/request_permission",
+            {
+                "sessionId": session_id,
+                "toolCall": {
+                    "toolCallId": call_id,
+                    "title": title,
+                    "kind": kind,
+                    "locations": locations,
+                },
+                "options": [
+                    {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                ],
+            },
+        )
+        outcome = (reply.get("result") or {}).get("outcome") or {}
+        return outcome.get("outcome") == "selected" and outcome.get("optionId", "").startswith(
+            "allow"
+        )
+
+    def do_read(self, session_id: str, session: dict[str, Any], path: str, _rest: str) -> str:
+        if not self.client_caps.get("fs", {}).get("readTextFile"):
+            return "error: the client offers no file reading"
+        reply = self.call("fs/read_text_file", {"sessionId": session_id, "path": path})
+        if "error" in reply:
+            return f"error reading {path}: {reply['error'].get('message')}"
+        return str(reply["result"]["content"])
+
+    def do_write(self, session_id: str, session: dict[str, Any], path: str, rest: str) -> str:
+        if not self.client_caps.get("fs", {}).get("writeTextFile"):
+            return "error: the client offers no file writing"
+        content = rest.split(":", 1)[1].strip() + "\n" if ":" in rest else "\n"
+        reply = self.call(
+            "fs/write_text_file", {"sessionId": session_id, "path": path, "content": content}
+        )
+        if "error" in reply:
+            return f"error writing {path}: {reply['error'].get('message')}"
+        return f"wrote {len(content.encode())} bytes to {path}"
+
+    def do_run(self, session_id: str, session: dict[str, Any], _path: str, command: str) -> str:
+        if not self.client_caps.get("terminal"):
+            return "error: the client offers no terminal"
+        created = self.call(
+            "terminal/create", {"sessionId": session_id, "command": command, "cwd": session["cwd"]}
+        )
+        if "error" in created:
+            return f"error starting {command}: {created['error'].get('message')}"
+        ref = {"sessionId": session_id, "terminalId": created["result"]["terminalId"]}
+        waited = self.call("terminal/wait_for_exit", ref)
+        output = self.call("terminal/output", ref)
+        self.call("terminal/release", ref)
+        status = waited.get("result") or {}
+        text = (output.get("result") or {}).get("output", "")
+        if status.get("exitCode") not in (0, None) or status.get("signal"):
+            how = status.get("signal") or f"exit code {status.get('exitCode')}"
+            return f"error: {command} failed ({how})\n{text}"
+        return str(text)
+
+
+_DIRECTIVES = ("read", "write", "run", "sleep")
+
+
+def _final_answer(text: str, directives: list[str], results: list[str]) -> str:
+    exact = next((m["text"] for line in text.splitlines() if (m := _EXACT.search(line))), None)
+    if exact is not None:
+        return exact.strip().strip("\"'`")
+    if results:
+        return "\n".join(r.rstrip("\n") for r in results)
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"demo agent received: {first}"
+
+
+def main() -> int:
+    with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
+        DemoAgent(sys.stdin.buffer, sys.stdout.fileno()).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -99,7 +99,17 @@ class AgentProcess:
         with anyio.CancelScope(shield=True):
             await self.shutdown()
         self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._close_transport()
+
+    async def _close_transport(self) -> None:
+        """Release the pipes and the event loop's handle on the (exited) process; left to
+        the garbage collector, they would be closed after the loop and warn."""
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await self.process.aclose()
 
     @property
     def process(self) -> Process:

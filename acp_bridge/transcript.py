@@ -78,8 +78,21 @@ class Transcript:
         self._write(self._stamp() + b'"in","msg":' + self._redact(raw_json) + b"}\n")
 
     def outgoing(self, raw_json: bytes) -> None:
-        """A JSON message we sent (``raw_json`` without its newline)."""
+        """A JSON message we sent (``raw_json`` without its newline).
+
+        Flushes: what we send is rare next to the update stream, so this keeps the file
+        current (a killed bridge still leaves a useful transcript) for the cost of one
+        write per request or reply, not one per update."""
         self._write(self._stamp() + b'"out","msg":' + self._redact(raw_json) + b"}\n")
+        self.flush()
+
+    def flush(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.flush()
+            except OSError as exc:
+                self.error = f"transcript stopped: {exc}"
+                self._file = None
 
     def non_json(self, raw: bytes) -> None:
         text = raw[:RAW_LINE_LIMIT].decode("utf-8", "replace")
@@ -89,6 +102,7 @@ class Transcript:
     def note(self, text: str) -> None:
         payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
         self._write(self._stamp() + b'"note","note":' + payload + b"}\n")
+        self.flush()
 
     def close(self) -> None:
         if self._file is not None:

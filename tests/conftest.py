@@ -1,0 +1,105 @@
+"""Shared test fixtures: real agent processes under a harness that finds leftovers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_bridge.acp_spawn import acp_spawn
+from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.envelope import SubtaskResult
+
+AGENTS = Path(__file__).parent / "agents"
+MARKER_VAR = "ACP_BRIDGE_TEST_MARKER"
+
+
+def processes_with(marker: str) -> list[int]:
+    """PIDs whose environment carries ``MARKER_VAR=marker`` (every descendant inherits it)."""
+    needle = f"{MARKER_VAR}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@dataclass
+class AgentHarness:
+    """Builds configs whose agents carry a unique marker, runs them, finds what is left."""
+
+    root: Path
+    marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def workspace(self) -> Path:
+        path = self.root / "workspace"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def config(self, agents: dict[str, dict[str, Any]], **settings: Any) -> LoadedConfig:
+        entries = []
+        for name, profile in agents.items():
+            entry = {"name": name, **profile}
+            entry["env"] = {**entry.get("env", {}), MARKER_VAR: self.marker}
+            entry.setdefault("timeouts", {})
+            entry["timeouts"] = {"shutdown_grace": 1, "cancel_grace": 1, **entry["timeouts"]}
+            entries.append(entry)
+        data = {
+            "transcripts": {"dir": str(self.root / "transcripts")},
+            **settings,
+            "acp": {"agents": entries},
+        }
+        path = self.root / "acp-bridge.yaml"
+        path.write_text(json.dumps(data, indent=1))  # JSON is YAML
+        return load_config(path, environ=dict(os.environ), search=False)
+
+    def fault(self, mode: str, **profile: Any) -> LoadedConfig:
+        """A config whose profile ``fault`` runs tests/agents/fault_agent.py in ``mode``."""
+        command = {"command": sys.executable, "args": [str(AGENTS / "fault_agent.py"), mode]}
+        return self.config({"fault": {**command, **profile}})
+
+    def run(
+        self, agent: str, task: str, config: LoadedConfig, *, guard: float = 30, **kwargs: Any
+    ) -> SubtaskResult:
+        """acp_spawn under a hard deadline: a deadlock fails the test instead of hanging."""
+
+        async def bounded() -> SubtaskResult:
+            with anyio.fail_after(guard):
+                return await acp_spawn(agent, task, cwd=self.workspace, config=config, **kwargs)
+
+        return anyio.run(bounded)
+
+    def leftovers(self, wait: float = 2.0) -> list[int]:
+        """Processes of this test still alive, after giving SIGKILLed ones time to vanish."""
+        deadline = time.monotonic() + wait
+        while (alive := processes_with(self.marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return alive
+
+
+@pytest.fixture
+def harness(tmp_path: Path) -> Iterator[AgentHarness]:
+    harness = AgentHarness(tmp_path)
+    yield harness
+    leaked = harness.leftovers()
+    for pid in leaked:  # never leave them to the next test, even when failing this one
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert not leaked, f"processes left behind: {leaked}"

@@ -33,11 +33,15 @@ class ChunkStream:
 
 
 class Sink:
-    def __init__(self) -> None:
+    def __init__(self, expect: int = 0) -> None:
         self.sent: list[dict[str, Any]] = []
+        self.expect = expect
+        self.enough = anyio.Event()
 
     async def send(self, data: bytes) -> None:
         self.sent.append(json.loads(data))
+        if len(self.sent) >= self.expect:
+            self.enough.set()
 
     async def aclose(self) -> None:
         return None
@@ -123,7 +127,7 @@ def test_pending_requests_fail_when_the_agent_goes_away() -> None:
 def test_replies_error_replies_and_requests_from_the_agent() -> None:
     async def main() -> None:
         send, receive = anyio.create_memory_object_stream[bytes](100)
-        sink = Sink()
+        sink = Sink(expect=6)
 
         async def echo(**params: Any) -> Any:
             if params.get("fail"):
@@ -175,8 +179,7 @@ def test_replies_error_replies_and_requests_from_the_agent() -> None:
             ]:
                 await send.send(json.dumps(message).encode() + b"\n")
             with anyio.fail_after(5):
-                while len(sink.sent) < 6:
-                    await anyio.sleep(0.01)
+                await sink.enough.wait()
             await send.aclose()
         replies = {m.get("id"): m for m in sink.sent if "method" not in m}
         assert replies["a"]["result"] == {"echo": {"k": 1}}

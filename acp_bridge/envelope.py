@@ -33,7 +33,8 @@ BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
 
 Status = Literal["done", "failed"]
 OutputKind = Literal["text", "json"]
-Entry = Literal["acp_spawn", "spawn", "bash"]
+# The three subtask entry paths, plus ``ask``: a host loop's own result in the same shape.
+Entry = Literal["acp_spawn", "spawn", "bash", "ask"]
 
 
 def new_task_id() -> str:
@@ -97,6 +98,9 @@ class Meta(BaseModel):
     stderr_tail: str | None = None
     transcript: str | None = None
     depth: int | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    tools_ignored: list[str] | None = None
     warnings: list[str] | None = None
 
 

@@ -619,6 +619,10 @@ class ProfileCatalog:
 
 
 def _profile_files(directory: Path) -> list[Path]:
+    if (
+        not directory.is_dir()
+    ):  # only the built-in folder can be missing (profiles_dirs are checked)
+        return []
     return sorted(p for p in directory.iterdir() if p.suffix in PROFILE_SUFFIXES and p.is_file())
 
 

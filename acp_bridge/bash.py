@@ -1,0 +1,325 @@
+"""The bash-direct entry path: one shell command, no model loop (DESIGN §1-§2).
+
+``bash(command, run_in_subtask=True)`` runs the command as a subtask: one level deeper (so the
+depth limit applies), observe profile ``long_shell``, and a ``subtask.bash.result.v1``
+envelope whatever happens (exit 0 → done; N → failed; timeout → 124; cannot start → -1).
+``run_in_subtask=False`` is a plain call at the caller's own level: it returns the bare
+:class:`CommandResult` (the same fields, no envelope) and raises typed errors like any library
+call. The caller chooses the shape explicitly; nothing here switches it behind their back.
+
+Either way the command runs under ``bash -c`` in its own process group, with a constructed
+environment (never the whole host environment), stdin closed, each output stream kept as head
+and tail up to ``max_output_bytes``. When the command ends, times out or the caller cancels,
+the whole group is killed, so background children and grandchildren never outlive it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from acp_bridge.capture import HeadTail
+from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.envelope import SubtaskResult, bash_result
+from acp_bridge.errors import ConfigError
+from acp_bridge.events import EventHandler, EventSink
+from acp_bridge.subtasks import DEPTH_ENV, SubtaskContext, current_depth, run_configured
+
+TIMEOUT_EXIT_CODE = 124
+NOT_STARTED_EXIT_CODE = -1
+TERM_GRACE = 2.0
+"""Seconds a timed-out command's group gets between SIGTERM and SIGKILL."""
+DRAIN_GRACE = 1.0
+"""Seconds to wait for the output pipes to close once the group is gone. Only a process that
+left the group on purpose (``setsid``) can hold them open longer; it must not hang the result."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How one command ended and what it printed (head and tail of each stream)."""
+
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out_after: float | None = None
+    start_error: str = ""
+
+    def to_output(self) -> dict[str, Any]:
+        """The ``subtask.bash.result.v1`` output object (also the plain tool result)."""
+        return {
+            "exit_code": self.exit_code,
+            "stdout_truncated": self.stdout_truncated,
+            "stderr_truncated": self.stderr_truncated,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
+    def envelope(self, *, task_id: str | None = None) -> SubtaskResult:
+        return bash_result(
+            exit_code=self.exit_code,
+            stdout=self.stdout,
+            stderr=self.stderr,
+            stdout_truncated=self.stdout_truncated,
+            stderr_truncated=self.stderr_truncated,
+            timeout_s=self.timed_out_after,
+            start_error=self.start_error,
+            task_id=task_id,
+        )
+
+
+# --- the entry ----------------------------------------------------------------------------
+
+
+@overload
+async def bash(
+    command: str,
+    *,
+    run_in_subtask: Literal[True] = True,
+    timeout: float | None = None,  # noqa: ASYNC109 (the command's own limit, a tool argument)
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+) -> SubtaskResult: ...
+
+
+@overload
+async def bash(
+    command: str,
+    *,
+    run_in_subtask: Literal[False],
+    timeout: float | None = None,  # noqa: ASYNC109
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+) -> CommandResult: ...
+
+
+@overload
+async def bash(
+    command: str,
+    *,
+    run_in_subtask: bool,
+    timeout: float | None = None,  # noqa: ASYNC109
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+) -> SubtaskResult | CommandResult: ...
+
+
+async def bash(
+    command: str,
+    *,
+    run_in_subtask: bool = True,
+    timeout: float | None = None,  # noqa: ASYNC109
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+) -> SubtaskResult | CommandResult:
+    """Run one shell command; see the module docstring for the two shapes.
+
+    ``timeout`` and ``max_output_bytes`` default to ``tools.bash`` in the config; ``env``
+    adds explicit variables to the constructed environment; ``on_event`` receives live
+    events (``terminal``, and with ``long_shell`` — the default — ``terminal_output``).
+    """
+    if not run_in_subtask:
+        loaded = config if config is not None else load_config()
+        sink = EventSink(on_event, observe_profile or "long_shell")
+        return await _run_configured_command(
+            command, loaded, sink, current_depth(), timeout, cwd, env, max_output_bytes
+        )
+
+    async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
+        sink = EventSink(
+            on_event, observe_profile or "long_shell", task_id=ctx.task_id, started=ctx.started
+        )
+        result = await _run_configured_command(
+            command, loaded, sink, ctx.depth, timeout, cwd, env, max_output_bytes
+        )
+        return result.envelope(task_id=ctx.task_id)
+
+    return await run_configured("bash", config, body)
+
+
+def bash_sync(command: str, **kwargs: Any) -> SubtaskResult | CommandResult:
+    """:func:`bash` for callers without an event loop (it starts one)."""
+
+    async def call() -> SubtaskResult | CommandResult:
+        result: SubtaskResult | CommandResult = await bash(command, **kwargs)
+        return result
+
+    return anyio.run(call)
+
+
+async def _run_configured_command(
+    command: str,
+    loaded: LoadedConfig,
+    sink: EventSink,
+    depth: int,
+    time_limit: float | None,
+    cwd: str | Path | None,
+    env: Mapping[str, str] | None,
+    max_output_bytes: int | None,
+) -> CommandResult:
+    settings = loaded.config.tools.bash
+    limit = settings.timeout if time_limit is None else time_limit
+    keep = settings.max_output_bytes if max_output_bytes is None else max_output_bytes
+    if limit <= 0:
+        raise ConfigError(f"timeout must be a positive number of seconds, got {limit}")
+    if keep < 2:
+        raise ConfigError(f"max_output_bytes must be at least 2, got {keep}")
+    return await run_command(
+        command,
+        time_limit=limit,
+        cwd=cwd,
+        env=env,
+        max_output_bytes=keep,
+        sink=sink,
+        depth=depth,
+    )
+
+
+# --- running one command ------------------------------------------------------------------
+
+
+async def run_command(
+    command: str,
+    *,
+    time_limit: float,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int,
+    sink: EventSink | None = None,
+    depth: int,
+) -> CommandResult:
+    """Run ``command`` under ``bash -c`` in its own process group; never leaves a process.
+
+    ``depth`` is the subtask level the command runs at (passed down in ``ACP_BRIDGE_DEPTH``
+    so a bridge started by the command knows it).
+    """
+    sink = sink or EventSink(None)
+    environment = _constructed_env(env or {}, depth)
+    shell = shutil.which("bash", path=environment["PATH"])
+    if shell is None:
+        return _not_started(f"bash not found on PATH ({environment['PATH']})")
+    if cwd is not None and not await anyio.Path(cwd).is_dir():
+        return _not_started(f"working directory does not exist: {cwd}")
+    try:
+        process = await anyio.open_process(
+            [shell, "-c", command],
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,  # its own process group: one signal reaches every child
+        )
+    except OSError as exc:
+        return _not_started(f"{shell}: {exc.strerror or exc}")
+    sink.emit("terminal", action="started", command=command, pid=process.pid)
+    stdout, stderr = HeadTail(max_output_bytes), HeadTail(max_output_bytes)
+    try:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(_drain, process.stdout, stdout, "stdout", sink)
+            readers.start_soon(_drain, process.stderr, stderr, "stderr", sink)
+            exit_code, timed_out = await _wait(process, time_limit)
+            # The command is over; whatever it started in the background goes with it (and
+            # lets go of the pipes, so the readers see their end).
+            _signal_group(process.pid, signal.SIGKILL)
+            readers.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE
+    finally:
+        # Also on cancellation by the caller: no process outlives the call.
+        with anyio.CancelScope(shield=True):
+            _signal_group(process.pid, signal.SIGKILL)
+            await process.aclose()
+    sink.emit("terminal", action="exited", exit_code=exit_code, timed_out=timed_out)
+    return CommandResult(
+        exit_code=exit_code,
+        stdout=stdout.text(),
+        stderr=stderr.text(),
+        stdout_truncated=stdout.truncated,
+        stderr_truncated=stderr.truncated,
+        timed_out_after=time_limit if timed_out else None,
+    )
+
+
+def _not_started(reason: str) -> CommandResult:
+    return CommandResult(exit_code=NOT_STARTED_EXIT_CODE, start_error=reason)
+
+
+async def _wait(process: Process, time_limit: float) -> tuple[int, bool]:
+    """The command's exit code and whether it timed out (then the code is 124)."""
+    with anyio.move_on_after(time_limit):
+        return _exit_code(await process.wait()), False
+    _signal_group(process.pid, signal.SIGTERM)  # a chance to clean up, then no more
+    with anyio.move_on_after(TERM_GRACE):
+        await process.wait()
+        return TIMEOUT_EXIT_CODE, True
+    _signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+    return TIMEOUT_EXIT_CODE, True
+
+
+def _exit_code(returncode: int) -> int:
+    # Killed by signal N: report 128 + N as a shell would, keeping -1 for "never started".
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+        os.killpg(pgid, signum)
+
+
+async def _drain(
+    stream: ByteReceiveStream | None, buffer: HeadTail, name: str, sink: EventSink
+) -> None:
+    if stream is None:
+        return
+    # Chunks may split a UTF-8 character; live events decode incrementally.
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    live = sink.wants("terminal_output")
+    async for chunk in stream:
+        buffer.feed(chunk)
+        if live and (text := decoder.decode(chunk)):
+            sink.emit("terminal_output", stream=name, text=text)
+
+
+# --- the constructed environment ------------------------------------------------------------
+# TODO(merge): this moves to sandbox.py, which builds the same environment for agents and
+# terminals; the rule is the one in DESIGN §5.
+
+_BASE_ENV = ("PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR")
+
+
+def _constructed_env(
+    extra: Mapping[str, str], depth: int, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The base variables of the host, ``LC_*``, the explicit extras, and the depth."""
+    host = os.environ if environ is None else environ
+    env = {k: v for k, v in host.items() if k in _BASE_ENV or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    env.update(extra)
+    env[DEPTH_ENV] = str(depth)
+    return env

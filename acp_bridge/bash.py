@@ -67,6 +67,16 @@ class CommandResult:
             "stderr": self.stderr,
         }
 
+    def to_tool_output(self) -> dict[str, Any]:
+        """The plain tool result: the output object, plus ``error`` when the command did not
+        end on its own (a model cannot tell exit 124 from a real exit 124 otherwise)."""
+        out = self.to_output()
+        if self.start_error:
+            out["error"] = f"could not start: {self.start_error}"
+        elif self.timed_out_after is not None:
+            out["error"] = f"timed out after {self.timed_out_after:g}s"
+        return out
+
     def envelope(self, *, task_id: str | None = None) -> SubtaskResult:
         return bash_result(
             exit_code=self.exit_code,
@@ -165,11 +175,12 @@ async def bash(
     return await run_configured("bash", config, body)
 
 
-def bash_sync(command: str, **kwargs: Any) -> SubtaskResult | CommandResult:
-    """:func:`bash` for callers without an event loop (it starts one)."""
+def bash_sync(command: str, **kwargs: Any) -> SubtaskResult:
+    """``bash(command, run_in_subtask=True, **kwargs)`` for callers without an event loop
+    (it starts one)."""
 
-    async def call() -> SubtaskResult | CommandResult:
-        result: SubtaskResult | CommandResult = await bash(command, **kwargs)
+    async def call() -> SubtaskResult:
+        result: SubtaskResult = await bash(command, run_in_subtask=True, **kwargs)
         return result
 
     return anyio.run(call)

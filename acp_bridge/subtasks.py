@@ -44,15 +44,25 @@ def current_depth(environ: Mapping[str, str] | None = None) -> int:
     return int(raw)
 
 
-@contextmanager
-def subtask_level(max_depth: int) -> Iterator[int]:
-    """Enter one subtask level below the current one; yields the new level."""
+def check_depth(max_depth: int) -> int:
+    """The level a new subtask would take; raises :class:`DepthLimitError` past the limit.
+
+    For callers that must refuse before they can even load an entry path; the entry paths
+    themselves check through :func:`subtask_level`.
+    """
     depth = current_depth() + 1
     if depth > max_depth:
         raise DepthLimitError(
             f"subtask depth limit reached: this would be level {depth}, "
             f"subtasks.max_depth is {max_depth}"
         )
+    return depth
+
+
+@contextmanager
+def subtask_level(max_depth: int) -> Iterator[int]:
+    """Enter one subtask level below the current one; yields the new level."""
+    depth = check_depth(max_depth)
     token = _level.set(depth)
     try:
         yield depth

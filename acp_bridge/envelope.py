@@ -101,6 +101,7 @@ class Meta(BaseModel):
     model: str | None = None
     tools: list[str] | None = None
     tools_ignored: list[str] | None = None
+    subtasks: list[dict[str, Any]] | None = None
     warnings: list[str] | None = None
 
 
@@ -130,6 +131,14 @@ class SubtaskResult(BaseModel):
 
     def to_json(self, *, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+STABLE_KEYS = ("task_id", "status", "summary", "output_kind", "output_schema", "output", "error")
+
+
+def is_envelope(value: Any) -> bool:
+    """Whether JSON data is a SubtaskResult envelope (it has every stable key)."""
+    return isinstance(value, dict) and all(key in value for key in STABLE_KEYS)
 
 
 # --- building envelopes -------------------------------------------------------------

@@ -43,7 +43,7 @@ from acp_bridge.errors import (
     SandboxViolation,
 )
 from acp_bridge.events import EventHandler, ObserveProfile
-from acp_bridge.subtasks import check_depth
+from acp_bridge.subtasks import check_depth, current_depth_or_none
 
 log = logging.getLogger("acp_bridge")
 
@@ -472,7 +472,8 @@ async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolRegistry) -> str:
         # Refuse before loading anything: the limit holds even where the ACP client is absent.
         check_depth(tools.config.config.subtasks.max_depth)
     except DepthLimitError as exc:
-        return from_error(exc, meta=meta).to_json()
+        refused = meta.model_copy(update={"depth": current_depth_or_none()})
+        return from_error(exc, meta=refused).to_json()
     entry = _acp_spawn_entry()
     if entry is None:
         missing = "acp_spawn is not available in this installation (no acp_bridge.acp_spawn)"

@@ -13,10 +13,15 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from acp_bridge._version import __version__
-from acp_bridge.errors import BridgeError, ConfigError, Problem
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, Problem
+
+if TYPE_CHECKING:
+    from acp_bridge.config import LoadedConfig
+    from acp_bridge.envelope import Entry, SubtaskResult
+    from acp_bridge.events import Event
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -176,6 +181,133 @@ def cmd_profiles_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- the entry paths: bash, spawn, ask; tool specs ---------------------------------------------
+
+_EXIT_BY_ERROR = {
+    ErrorCode.TIMEOUT: EXIT_TIMEOUT,
+    ErrorCode.CANCELLED: EXIT_INTERRUPTED,
+    ErrorCode.CONFIG_ERROR: EXIT_USAGE,
+}
+
+
+def _finish(result: SubtaskResult) -> int:
+    """Print the envelope on stdout; its status decides the exit code."""
+    _out(result.to_json(indent=2))
+    if result.ok:
+        return EXIT_OK
+    return _EXIT_BY_ERROR.get(result.meta.error_code or ErrorCode.INTERNAL_ERROR, EXIT_FAILED)
+
+
+def _run_entry(
+    args: argparse.Namespace, entry: Entry, run: Callable[[LoadedConfig], SubtaskResult]
+) -> int:
+    """Load the config, run, print the envelope. A broken config prints one too (runs
+    always answer with an envelope), its problems listed on stderr."""
+    from acp_bridge.envelope import Meta, from_error
+
+    try:
+        loaded = _load(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"{type(exc).__name__}: {problem}")
+        return _finish(from_error(exc, meta=Meta(entry=entry)))
+    return _finish(run(loaded))
+
+
+def _progress(args: argparse.Namespace) -> Callable[[Event], None] | None:
+    """Live events on stderr (command output as it comes), unless --quiet."""
+    if args.quiet:
+        return None
+
+    def show(event: Event) -> None:
+        if event.kind == "terminal_output":
+            sys.stderr.write(event.data.get("text", ""))
+            sys.stderr.flush()
+            return
+        details = " ".join(f"{k}={_clip(v)}" for k, v in event.data.items())
+        _err(f"[{event.elapsed:6.2f}s] {event.kind} {details}".rstrip())
+
+    return show
+
+
+def _clip(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _names(raw: str | None) -> list[str] | None:
+    return None if raw is None else [n.strip() for n in raw.split(",") if n.strip()]
+
+
+def cmd_bash(args: argparse.Namespace) -> int:
+    from acp_bridge.bash import bash_sync
+
+    def run(loaded: LoadedConfig) -> SubtaskResult:
+        return bash_sync(
+            " ".join(args.command),  # like ssh: the words make one shell line
+            timeout=args.timeout,
+            cwd=args.cwd,
+            max_output_bytes=args.max_output_bytes,
+            observe_profile=args.observe,
+            on_event=_progress(args),
+            config=loaded,
+        )
+
+    return _run_entry(args, "bash", run)
+
+
+def cmd_spawn(args: argparse.Namespace) -> int:
+    from acp_bridge.spawn import spawn_sync
+
+    def run(loaded: LoadedConfig) -> SubtaskResult:
+        return spawn_sync(
+            args.task,
+            _names(args.tools) or [],
+            model=args.model,
+            output_schema=args.output_schema,
+            observe_profile=args.observe,
+            timeout=args.timeout,
+            cwd=args.cwd,
+            on_event=_progress(args),
+            config=loaded,
+        )
+
+    return _run_entry(args, "spawn", run)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from acp_bridge.ask import ask_sync
+
+    def run(loaded: LoadedConfig) -> SubtaskResult:
+        return ask_sync(
+            args.prompt,
+            tools=_names(args.tools),
+            model=args.model,
+            observe_profile=args.observe,
+            timeout=args.timeout,
+            cwd=args.cwd,
+            on_event=_progress(args),
+            config=loaded,
+        )
+
+    return _run_entry(args, "ask", run)
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from acp_bridge.tools import ToolRegistry
+
+    registry = ToolRegistry(_load(args))
+    wanted = _names(args.tools)
+    if wanted is not None:
+        selection = registry.select(wanted)
+        for note in selection.warnings():
+            _err(f"warning: {note}")
+        registry = selection.registry
+    _out(json.dumps(registry.specs(args.format), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
 # --- the parser ----------------------------------------------------------------------------
 
 
@@ -235,7 +367,80 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="the schema of a single profile file instead"
     )
     p.set_defaults(handler=cmd_profiles_schema)
+
+    _add_entry_commands(commands)
     return parser
+
+
+def _run_options(p: argparse.ArgumentParser, *, observe_default: str) -> None:
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds the run may take")
+    p.add_argument("--cwd", type=Path, metavar="DIR", help="working directory (default: here)")
+    p.add_argument(
+        "--observe",
+        choices=["default", "long_shell", "web_extract"],
+        metavar="PROFILE",
+        help=f"live events on stderr: default, long_shell, web_extract (default: "
+        f"{observe_default})",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no live events on stderr")
+
+
+def _add_entry_commands(commands: Any) -> None:
+    envelope_note = (
+        "Prints the SubtaskResult envelope (JSON) on stdout; live progress goes to stderr."
+    )
+    p = commands.add_parser(
+        "bash",
+        help="run one shell command as an isolated subtask",
+        formatter_class=_Formatter,
+        description="Run CMD with bash -c in its own process group, as a subtask "
+        f"(subtask.bash.result.v1). {envelope_note}",
+        epilog="example: acp-bridge bash --timeout 10 -- 'make test | tail -n 20'",
+    )
+    p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
+    p.add_argument(
+        "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
+    )
+    _run_options(p, observe_default="long_shell")
+    p.set_defaults(handler=cmd_bash)
+
+    p = commands.add_parser(
+        "spawn",
+        help="run a task in a local inner model loop limited to some tools",
+        formatter_class=_Formatter,
+        description=f"Run TASK with a local model that may use only --tools. {envelope_note}",
+        epilog="example: acp-bridge spawn 'count the TODOs in src/' --tools bash,read_file",
+    )
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
+    p.add_argument("--model", metavar="M", help="a model name from the config's models")
+    p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=cmd_spawn)
+
+    p = commands.add_parser(
+        "ask",
+        help="a host model loop that may call spawn, acp_spawn, bash, …",
+        formatter_class=_Formatter,
+        description="Answer PROMPT with a host model loop (depth 0) offered the tool registry: "
+        f"it may call spawn, acp_spawn (if enabled), bash and the file tools. {envelope_note}",
+    )
+    p.add_argument("prompt", metavar="PROMPT")
+    p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
+    p.add_argument("--model", metavar="M", help="a model name from the config's models")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=cmd_ask)
+
+    p = commands.add_parser(
+        "tools",
+        help="print the function-calling specs of the enabled tools",
+        formatter_class=_Formatter,
+        description="Print each enabled tool as a function-calling definition (JSON Schema "
+        "parameters) for a host loop to offer its model.",
+    )
+    p.add_argument("--format", choices=["openai", "anthropic"], default="openai")
+    p.add_argument("--tools", metavar="A,B", help="only these tools")
+    p.set_defaults(handler=cmd_tools)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

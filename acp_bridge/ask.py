@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.envelope import Meta, SubtaskResult
+from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import EventHandler, EventSink
 from acp_bridge.subtasks import SubtaskContext, run_host
 from acp_bridge.tools import ToolRegistry
@@ -40,26 +40,18 @@ async def ask(
 
     async def body(ctx: SubtaskContext) -> SubtaskResult:
         from acp_bridge.llm import choose_model
-        from acp_bridge.loop import HOST_INSTRUCTIONS, LoopTask, ModelLoop, run_to_envelope
+        from acp_bridge.loop import HOST_INSTRUCTIONS, LoopTask, run_selected
 
         loaded = config or (registry.config if registry else load_config())
         parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(parent.names() if wanted is None else wanted)
         choice = choose_model(loaded.config.models, model)
-        warnings = [*choice.warnings, *selection.warnings()]
-        meta = Meta(
-            model=choice.name,
-            tools=selection.registry.names(),
-            tools_ignored=selection.unknown or None,
-            warnings=warnings or None,
-        )
-        sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
-        for warning in warnings:
-            sink.emit("warning", message=warning)
         settings = loaded.config.tools.spawn
-        loop = ModelLoop(selection.registry, choice, instructions=HOST_INSTRUCTIONS, sink=sink)
         job = LoopTask(prompt, settings.max_requests, timeout or settings.timeout)
-        return await run_to_envelope(loop, job, meta=meta, task_id=ctx.task_id)
+        sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
+        return await run_selected(
+            selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
+        )
 
     return await run_host("ask", body)
 

@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -93,112 +93,84 @@ class CommandResult:
 # --- the entry ----------------------------------------------------------------------------
 
 
+class BashOptions(TypedDict, total=False):
+    """The keyword options of :func:`bash`, whichever shape it returns."""
+
+    timeout: float | None
+    """Seconds before the command's group is killed (default: ``tools.bash.timeout``)."""
+    cwd: str | Path | None
+    env: Mapping[str, str] | None
+    """Explicit variables added to the constructed environment."""
+    max_output_bytes: int | None
+    """Bytes kept per stream, head and tail (default: ``tools.bash.max_output_bytes``)."""
+    observe_profile: str | None
+    on_event: EventHandler | None
+    config: LoadedConfig | None
+
+
 @overload
 async def bash(
-    command: str,
-    *,
-    run_in_subtask: Literal[True] = True,
-    timeout: float | None = None,  # noqa: ASYNC109 (the command's own limit, a tool argument)
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
-    on_event: EventHandler | None = None,
-    config: LoadedConfig | None = None,
+    command: str, *, run_in_subtask: Literal[True] = True, **options: Unpack[BashOptions]
 ) -> SubtaskResult: ...
 
 
 @overload
 async def bash(
-    command: str,
-    *,
-    run_in_subtask: Literal[False],
-    timeout: float | None = None,  # noqa: ASYNC109
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
-    on_event: EventHandler | None = None,
-    config: LoadedConfig | None = None,
+    command: str, *, run_in_subtask: Literal[False], **options: Unpack[BashOptions]
 ) -> CommandResult: ...
 
 
-@overload
 async def bash(
-    command: str,
-    *,
-    run_in_subtask: bool,
-    timeout: float | None = None,  # noqa: ASYNC109
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
-    on_event: EventHandler | None = None,
-    config: LoadedConfig | None = None,
-) -> SubtaskResult | CommandResult: ...
-
-
-async def bash(
-    command: str,
-    *,
-    run_in_subtask: bool = True,
-    timeout: float | None = None,  # noqa: ASYNC109
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
-    on_event: EventHandler | None = None,
-    config: LoadedConfig | None = None,
+    command: str, *, run_in_subtask: bool = True, **options: Unpack[BashOptions]
 ) -> SubtaskResult | CommandResult:
-    """Run one shell command; see the module docstring for the two shapes.
-
-    ``timeout`` and ``max_output_bytes`` default to ``tools.bash`` in the config; ``env``
-    adds explicit variables to the constructed environment; ``on_event`` receives live
-    events (``terminal``, and with ``long_shell`` — the default — ``terminal_output``).
-    """
+    """Run one shell command; see the module docstring for the two shapes and
+    :class:`BashOptions` for the options. Live events go to ``on_event``: ``terminal``, and
+    with ``long_shell`` (the default profile here) ``terminal_output``."""
+    _check_options(options)
     if not run_in_subtask:
+        config = options.get("config")
         loaded = config if config is not None else load_config()
-        sink = EventSink(on_event, observe_profile or "long_shell")
-        return await _run_configured_command(
-            command, loaded, sink, current_depth(), timeout, cwd, env, max_output_bytes
-        )
+        sink = EventSink(options.get("on_event"), options.get("observe_profile") or "long_shell")
+        return await _run_configured_command(command, loaded, sink, current_depth(), options)
 
     async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
         sink = EventSink(
-            on_event, observe_profile or "long_shell", task_id=ctx.task_id, started=ctx.started
+            options.get("on_event"),
+            options.get("observe_profile") or "long_shell",
+            task_id=ctx.task_id,
+            started=ctx.started,
         )
-        result = await _run_configured_command(
-            command, loaded, sink, ctx.depth, timeout, cwd, env, max_output_bytes
-        )
+        result = await _run_configured_command(command, loaded, sink, ctx.depth, options)
         return result.envelope(task_id=ctx.task_id)
 
-    return await run_configured("bash", config, body)
+    return await run_configured("bash", options.get("config"), body)
 
 
-def bash_sync(command: str, **kwargs: Any) -> SubtaskResult:
-    """``bash(command, run_in_subtask=True, **kwargs)`` for callers without an event loop
-    (it starts one)."""
+def bash_sync(command: str, **options: Unpack[BashOptions]) -> SubtaskResult:
+    """``bash(command, run_in_subtask=True, ...)`` for callers without an event loop (it
+    starts one)."""
 
     async def call() -> SubtaskResult:
-        result: SubtaskResult = await bash(command, run_in_subtask=True, **kwargs)
-        return result
+        return await bash(command, **options)
 
     return anyio.run(call)
 
 
+def _check_options(options: BashOptions) -> None:
+    # **options is typed for checkers only; a misspelt option must not pass unnoticed.
+    unknown = set(options) - set(BashOptions.__annotations__)
+    if unknown:
+        raise TypeError(f"bash() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+
+
 async def _run_configured_command(
-    command: str,
-    loaded: LoadedConfig,
-    sink: EventSink,
-    depth: int,
-    time_limit: float | None,
-    cwd: str | Path | None,
-    env: Mapping[str, str] | None,
-    max_output_bytes: int | None,
+    command: str, loaded: LoadedConfig, sink: EventSink, depth: int, options: BashOptions
 ) -> CommandResult:
     settings = loaded.config.tools.bash
+    time_limit = options.get("timeout")
+    keep = options.get("max_output_bytes")
     limit = settings.timeout if time_limit is None else time_limit
-    keep = settings.max_output_bytes if max_output_bytes is None else max_output_bytes
+    keep = settings.max_output_bytes if keep is None else keep
     if limit <= 0:
         raise ConfigError(f"timeout must be a positive number of seconds, got {limit}")
     if keep < 2:
@@ -206,8 +178,8 @@ async def _run_configured_command(
     return await run_command(
         command,
         time_limit=limit,
-        cwd=cwd,
-        env=env,
+        cwd=options.get("cwd"),
+        env=options.get("env"),
         max_output_bytes=keep,
         sink=sink,
         depth=depth,

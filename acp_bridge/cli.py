@@ -19,7 +19,6 @@ from acp_bridge._version import __version__
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, Problem
 
 if TYPE_CHECKING:
-    from acp_bridge.config import LoadedConfig
     from acp_bridge.envelope import Entry, SubtaskResult
     from acp_bridge.events import Event
 
@@ -198,11 +197,15 @@ def _finish(result: SubtaskResult) -> int:
     return _EXIT_BY_ERROR.get(result.meta.error_code or ErrorCode.INTERNAL_ERROR, EXIT_FAILED)
 
 
+RunOptions = dict[str, Any]
+
+
 def _run_entry(
-    args: argparse.Namespace, entry: Entry, run: Callable[[LoadedConfig], SubtaskResult]
+    args: argparse.Namespace, entry: Entry, run: Callable[[RunOptions], SubtaskResult]
 ) -> int:
-    """Load the config, run, print the envelope. A broken config prints one too (runs
-    always answer with an envelope), its problems listed on stderr."""
+    """Load the config, run with the options every entry command shares, print the envelope.
+    A broken config prints one too (runs always answer with an envelope), its problems
+    listed on stderr."""
     from acp_bridge.envelope import Meta, from_error
 
     try:
@@ -211,7 +214,14 @@ def _run_entry(
         for problem in exc.problems:
             _err(f"{type(exc).__name__}: {problem}")
         return _finish(from_error(exc, meta=Meta(entry=entry)))
-    return _finish(run(loaded))
+    options = {
+        "timeout": args.timeout,
+        "cwd": args.cwd,
+        "observe_profile": args.observe,
+        "on_event": _progress(args),
+        "config": loaded,
+    }
+    return _finish(run(options))
 
 
 def _progress(args: argparse.Namespace) -> Callable[[Event], None] | None:
@@ -243,55 +253,34 @@ def _names(raw: str | None) -> list[str] | None:
 def cmd_bash(args: argparse.Namespace) -> int:
     from acp_bridge.bash import bash_sync
 
-    def run(loaded: LoadedConfig) -> SubtaskResult:
-        return bash_sync(
-            " ".join(args.command),  # like ssh: the words make one shell line
-            timeout=args.timeout,
-            cwd=args.cwd,
-            max_output_bytes=args.max_output_bytes,
-            observe_profile=args.observe,
-            on_event=_progress(args),
-            config=loaded,
-        )
-
-    return _run_entry(args, "bash", run)
+    command = " ".join(args.command)  # like ssh: the words make one shell line
+    return _run_entry(
+        args,
+        "bash",
+        lambda options: bash_sync(command, max_output_bytes=args.max_output_bytes, **options),
+    )
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
     from acp_bridge.spawn import spawn_sync
 
-    def run(loaded: LoadedConfig) -> SubtaskResult:
-        return spawn_sync(
-            args.task,
-            _names(args.tools) or [],
-            model=args.model,
-            output_schema=args.output_schema,
-            observe_profile=args.observe,
-            timeout=args.timeout,
-            cwd=args.cwd,
-            on_event=_progress(args),
-            config=loaded,
-        )
-
-    return _run_entry(args, "spawn", run)
+    tools = _names(args.tools) or []
+    return _run_entry(
+        args,
+        "spawn",
+        lambda options: spawn_sync(
+            args.task, tools, model=args.model, output_schema=args.output_schema, **options
+        ),
+    )
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from acp_bridge.ask import ask_sync
 
-    def run(loaded: LoadedConfig) -> SubtaskResult:
-        return ask_sync(
-            args.prompt,
-            tools=_names(args.tools),
-            model=args.model,
-            observe_profile=args.observe,
-            timeout=args.timeout,
-            cwd=args.cwd,
-            on_event=_progress(args),
-            config=loaded,
-        )
-
-    return _run_entry(args, "ask", run)
+    tools = _names(args.tools)
+    return _run_entry(
+        args, "ask", lambda options: ask_sync(args.prompt, tools=tools, model=args.model, **options)
+    )
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -372,7 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_options(p: argparse.ArgumentParser, *, observe_default: str) -> None:
+def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool = True) -> None:
+    """The options of every entry command; ``loop``: those of a model loop too."""
+    if loop:
+        p.add_argument("--model", metavar="M", help="a model name from the config's models")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds the run may take")
     p.add_argument("--cwd", type=Path, metavar="DIR", help="working directory (default: here)")
     p.add_argument(
@@ -401,7 +393,7 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument(
         "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
     )
-    _run_options(p, observe_default="long_shell")
+    _run_options(p, observe_default="long_shell", loop=False)
     p.set_defaults(handler=cmd_bash)
 
     p = commands.add_parser(
@@ -413,7 +405,6 @@ def _add_entry_commands(commands: Any) -> None:
     )
     p.add_argument("task", metavar="TASK")
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
-    p.add_argument("--model", metavar="M", help="a model name from the config's models")
     p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
     _run_options(p, observe_default="default")
     p.set_defaults(handler=cmd_spawn)
@@ -427,7 +418,6 @@ def _add_entry_commands(commands: Any) -> None:
     )
     p.add_argument("prompt", metavar="PROMPT")
     p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
-    p.add_argument("--model", metavar="M", help="a model name from the config's models")
     _run_options(p, observe_default="default")
     p.set_defaults(handler=cmd_ask)
 

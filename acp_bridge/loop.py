@@ -44,7 +44,7 @@ from acp_bridge.errors import (
 )
 from acp_bridge.events import EventSink
 from acp_bridge.llm import ModelChoice, build_model
-from acp_bridge.tools import Tool, ToolRegistry
+from acp_bridge.tools import Selection, Tool, ToolRegistry
 
 WORKER_INSTRUCTIONS = """\
 You are a worker agent doing one subtask for a host. Use your tools when the task needs them; \
@@ -153,6 +153,35 @@ class ModelLoop:
             json_schema=tool.parameters(self._registry),
             takes_ctx=True,
         )
+
+
+def selection_meta(selection: Selection, choice: ModelChoice) -> Meta:
+    """What a loop's envelope says about its setup: model, tools, what was left out, why."""
+    warnings = [*choice.warnings, *selection.warnings()]
+    return Meta(
+        model=choice.name,
+        tools=selection.registry.names(),
+        tools_ignored=[*selection.unknown, *selection.refused] or None,
+        warnings=warnings or None,
+    )
+
+
+async def run_selected(
+    selection: Selection,
+    choice: ModelChoice,
+    task: LoopTask,
+    *,
+    instructions: str,
+    sink: EventSink,
+    task_id: str,
+) -> SubtaskResult:
+    """Run ``task`` with ``choice`` over the selected tools: the envelope (``spawn`` and
+    ``ask`` differ only in what they select and the instructions)."""
+    meta = selection_meta(selection, choice)
+    for warning in meta.warnings or []:
+        sink.emit("warning", message=warning)
+    loop = ModelLoop(selection.registry, choice, instructions=instructions, sink=sink)
+    return await run_to_envelope(loop, task, meta=meta, task_id=task_id)
 
 
 async def run_to_envelope(

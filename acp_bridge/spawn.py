@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult, failed
+from acp_bridge.envelope import SchemaRegistry, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import EventHandler, EventSink
 from acp_bridge.subtasks import SubtaskContext, run_configured
@@ -51,29 +51,18 @@ async def spawn(
     async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
         # Here, not at module top: this is the import that costs over a second.
         from acp_bridge.llm import choose_model
-        from acp_bridge.loop import WORKER_INSTRUCTIONS, LoopTask, ModelLoop, run_to_envelope
+        from acp_bridge.loop import WORKER_INSTRUCTIONS, LoopTask, run_selected, selection_meta
 
         parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(wanted, nesting=False)
         choice = choose_model(loaded.config.models, model)
-        warnings = [*choice.warnings, *selection.warnings()]
-        meta = Meta(
-            model=choice.name,
-            tools=selection.registry.names(),
-            tools_ignored=[*selection.unknown, *selection.refused] or None,
-            warnings=warnings or None,
-        )
         if not selection.registry.names():
-            asked = ", ".join(wanted) or "none"
-            error = f"spawn needs at least one usable tool; asked for: {asked}"
+            error = (
+                f"spawn needs at least one usable tool; asked for: {', '.join(wanted) or 'none'}"
+            )
+            meta = selection_meta(selection, choice)
             return failed(error, ErrorCode.CONFIG_ERROR, meta=meta, task_id=ctx.task_id)
-        sink = EventSink(
-            on_event or parent.on_event, observe_profile, task_id=ctx.task_id, started=ctx.started
-        )
-        for warning in warnings:
-            sink.emit("warning", message=warning)
         settings = loaded.config.tools.spawn
-        loop = ModelLoop(selection.registry, choice, instructions=WORKER_INSTRUCTIONS, sink=sink)
         job = LoopTask(
             prompt=task,
             max_requests=settings.max_requests,
@@ -82,7 +71,12 @@ async def spawn(
             schemas=SchemaRegistry(loaded.config.schemas),
             repair_turns=settings.repair_turns,
         )
-        return await run_to_envelope(loop, job, meta=meta, task_id=ctx.task_id)
+        sink = EventSink(
+            on_event or parent.on_event, observe_profile, task_id=ctx.task_id, started=ctx.started
+        )
+        return await run_selected(
+            selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
+        )
 
     return await run_configured("spawn", config, body)
 

@@ -15,6 +15,13 @@ from acp_bridge.config import LoadedConfig, load_config
 
 T = TypeVar("T")
 
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
+    "required": ["ok", "value"],
+}
+"""The JSON Schema of the ``subagent.demo.echo.v1`` label used across the tests."""
+
 
 def run_bounded(
     fn: Callable[..., Awaitable[T]], *args: Any, limit: float = 15.0, **kwargs: Any

@@ -15,18 +15,12 @@ from acp_bridge.events import Event
 from acp_bridge.subtasks import DEPTH_ENV, subtask_level
 from tests.helpers import (
     default_config,
-    kill_quietly,
     read_pids,
     run_bounded,
     wait_all_dead,
 )
 
 CONFIG = default_config()
-
-
-@pytest.fixture(autouse=True)
-def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
 
 
 async def run(command: str, **kwargs: object) -> SubtaskResult:
@@ -59,68 +53,48 @@ def test_killed_by_a_signal_reports_128_plus_n() -> None:
     assert result.output["exit_code"] == 143
 
 
-def test_timeout_kills_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def test_timeout_kills_the_whole_group_including_grandchildren(pidfile: Path) -> None:
     command = (
-        f"(sleep 60 & echo $! >> {pids}; wait) & sleep 60 & echo $! >> {pids}; echo started; wait"
+        f"(sleep 60 & echo $! >> {pidfile}; wait) & "
+        f"sleep 60 & echo $! >> {pidfile}; echo started; wait"
     )
     started = time.monotonic()
-    try:
-        result = run_bounded(run, command, timeout=0.5, limit=10)
-        took = time.monotonic() - started
-        assert result.status == "failed" and result.error == "bash timed out after 0.5s"
-        assert result.output["exit_code"] == 124 and result.meta.error_code == ErrorCode.TIMEOUT
-        assert result.output["stdout"] == "started\n"
-        assert took < 4
-        assert len(read_pids(pids)) == 2
-        assert wait_all_dead(read_pids(pids)) == []
-    finally:
-        kill_quietly(read_pids(pids))
+    result = run_bounded(run, command, timeout=0.5, limit=10)
+    took = time.monotonic() - started
+    assert result.status == "failed" and result.error == "bash timed out after 0.5s"
+    assert result.output["exit_code"] == 124 and result.meta.error_code == ErrorCode.TIMEOUT
+    assert result.output["stdout"] == "started\n"
+    assert took < 4
+    assert len(read_pids(pidfile)) == 2
+    assert wait_all_dead(read_pids(pidfile)) == []
 
 
-def test_background_children_die_when_the_command_ends(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def test_background_children_die_when_the_command_ends(pidfile: Path) -> None:
     started = time.monotonic()
-    try:
-        # The background sleep holds stdout open; the result must not wait for it.
-        result = run_bounded(run, f"sleep 60 & echo $! > {pids}; echo done")
-        assert result.ok and result.output["stdout"] == "done\n"
-        assert time.monotonic() - started < 3
-        assert wait_all_dead(read_pids(pids)) == []
-    finally:
-        kill_quietly(read_pids(pids))
+    # The background sleep holds stdout open; the result must not wait for it.
+    result = run_bounded(run, f"sleep 60 & echo $! > {pidfile}; echo done")
+    assert result.ok and result.output["stdout"] == "done\n"
+    assert time.monotonic() - started < 3
+    assert wait_all_dead(read_pids(pidfile)) == []
 
 
-def test_caller_cancellation_kills_the_group(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-
+def test_caller_cancellation_kills_the_group(pidfile: Path) -> None:
     async def cancelled() -> None:
         with anyio.move_on_after(0.5):
-            await run(f"sleep 60 & echo $! > {pids}; wait")
+            await run(f"sleep 60 & echo $! > {pidfile}; wait")
         raise AssertionError("the command should still have been running")
 
-    async def main() -> None:
-        with anyio.move_on_after(5):
-            await cancelled()
-
-    try:
-        with pytest.raises(AssertionError, match="still have been running"):
-            run_bounded(main)
-        assert len(read_pids(pids)) == 1
-        assert wait_all_dead(read_pids(pids)) == []
-    finally:
-        kill_quietly(read_pids(pids))
+    with pytest.raises(AssertionError, match="still have been running"):
+        run_bounded(cancelled)
+    assert len(read_pids(pidfile)) == 1
+    assert wait_all_dead(read_pids(pidfile)) == []
 
 
-def test_a_process_that_left_the_group_cannot_hang_the_result(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def test_a_process_that_left_the_group_cannot_hang_the_result(pidfile: Path) -> None:
     started = time.monotonic()
-    try:
-        result = run_bounded(run, f"setsid sleep 30 & echo $! > {pids}; echo ok")
-        assert result.ok and result.output["stdout"] == "ok\n"
-        assert time.monotonic() - started < 4
-    finally:
-        kill_quietly(read_pids(pids))
+    result = run_bounded(run, f"setsid sleep 30 & echo $! > {pidfile}; echo ok")
+    assert result.ok and result.output["stdout"] == "ok\n"
+    assert time.monotonic() - started < 4  # the escapee is killed by the fixture
 
 
 def test_each_stream_keeps_head_and_tail() -> None:
@@ -197,6 +171,11 @@ def test_depth_from_the_environment_is_enforced(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(DEPTH_ENV, "1")
     result = run_bounded(run, "echo never")
     assert result.meta.error_code == ErrorCode.DEPTH_LIMIT
+
+
+def test_a_misspelt_option_is_not_ignored() -> None:
+    with pytest.raises(TypeError, match="timout"):
+        run_bounded(run, "true", timout=5)
 
 
 def test_sync_wrapper() -> None:

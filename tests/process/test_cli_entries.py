@@ -16,17 +16,9 @@ import pytest
 from acp_bridge.cli import main
 from acp_bridge.passthrough import call_tool_directive as call
 from acp_bridge.subtasks import DEPTH_ENV
-from tests.helpers import kill_quietly, read_pids, wait_all_dead
+from tests.helpers import read_pids, wait_all_dead
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or local config leaks in; runs start at the host level."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_config")
 
 
 def envelope(capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, object], str]:
@@ -116,31 +108,22 @@ def test_bash_and_help_do_not_import_the_model_stack() -> None:
         assert not {m for m in loaded if m.split(".")[0] in ("pydantic_ai", "openai")}, argv
 
 
-def test_interrupt_exits_130_and_leaves_no_process(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def test_interrupt_exits_130_and_leaves_no_process(pidfile: Path) -> None:
+    command = f"sleep 60 & echo $! > {pidfile}; wait"
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "acp_bridge",
-            "bash",
-            "-q",
-            "--",
-            f"sleep 60 & echo $! > {pids}; wait",
-        ],
+        [sys.executable, "-m", "acp_bridge", "bash", "-q", "--", command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         deadline = time.monotonic() + 10
-        while not read_pids(pids) and time.monotonic() < deadline:
+        while not read_pids(pidfile) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert read_pids(pids), "the command never started"
+        assert read_pids(pidfile), "the command never started"
         os.kill(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=10)
         assert process.returncode == 130, err
-        assert wait_all_dead(read_pids(pids)) == []
+        assert wait_all_dead(read_pids(pidfile)) == []
     finally:
         process.kill()
-        kill_quietly(read_pids(pids))

@@ -18,7 +18,6 @@ import pytest
 
 from acp_bridge.config import load_config
 from acp_bridge.envelope import is_envelope
-from acp_bridge.subtasks import DEPTH_ENV
 from tests.helpers import run_bounded
 
 AGENT = Path(__file__).parents[1] / "agents" / "nested_bridge_agent.py"
@@ -45,11 +44,10 @@ def last_envelope(output: str) -> dict[str, object]:
 
 
 def test_an_acp_agent_running_acp_bridge_run_in_its_terminal_gets_depth_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     from acp_bridge.acp_spawn import acp_spawn  # type: ignore[import-not-found, unused-ignore]
 
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
     inner = [sys.executable, "-m", "acp_bridge", "run", "nester", "say hi"]
     (tmp_path / "acp-bridge.yaml").write_text(
         json.dumps(  # JSON is YAML; the inner bridge finds this file in its cwd

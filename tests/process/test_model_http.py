@@ -15,25 +15,17 @@ from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.spawn import spawn
-from acp_bridge.subtasks import DEPTH_ENV
 from tests.fake_openai import fake_openai, text, tool_call
-from tests.helpers import run_bounded
-
-SCHEMA = {
-    "type": "object",
-    "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
-    "required": ["ok", "value"],
-}
+from tests.helpers import ECHO_SCHEMA, run_bounded
 
 
 @pytest.fixture(autouse=True)
-def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_KEY", "k3y")
 
 
 def config_for(tmp_path: Path, base_url: str) -> LoadedConfig:
-    (tmp_path / "echo.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "echo.json").write_text(json.dumps(ECHO_SCHEMA))
     path = tmp_path / "acp-bridge.yaml"
     path.write_text(
         f"""

@@ -13,7 +13,6 @@ from ruamel.yaml import YAML
 from acp_bridge.ask import ask
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.passthrough import parse_prompt
-from acp_bridge.subtasks import DEPTH_ENV
 from tests.helpers import run_bounded
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -44,11 +43,6 @@ EXPECTED_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("bash", {"run_in_subtask": True}, "printf 'one\\ntwo\\nthree\\n' | tail -n 1"),
     ("bash", {"run_in_subtask": True}, "sleep 1; echo SUBAGENT_BASH_OK"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
 
 
 @pytest.fixture(scope="module")

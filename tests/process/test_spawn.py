@@ -20,22 +20,11 @@ from acp_bridge.passthrough import call_tool_directive as call
 from acp_bridge.spawn import spawn, spawn_sync
 from acp_bridge.subtasks import DEPTH_ENV
 from acp_bridge.tools import ToolRegistry
-from tests.helpers import kill_quietly, read_pids, run_bounded, wait_all_dead
-
-SCHEMA = {
-    "type": "object",
-    "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
-    "required": ["ok", "value"],
-}
-
-
-@pytest.fixture(autouse=True)
-def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
+from tests.helpers import ECHO_SCHEMA, read_pids, run_bounded, wait_all_dead
 
 
 def make_config(tmp_path: Path, extra: str = "") -> LoadedConfig:
-    (tmp_path / "echo.json").write_text(json.dumps(SCHEMA))
+    (tmp_path / "echo.json").write_text(json.dumps(ECHO_SCHEMA))
     path = tmp_path / "acp-bridge.yaml"
     path.write_text(
         "subtasks: {max_depth: 1}\n"
@@ -103,18 +92,14 @@ def test_output_schema_violation_fails_after_the_repair_turn(tmp_path: Path) -> 
     assert "Answer again with the JSON value only" in result.output
 
 
-def test_timeout_fails_and_leaves_no_process(tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    task = call("bash", {"command": f"sleep 30 & echo $! > {pids}; wait"})
+def test_timeout_fails_and_leaves_no_process(tmp_path: Path, pidfile: Path) -> None:
+    task = call("bash", {"command": f"sleep 30 & echo $! > {pidfile}; wait"})
     started = time.monotonic()
-    try:
-        result = run_spawn(tmp_path, task, ["bash"], timeout=0.5)
-        assert result.meta.error_code == ErrorCode.TIMEOUT
-        assert time.monotonic() - started < 5
-        assert result.meta.tool_calls is None  # the call never finished
-        assert wait_all_dead(read_pids(pids)) == []
-    finally:
-        kill_quietly(read_pids(pids))
+    result = run_spawn(tmp_path, task, ["bash"], timeout=0.5)
+    assert result.meta.error_code == ErrorCode.TIMEOUT
+    assert time.monotonic() - started < 5
+    assert result.meta.tool_calls is None  # the call never finished
+    assert wait_all_dead(read_pids(pidfile)) == []
 
 
 def test_request_limit_is_max_turn_requests(tmp_path: Path) -> None:

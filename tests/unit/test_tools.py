@@ -11,14 +11,9 @@ from pydantic import BaseModel, Field
 
 from acp_bridge.config import load_config
 from acp_bridge.errors import ConfigError, ErrorCode
-from acp_bridge.subtasks import DEPTH_ENV, subtask_level
+from acp_bridge.subtasks import subtask_level
 from acp_bridge.tools import ToolRegistry, json_parameters
 from tests.helpers import default_config, run_bounded
-
-
-@pytest.fixture(autouse=True)
-def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(DEPTH_ENV, raising=False)
 
 
 def config_with(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]

@@ -3,7 +3,7 @@
 :func:`choose_model` is pure (config in, choice out) and cheap. :func:`build_model` turns the
 choice into a pydantic-ai model: an OpenAI-compatible chat-completions endpoint, or the
 offline passthrough model. Import this module only on the loop path: it imports pydantic-ai
-and the OpenAI SDK (over a second on a cold start).
+(and, for a real endpoint, the OpenAI SDK): over a second on a cold start.
 """
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from openai import AsyncOpenAI
 from pydantic_ai.models import Model
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers import Provider
-from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 from pydantic_ai.settings import ModelSettings
 
 from acp_bridge.config import PASSTHROUGH_MODEL, ModelEntry, ModelsConfig
 from acp_bridge.errors import ConfigError
 from acp_bridge.passthrough import passthrough_model
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from pydantic_ai.providers import Provider
 
 # Sent when an entry names no key: the OpenAI SDK would otherwise fall back to
 # $OPENAI_API_KEY and hand that key to whatever server base_url points at.
@@ -58,6 +58,13 @@ def build_model(choice: ModelChoice, environ: Mapping[str, str] | None = None) -
     entry = choice.entry
     if entry is None:
         return passthrough_model()
+    # Only a real endpoint needs the OpenAI SDK (~0.5 s more); smoke runs on the
+    # passthrough model do without it.
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
+
     client = AsyncOpenAI(
         base_url=entry.base_url,
         api_key=_api_key(choice.name, entry, os.environ if environ is None else environ),

@@ -14,6 +14,8 @@ from acp_bridge._version import __version__
 
 if TYPE_CHECKING:
     from acp_bridge.acp_spawn import acp_spawn, acp_spawn_sync
+    from acp_bridge.ask import ask, ask_sync
+    from acp_bridge.bash import CommandResult, bash, bash_sync
     from acp_bridge.callbacks.permissions import PermissionHook, PermissionQuestion
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, load_config
     from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
         ConfigError,
         DepthLimitError,
         ErrorCode,
+        ModelError,
         OutputSchemaError,
         ProfileError,
         ProtocolError,
@@ -33,21 +36,28 @@ if TYPE_CHECKING:
         RunTimeout,
         SandboxViolation,
         SpawnError,
+        TurnLimitError,
         UnknownProfileError,
     )
     from acp_bridge.events import Event, EventHandler
+    from acp_bridge.spawn import spawn, spawn_sync
+    from acp_bridge.tools import Tool, ToolRegistry
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge.acp_spawn": ("acp_spawn", "acp_spawn_sync"),
+    "acp_bridge.ask": ("ask", "ask_sync"),
+    "acp_bridge.bash": ("CommandResult", "bash", "bash_sync"),
     "acp_bridge.callbacks.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "load_config"),
     "acp_bridge.envelope": ("Meta", "SchemaRegistry", "SubtaskResult"),
     "acp_bridge.events": ("Event", "EventHandler"),
+    "acp_bridge.spawn": ("spawn", "spawn_sync"),
+    "acp_bridge.tools": ("Tool", "ToolRegistry"),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "OutputSchemaError",
-        "ProfileError", "ProtocolError", "RunCancelled", "RunTimeout", "SandboxViolation",
-        "SpawnError", "UnknownProfileError",
+        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ModelError",
+        "OutputSchemaError", "ProfileError", "ProtocolError", "RunCancelled", "RunTimeout",
+        "SandboxViolation", "SpawnError", "TurnLimitError", "UnknownProfileError",
     ),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
@@ -59,6 +69,7 @@ __all__ = [
     "AgentRequestError",
     "AuthRequiredError",
     "BridgeError",
+    "CommandResult",
     "Config",
     "ConfigError",
     "DepthLimitError",
@@ -67,6 +78,7 @@ __all__ = [
     "EventHandler",
     "LoadedConfig",
     "Meta",
+    "ModelError",
     "OutputSchemaError",
     "PermissionHook",
     "PermissionQuestion",
@@ -78,11 +90,20 @@ __all__ = [
     "SchemaRegistry",
     "SpawnError",
     "SubtaskResult",
+    "Tool",
+    "ToolRegistry",
+    "TurnLimitError",
     "UnknownProfileError",
     "__version__",
     "acp_spawn",
     "acp_spawn_sync",
+    "ask",
+    "ask_sync",
+    "bash",
+    "bash_sync",
     "load_config",
+    "spawn",
+    "spawn_sync",
 ]
 
 

@@ -19,7 +19,7 @@ from acp_bridge._version import __version__
 from acp_bridge.agent_process import AgentProcess
 from acp_bridge.callbacks.permissions import PermissionHook
 from acp_bridge.callbacks.services import ClientServices
-from acp_bridge.config import AgentProfile, LoadedConfig, load_config
+from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.envelope import (
     Meta,
     SchemaRegistry,
@@ -42,7 +42,7 @@ from acp_bridge.jsonrpc import JsonRpcConnection
 from acp_bridge.protocol import KNOWN_STOP_REASONS, Implementation
 from acp_bridge.sandbox import Roots, constructed_env
 from acp_bridge.session import AcpSession, TurnCollector, TurnOutcome, TurnSignals, turn_error
-from acp_bridge.subtasks import SubtaskContext, run_subtask
+from acp_bridge.subtasks import SubtaskContext, run_configured
 from acp_bridge.transcript import Transcript, default_transcript_dir, prune
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
@@ -77,17 +77,8 @@ async def acp_spawn(
     directory). ``timeout`` overrides the profile's run timeout. Setting ``cancel`` ends the
     run gracefully with ``error_code: cancelled``; ``permission_hook`` answers ``ask`` rules.
     """
-    config_error: ConfigError | None = None
-    try:
-        loaded = config or load_config()
-    except ConfigError as exc:
-        loaded, config_error = None, exc
-    max_depth = loaded.config.subtasks.max_depth if loaded else 1
 
-    async def body(ctx: SubtaskContext) -> SubtaskResult:
-        if config_error is not None:
-            raise config_error
-        assert loaded is not None
+    async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
         run = AcpRun(
             loaded,
             loaded.profiles.get(agent).profile,
@@ -102,7 +93,7 @@ async def acp_spawn(
         )
         return await run.execute()
 
-    return await run_subtask("acp_spawn", max_depth, body, meta=Meta(agent=agent))
+    return await run_configured("acp_spawn", config, body, meta=Meta(agent=agent))
 
 
 def acp_spawn_sync(agent: str, task: str, **kwargs: Any) -> SubtaskResult:

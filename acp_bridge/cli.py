@@ -19,9 +19,8 @@ from typing import Any, TextIO
 import anyio
 
 from acp_bridge._version import __version__
-from acp_bridge.envelope import SubtaskResult
+from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, Problem
-from acp_bridge.events import PROFILES as OBSERVE_PROFILES
 from acp_bridge.events import Event, EventHandler
 
 EXIT_OK = 0
@@ -182,7 +181,7 @@ def cmd_profiles_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- run -----------------------------------------------------------------------------------
+# --- running an entry path ---------------------------------------------------------------
 
 
 class _HumanProgress:
@@ -265,9 +264,12 @@ def exit_code_for(result: SubtaskResult) -> int:
     return EXIT_FAILED
 
 
-async def _with_interrupts(run: Callable[[anyio.Event], Awaitable[SubtaskResult]]) -> SubtaskResult:
-    """Run with Ctrl-C / SIGTERM turned into a graceful cancel (a second one is not waited
-    for: the run is cancelled outright and its processes are still cleaned up)."""
+async def _with_interrupts(
+    run: Callable[[anyio.Event], Awaitable[SubtaskResult]], graceful: bool
+) -> SubtaskResult:
+    """Run with Ctrl-C / SIGTERM turned into a cancel. ``graceful``: the first signal sets
+    the cancel event and the run winds down by itself (a second one stops waiting);
+    otherwise the first cancels the run outright. Either way the run's processes end."""
     cancel = anyio.Event()
     result: SubtaskResult | None = None
     async with anyio.create_task_group() as tg:
@@ -275,7 +277,8 @@ async def _with_interrupts(run: Callable[[anyio.Event], Awaitable[SubtaskResult]
         async def watch_signals() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for _ in signals:
-                    if cancel.is_set():
+                    if cancel.is_set() or not graceful:
+                        _err("\ninterrupted: stopping the run")
                         tg.cancel_scope.cancel()
                         return
                     _err("\ninterrupted: cancelling the run (again to stop waiting)")
@@ -294,34 +297,126 @@ def _read_task(task: str) -> str:
 
 
 def _print_envelope(result: SubtaskResult, args: argparse.Namespace) -> int:
-    _out(result.to_json(indent=2 if args.pretty else None))
+    """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
+    pretty = getattr(args, "pretty", False) or sys.stdout.isatty()
+    _out(result.to_json(indent=2 if pretty else None))
     return exit_code_for(result)
+
+
+EntryCall = Callable[[dict[str, Any], anyio.Event], Awaitable[SubtaskResult]]
+
+
+def _run_entry(
+    args: argparse.Namespace, entry: Entry, call: EntryCall, *, graceful_cancel: bool
+) -> int:
+    """Load the config, run ``call`` with the options every entry command shares, print the
+    envelope. A broken config is an envelope too (a run always answers with one), its
+    problems listed on stderr. Ctrl-C cancels: gracefully when the entry takes a cancel
+    event (the ACP agent is told and may answer), else by cancelling the run outright (its
+    processes are still ended) with a ``cancelled`` envelope in its place."""
+    from acp_bridge.envelope import Meta, failed, from_error
+
+    try:
+        loaded = _load(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"{type(exc).__name__}: {problem}")
+        return _print_envelope(from_error(exc, meta=Meta(entry=entry)), args)
+    handler, finish = _event_printer("none" if args.quiet else args.events)
+    options = {
+        "timeout": args.timeout,
+        "cwd": args.cwd,
+        "observe_profile": args.observe,
+        "on_event": handler,
+        "config": loaded,
+    }
+
+    async def run(cancel: anyio.Event) -> SubtaskResult:
+        return await call(options, cancel)
+
+    try:
+        result = anyio.run(_with_interrupts, run, graceful_cancel)
+    except KeyboardInterrupt:
+        result = failed("interrupted", ErrorCode.CANCELLED, meta=Meta(entry=entry))
+    finally:
+        finish()
+    return _print_envelope(result, args)
+
+
+def _names(raw: str | None) -> list[str] | None:
+    return None if raw is None else [n.strip() for n in raw.split(",") if n.strip()]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from acp_bridge.acp_spawn import acp_spawn
 
     task = _read_task(args.task)
-    handler, finish = _event_printer(args.events)
+    return _run_entry(
+        args,
+        "acp_spawn",
+        lambda options, cancel: acp_spawn(
+            args.agent, task, output_schema=args.output_schema, cancel=cancel, **options
+        ),
+        graceful_cancel=True,
+    )
 
-    async def run(cancel: anyio.Event) -> SubtaskResult:
-        return await acp_spawn(
-            args.agent,
-            task,
-            cwd=args.cwd,
+
+def cmd_bash(args: argparse.Namespace) -> int:
+    from acp_bridge.bash import bash
+
+    command = " ".join(args.command)  # like ssh: the words make one shell line
+    return _run_entry(
+        args,
+        "bash",
+        lambda options, _cancel: bash(command, max_output_bytes=args.max_output_bytes, **options),
+        graceful_cancel=False,
+    )
+
+
+def cmd_spawn(args: argparse.Namespace) -> int:
+    from acp_bridge.spawn import spawn
+
+    tools = _names(args.tools) or []
+    return _run_entry(
+        args,
+        "spawn",
+        lambda options, _cancel: spawn(
+            _read_task(args.task),
+            tools,
+            model=args.model,
             output_schema=args.output_schema,
-            observe_profile=args.observe,
-            timeout=args.timeout,
-            on_event=handler,
-            config=_load(args),
-            cancel=cancel,
-        )
+            **options,
+        ),
+        graceful_cancel=False,
+    )
 
-    try:
-        result = anyio.run(_with_interrupts, run)
-    finally:
-        finish()
-    return _print_envelope(result, args)
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from acp_bridge.ask import ask
+
+    tools = _names(args.tools)
+    return _run_entry(
+        args,
+        "ask",
+        lambda options, _cancel: ask(
+            _read_task(args.prompt), tools=tools, model=args.model, **options
+        ),
+        graceful_cancel=False,
+    )
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from acp_bridge.tools import ToolRegistry
+
+    registry = ToolRegistry(_load(args))
+    wanted = _names(args.tools)
+    if wanted is not None:
+        selection = registry.select(wanted)
+        for note in selection.warnings():
+            _err(f"warning: {note}")
+        registry = selection.registry
+    _out(json.dumps(registry.specs(args.format), indent=2, ensure_ascii=False))
+    return EXIT_OK
 
 
 def cmd_demo_agent(args: argparse.Namespace) -> int:
@@ -401,7 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("agent", metavar="AGENT", help="profile name (see: acp-bridge profiles list)")
     p.add_argument("task", metavar="TASK", help="the prompt; '-' reads it from stdin")
-    _add_run_options(p)
+    p.add_argument(
+        "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
+    )
+    _run_options(p, observe_default="default", loop=False)
     p.set_defaults(handler=cmd_run)
 
     p = commands.add_parser(
@@ -411,34 +509,92 @@ def build_parser() -> argparse.ArgumentParser:
         "started by acp-bridge, not by people.",
     )
     p.set_defaults(handler=cmd_demo_agent)
+    _add_entry_commands(commands)
     return parser
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
+def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool = True) -> None:
+    """The options of every entry command; ``loop``: those of a model loop too."""
+    if loop:
+        p.add_argument("--model", metavar="M", help="a model name from the config's models")
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds the run may take")
     p.add_argument(
         "--cwd",
         type=Path,
-        help="session working directory (default: profile's, else the current directory)",
-    )
-    p.add_argument(
-        "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
+        metavar="DIR",
+        help="working directory (default: the profile's for run, else the current directory)",
     )
     p.add_argument(
         "--observe",
-        default="default",
-        choices=sorted(OBSERVE_PROFILES),
-        help="which live events to show (default: default)",
-    )
-    p.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="override the profile's run timeout"
+        choices=["default", "long_shell", "web_extract"],
+        metavar="PROFILE",
+        help=f"live events on stderr: default, long_shell, web_extract (default: "
+        f"{observe_default})",
     )
     p.add_argument(
         "--events",
         choices=["human", "ndjson", "none"],
-        default="human" if sys.stderr.isatty() else "none",
-        help="live progress on stderr (default: human on a terminal, else none)",
+        default="human",
+        help="live progress on stderr: human lines, one JSON object per line, or none",
     )
+    p.add_argument("-q", "--quiet", action="store_true", help="same as --events none")
     p.add_argument("--pretty", action="store_true", help="indent the envelope JSON")
+
+
+def _add_entry_commands(commands: Any) -> None:
+    envelope_note = (
+        "Prints the SubtaskResult envelope (JSON) on stdout; live progress goes to stderr."
+    )
+    p = commands.add_parser(
+        "bash",
+        help="run one shell command as an isolated subtask",
+        formatter_class=_Formatter,
+        description="Run CMD with bash -c in its own process group, as a subtask "
+        f"(subtask.bash.result.v1). {envelope_note}",
+        epilog="example: acp-bridge bash --timeout 10 -- 'make test | tail -n 20'",
+    )
+    p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
+    p.add_argument(
+        "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
+    )
+    _run_options(p, observe_default="long_shell", loop=False)
+    p.set_defaults(handler=cmd_bash)
+
+    p = commands.add_parser(
+        "spawn",
+        help="run a task in a local inner model loop limited to some tools",
+        formatter_class=_Formatter,
+        description=f"Run TASK with a local model that may use only --tools. {envelope_note}",
+        epilog="example: acp-bridge spawn 'count the TODOs in src/' --tools bash,read_file",
+    )
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
+    p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=cmd_spawn)
+
+    p = commands.add_parser(
+        "ask",
+        help="a host model loop that may call spawn, acp_spawn, bash, …",
+        formatter_class=_Formatter,
+        description="Answer PROMPT with a host model loop (depth 0) offered the tool registry: "
+        f"it may call spawn, acp_spawn (if enabled), bash and the file tools. {envelope_note}",
+    )
+    p.add_argument("prompt", metavar="PROMPT")
+    p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=cmd_ask)
+
+    p = commands.add_parser(
+        "tools",
+        help="print the function-calling specs of the enabled tools",
+        formatter_class=_Formatter,
+        description="Print each enabled tool as a function-calling definition (JSON Schema "
+        "parameters) for a host loop to offer its model.",
+    )
+    p.add_argument("--format", choices=["openai", "anthropic"], default="openai")
+    p.add_argument("--tools", metavar="A,B", help="only these tools")
+    p.set_defaults(handler=cmd_tools)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

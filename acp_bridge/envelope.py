@@ -33,7 +33,8 @@ BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
 
 Status = Literal["done", "failed"]
 OutputKind = Literal["text", "json"]
-Entry = Literal["acp_spawn", "spawn", "bash"]
+# The three subtask entry paths, plus ``ask``: a host loop's own result in the same shape.
+Entry = Literal["acp_spawn", "spawn", "bash", "ask"]
 
 
 def new_task_id() -> str:
@@ -97,6 +98,10 @@ class Meta(BaseModel):
     stderr_tail: str | None = None
     transcript: str | None = None
     depth: int | None = None
+    model: str | None = None
+    tools: list[str] | None = None
+    tools_ignored: list[str] | None = None
+    subtasks: list[dict[str, Any]] | None = None
     warnings: list[str] | None = None
 
 
@@ -126,6 +131,14 @@ class SubtaskResult(BaseModel):
 
     def to_json(self, *, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+STABLE_KEYS = ("task_id", "status", "summary", "output_kind", "output_schema", "output", "error")
+
+
+def is_envelope(value: Any) -> bool:
+    """Whether JSON data is a SubtaskResult envelope (it has every stable key)."""
+    return isinstance(value, dict) and all(key in value for key in STABLE_KEYS)
 
 
 # --- building envelopes -------------------------------------------------------------

@@ -16,6 +16,8 @@ purpose from inside the package.
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
     ├── RunTimeout                  timeout           a phase ran past its deadline
     ├── RunCancelled                cancelled         the caller cancelled the run
+    ├── TurnLimitError              max_turn_requests a local model loop used up its requests
+    ├── ModelError                  model_error       a model endpoint failed or answered nonsense
     └── AgentError                  (abstract)        the external agent misbehaved
         ├── SpawnError              spawn_failed      could not start the agent process
         ├── AgentExitedError        agent_exited      the agent process died mid-run
@@ -49,6 +51,7 @@ class ErrorCode(StrEnum):
     CONFIG_ERROR = "config_error"
     SANDBOX_VIOLATION = "sandbox_violation"
     NONZERO_EXIT = "nonzero_exit"
+    MODEL_ERROR = "model_error"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -140,6 +143,18 @@ class RunCancelled(BridgeError):
     """The caller cancelled the run."""
 
     code = ErrorCode.CANCELLED
+
+
+class TurnLimitError(BridgeError):
+    """A local model loop (``spawn``, ``ask``) made as many model requests as it may."""
+
+    code = ErrorCode.MAX_TURN_REQUESTS
+
+
+class ModelError(BridgeError):
+    """A model endpoint failed (HTTP error, unreachable) or answered something unusable."""
+
+    code = ErrorCode.MODEL_ERROR
 
 
 class AgentError(BridgeError):

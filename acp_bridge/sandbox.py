@@ -33,6 +33,7 @@ def constructed_env(
         for name, value in host.items()
         if name in BASE_ENV_NAMES or name.startswith(BASE_ENV_PREFIXES)
     }
+    env.setdefault("PATH", os.defpath)  # a host without PATH: commands still resolve
     env.update({name: host[name] for name in passthrough if name in host})
     env.update(extra or {})
     env[DEPTH_ENV] = str(depth)

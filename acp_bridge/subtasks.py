@@ -17,10 +17,11 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import BridgeError, ConfigError, DepthLimitError, ErrorCode
 
@@ -43,15 +44,25 @@ def current_depth(environ: Mapping[str, str] | None = None) -> int:
     return int(raw)
 
 
-@contextmanager
-def subtask_level(max_depth: int) -> Iterator[int]:
-    """Enter one subtask level below the current one; yields the new level."""
+def check_depth(max_depth: int) -> int:
+    """The level a new subtask would take; raises :class:`DepthLimitError` past the limit.
+
+    For callers that must refuse before they can even load an entry path; the entry paths
+    themselves check through :func:`subtask_level`.
+    """
     depth = current_depth() + 1
     if depth > max_depth:
         raise DepthLimitError(
             f"subtask depth limit reached: this would be level {depth}, "
             f"subtasks.max_depth is {max_depth}"
         )
+    return depth
+
+
+@contextmanager
+def subtask_level(max_depth: int) -> Iterator[int]:
+    """Enter one subtask level below the current one; yields the new level."""
+    depth = check_depth(max_depth)
     token = _level.set(depth)
     try:
         yield depth
@@ -83,12 +94,60 @@ async def run_subtask(
     (e.g. the agent name). The returned envelope always carries the task id, entry, depth
     and duration.
     """
+    return await _enveloped(entry, lambda: subtask_level(max_depth), body, meta)
+
+
+async def run_host(entry: Entry, body: Body, *, meta: Meta | None = None) -> SubtaskResult:
+    """Like :func:`run_subtask`, but at the caller's own level: for a host loop (``ask``),
+    which is not a subtask and so opens no level and is never refused by the depth limit."""
+    return await _enveloped(entry, _same_level, body, meta)
+
+
+ConfiguredBody = Callable[[SubtaskContext, LoadedConfig], Awaitable[SubtaskResult]]
+
+
+async def run_configured(
+    entry: Entry,
+    config: LoadedConfig | None,
+    body: ConfiguredBody,
+    *,
+    meta: Meta | None = None,
+) -> SubtaskResult:
+    """:func:`run_subtask` at the config's ``subtasks.max_depth``, the config loaded (by the
+    usual search) when not given. A config that does not load is a ``config_error``
+    envelope, with the same bookkeeping as any other failure."""
+    loaded: list[LoadedConfig] = []
+
+    @contextmanager
+    def level() -> Iterator[int]:
+        # Loading happens inside the guarded region, so a broken file becomes an envelope.
+        loaded.append(config if config is not None else load_config())
+        with subtask_level(loaded[0].config.subtasks.max_depth) as depth:
+            yield depth
+
+    async def configured(ctx: SubtaskContext) -> SubtaskResult:
+        return await body(ctx, loaded[0])
+
+    return await _enveloped(entry, level, configured, meta)
+
+
+@contextmanager
+def _same_level() -> Iterator[int]:
+    yield current_depth()
+
+
+async def _enveloped(
+    entry: Entry,
+    level: Callable[[], AbstractContextManager[int]],
+    body: Body,
+    meta: Meta | None,
+) -> SubtaskResult:
     task_id = new_task_id()
     started = time.monotonic()
     base = (meta or Meta()).model_copy(update={"entry": entry})
-    depth = current_depth_or_none()
+    depth = _would_be_depth(nested=level is not _same_level)
     try:
-        with subtask_level(max_depth) as depth:
+        with level() as depth:
             result = await body(SubtaskContext(task_id, depth, started))
     except BridgeError as exc:
         result = from_error(exc, task_id=task_id, meta=base)
@@ -110,9 +169,14 @@ async def run_subtask(
     )
 
 
-def current_depth_or_none() -> int | None:
-    """The would-be level of a new subtask, or None when the depth itself is unreadable."""
+def _would_be_depth(*, nested: bool) -> int | None:
+    """The level a run is about to take, or None when the depth itself is unreadable."""
     try:
-        return current_depth() + 1
+        return current_depth() + nested
     except ConfigError:
         return None
+
+
+def current_depth_or_none() -> int | None:
+    """The would-be level of a new subtask, or None when the depth itself is unreadable."""
+    return _would_be_depth(nested=True)

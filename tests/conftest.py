@@ -1,4 +1,5 @@
-"""Shared test fixtures: real agent processes under a harness that finds leftovers."""
+"""Fixtures shared by the whole suite: host-level isolation, and real agent processes under
+a harness that finds what they leave behind."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import pytest
 from acp_bridge.acp_spawn import acp_spawn
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
+from acp_bridge.subtasks import DEPTH_ENV
+from tests.helpers import kill_quietly, read_pids
 
 AGENTS = Path(__file__).parent / "agents"
 MARKER_VAR = "ACP_BRIDGE_TEST_MARKER"
@@ -103,3 +106,28 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not leaked, f"processes left behind: {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts at the host level, even when the suite itself runs inside a
+    subtask (where ACP_BRIDGE_DEPTH is set)."""
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+
+
+@pytest.fixture
+def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No user or local config leaks in: cwd and HOME are the test's own folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
+@pytest.fixture
+def pidfile(tmp_path: Path) -> Iterator[Path]:
+    """A file a test command writes its background pids to; whatever is still alive at the
+    end is killed, whether the test passed or not."""
+    path = tmp_path / "pids"
+    yield path
+    kill_quietly(read_pids(path))

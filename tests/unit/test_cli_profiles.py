@@ -15,13 +15,7 @@ from acp_bridge.cli import main
 BROKEN = Path(__file__).parent.parent / "fixtures" / "broken"
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or local config leaks into these tests."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+pytestmark = pytest.mark.usefixtures("isolated_config")  # no user or local config leaks in
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,65 @@
+"""``ask``: a host loop at the caller's own level, offered the parent tool registry.
+
+This is the host side of the three entry paths: a model with ``spawn``, ``acp_spawn`` (when
+enabled), ``bash`` and the rest, used to run reference prompts against a configured model and
+to demo the entry paths end to end. It is not a subtask: it opens no level, so the subtasks it
+starts take level 1. Its result has the envelope's shape (``meta.entry`` is ``ask``), with the
+envelope of every subtask it opened in ``meta.subtasks``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.events import EventHandler, EventSink
+from acp_bridge.subtasks import SubtaskContext, run_host
+from acp_bridge.tools import ToolRegistry
+
+
+async def ask(
+    prompt: str,
+    *,
+    tools: Iterable[str] | None = None,
+    model: str | None = None,
+    observe_profile: str | None = None,
+    timeout: float | None = None,
+    cwd: str | Path | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+    registry: ToolRegistry | None = None,
+) -> SubtaskResult:
+    """Answer ``prompt`` with a model that may call ``tools`` (default: every enabled tool
+    of the registry); never raises. Limits are those of ``tools.spawn``."""
+    wanted = None if tools is None else list(tools)
+
+    async def body(ctx: SubtaskContext) -> SubtaskResult:
+        from acp_bridge.llm import choose_model
+        from acp_bridge.loop import HOST_INSTRUCTIONS, LoopTask, run_selected
+
+        loaded = config or (registry.config if registry else load_config())
+        parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
+        selection = parent.select(parent.names() if wanted is None else wanted)
+        choice = choose_model(loaded.config.models, model)
+        settings = loaded.config.tools.spawn
+        job = LoopTask(prompt, settings.max_requests, timeout or settings.timeout)
+        sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
+        return await run_selected(
+            selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
+        )
+
+    return await run_host("ask", body)
+
+
+def ask_sync(prompt: str, **kwargs: Any) -> SubtaskResult:
+    """:func:`ask` for callers without an event loop (it starts one)."""
+
+    async def call() -> SubtaskResult:
+        return await ask(prompt, **kwargs)
+
+    return anyio.run(call)

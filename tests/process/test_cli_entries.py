@@ -1,0 +1,129 @@
+"""The CLI entry commands: bash, spawn, ask, tools; envelopes on stdout, exit codes, start-up
+cost, and interruption."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acp_bridge.cli import main
+from acp_bridge.passthrough import call_tool_directive as call
+from acp_bridge.subtasks import DEPTH_ENV
+from tests.helpers import read_pids, wait_all_dead
+
+pytestmark = pytest.mark.usefixtures("isolated_config")
+
+
+def envelope(capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, object], str]:
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def test_bash_prints_the_envelope_and_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bash", "--", "printf 'one\\ntwo\\nthree\\n' | tail -n 1"]) == 0
+    result, err = envelope(capsys)
+    assert result["status"] == "done" and result["summary"] == "three"
+    assert "$ printf" in err and "three\n" in err  # the command and its live output on stderr
+    assert main(["bash", "-q", "--", "echo", "two", "words"]) == 0
+    result, err = envelope(capsys)
+    assert result["output"]["stdout"] == "two words\n" and err == ""  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "error_code"),
+    [
+        (["bash", "-q", "--", "exit 3"], 1, "nonzero_exit"),
+        (["bash", "-q", "--timeout", "0.2", "--", "sleep 5"], 124, "timeout"),
+    ],
+)
+def test_bash_exit_codes(
+    capsys: pytest.CaptureFixture[str], argv: list[str], code: int, error_code: str
+) -> None:
+    assert main(argv) == code
+    result, _ = envelope(capsys)
+    assert result["meta"]["error_code"] == error_code  # type: ignore[index]
+
+
+def test_depth_limit_is_a_failed_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(DEPTH_ENV, "1")
+    assert main(["bash", "-q", "--", "true"]) == 1
+    result, _ = envelope(capsys)
+    assert result["meta"]["error_code"] == "depth_limit"  # type: ignore[index]
+
+
+def test_broken_config_still_prints_an_envelope(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.yaml").write_text("subtasks: {max_depth: -1}\n")
+    assert main(["--config", "bad.yaml", "spawn", "x", "--tools", "bash"]) == 2
+    result, err = envelope(capsys)
+    assert result["meta"] == {"entry": "spawn", "error_code": "config_error"}
+    assert "bad.yaml:1:23: subtasks.max_depth: must be at least 0" in err
+
+
+def test_spawn_and_ask_with_the_passthrough_model(capsys: pytest.CaptureFixture[str]) -> None:
+    task = call("bash", {"command": "echo inner"})
+    assert main(["spawn", task, "--tools", "bash,nope", "--model", "passthrough", "-q"]) == 0
+    result, _ = envelope(capsys)
+    assert result["output"] == "inner"
+    assert result["meta"]["tools_ignored"] == ["nope"]  # type: ignore[index]
+    prompt = call("spawn", {"task": task, "tools": ["bash"]})
+    assert main(["ask", prompt, "--model", "passthrough"]) == 0
+    result, err = envelope(capsys)
+    assert result["output"] == "inner" and result["meta"]["entry"] == "ask"  # type: ignore[index]
+    assert "⚙ spawn:" in err and "$ echo inner" in err  # tool calls and the inner command
+
+
+def test_tools_prints_specs_in_both_shapes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tools"]) == 0
+    specs = json.loads(capsys.readouterr().out)
+    assert [s["function"]["name"] for s in specs] == ["bash", "read_file", "write_file", "spawn"]
+    assert main(["tools", "--format", "anthropic", "--tools", "bash,nope"]) == 0
+    out, err = capsys.readouterr()
+    assert [s["name"] for s in json.loads(out)] == ["bash"]
+    assert "unknown tool 'nope' ignored" in err
+
+
+def bridge(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, *args], capture_output=True, text=True, timeout=30, **kwargs
+    )
+
+
+def test_bash_and_help_do_not_import_the_model_stack() -> None:
+    for argv in (["bash", "-q", "--", "true"], ["--help"]):
+        run = bridge("-X", "importtime", "-m", "acp_bridge", *argv)
+        assert run.returncode == 0, run.stderr
+        loaded = {line.split("|")[-1].strip() for line in run.stderr.splitlines()}
+        assert "acp_bridge.cli" in loaded
+        assert not {m for m in loaded if m.split(".")[0] in ("pydantic_ai", "openai")}, argv
+
+
+def test_interrupt_exits_130_and_leaves_no_process(pidfile: Path) -> None:
+    command = f"sleep 60 & echo $! > {pidfile}; wait"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", "bash", "-q", "--", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not read_pids(pidfile) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert read_pids(pidfile), "the command never started"
+        os.kill(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+        assert process.returncode == 130, err
+        assert wait_all_dead(read_pids(pidfile)) == []
+    finally:
+        process.kill()

@@ -1,31 +1,18 @@
 """Depth across the ACP entry: an ACP agent that runs ``acp-bridge run`` in a terminal the
-bridge serves gets ``depth_limit`` from that inner bridge.
-
-NEEDS THE ACP CORE (acp_bridge.acp_spawn and ``acp-bridge run``, built on another branch):
-skipped until ``acp_bridge.acp_spawn`` exists, then it runs by itself. Written against the
-agreed interface ``acp_spawn(agent, task, *, cwd, config, ...)`` and ``acp-bridge run AGENT
-TASK``; adjust the command line below if ``run`` takes its arguments differently.
-"""
+bridge serves gets ``depth_limit`` from that inner bridge."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-import pytest
-
+from acp_bridge.acp_spawn import acp_spawn
 from acp_bridge.config import load_config
 from acp_bridge.envelope import is_envelope
 from tests.helpers import run_bounded
 
 AGENT = Path(__file__).parents[1] / "agents" / "nested_bridge_agent.py"
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("acp_bridge.acp_spawn") is None,
-    reason="needs the ACP core (acp_bridge.acp_spawn, acp-bridge run); enable after merging",
-)
 
 
 def last_envelope(output: str) -> dict[str, object]:
@@ -46,7 +33,6 @@ def last_envelope(output: str) -> dict[str, object]:
 def test_an_acp_agent_running_acp_bridge_run_in_its_terminal_gets_depth_limit(
     tmp_path: Path,
 ) -> None:
-    from acp_bridge.acp_spawn import acp_spawn  # type: ignore[import-not-found, unused-ignore]
 
     inner = [sys.executable, "-m", "acp_bridge", "run", "nester", "say hi"]
     (tmp_path / "acp-bridge.yaml").write_text(

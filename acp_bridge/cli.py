@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -419,6 +420,132 @@ def cmd_tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- smoke ----------------------------------------------------------------------------------
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
+
+
+class _SmokeProgress:
+    """One line per finished case; on a terminal, also a live block of running cases."""
+
+    def __init__(self, stream: TextIO, total: int, live: bool) -> None:
+        self.stream = stream
+        self.total = total
+        self.live = live
+        self.running: dict[str, float] = {}
+        self.done = 0
+        self._drawn = 0
+        self._frame = 0
+
+    def __call__(self, run: Any, outcome: Any) -> None:
+        if outcome is None:
+            self.running[run.id] = time.monotonic()
+            self._redraw()
+            return
+        self.running.pop(run.id, None)
+        self.done += 1
+        self._clear()
+        mark = _MARKS[outcome.verdict] if self.live else outcome.verdict.upper()
+        detail = f": {outcome.reason}" if outcome.verdict != "passed" and outcome.reason else ""
+        self.stream.write(
+            f"{mark} [{self.done}/{self.total}] {run.id} ({outcome.duration:.2f}s){detail}\n"
+        )
+        self._redraw()
+
+    def _clear(self) -> None:
+        if self.live and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")  # up N lines, clear below
+            self._drawn = 0
+
+    def _redraw(self) -> None:
+        if not self.live:
+            self.stream.flush()
+            return
+        self._clear()
+        now = time.monotonic()
+        spinner = _SPINNER[self._frame % len(_SPINNER)]
+        for case_id, since in self.running.items():
+            self.stream.write(f"{spinner} {case_id}  {now - since:.1f}s\n")
+        self._drawn = len(self.running)
+        self.stream.flush()
+
+    async def tick(self) -> None:
+        while self.live:
+            await anyio.sleep(0.1)  # animation frame, not polling for state
+            self._frame += 1
+            self._redraw()
+
+    def close(self) -> None:
+        self._clear()
+        self.stream.flush()
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from acp_bridge.smoke import report
+    from acp_bridge.smoke.runner import SmokeRunner, SmokeSettings
+    from acp_bridge.smoke.suite import expand, load_suite
+
+    suites = [load_suite(path) for path in args.suites]
+    runs, filtered = expand(suites, _names(args.agents))
+    if not runs:
+        _err("no case to run" + (f" ({filtered} left out by --agents)" if filtered else ""))
+        return EXIT_USAGE
+    progress = _SmokeProgress(sys.stderr, len(runs), live=sys.stderr.isatty())
+    settings = SmokeSettings(
+        parallel=args.parallel,
+        model=args.model,
+        skip_missing=args.skip_missing,
+        keep_workspaces=args.keep,
+    )
+    runner = SmokeRunner(_load(args), settings, progress)
+    started, clock = datetime.now(UTC), time.monotonic()
+    interrupted = False
+
+    async def main() -> None:
+        nonlocal interrupted
+        cancel = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def watch_signals() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        if interrupted:  # a second time: stop waiting for anything
+                            tg.cancel_scope.cancel()
+                            return
+                        interrupted = True
+                        progress.close()
+                        _err(
+                            "interrupted: cancelling running cases, skipping the rest "
+                            "(again to stop waiting)"
+                        )
+                        cancel.set()
+
+            tg.start_soon(watch_signals)
+            tg.start_soon(progress.tick)
+            await runner.run(runs, cancel)
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        progress.close()
+        outcomes = runner.results(runs)
+        info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
+        if args.junit:
+            report.write_report(args.junit, report.junit_xml(outcomes, info))
+        if args.json:
+            report.write_report(args.json, report.report_json_bytes(outcomes, info))
+    for line in report.summary_lines(outcomes, info):
+        _out(line)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if any(o.verdict in ("failed", "error") for o in outcomes) else EXIT_OK
+
+
 def cmd_demo_agent(args: argparse.Namespace) -> int:
     from acp_bridge.demo_agent import main as demo_main
 
@@ -501,6 +628,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _run_options(p, observe_default="default", loop=False)
     p.set_defaults(handler=cmd_run)
+
+    p = commands.add_parser(
+        "smoke",
+        help="run smoke-test suites against agents; JUnit and JSON reports for CI",
+        formatter_class=_Formatter,
+        description="Run every case of the SUITE files (YAML), each in a fresh temporary "
+        "workspace, up to --parallel at once; print a summary table; exit 1 if any case "
+        "failed. See docs/smoke.md for the format.",
+        epilog="example: acp-bridge smoke examples/smoke/demo.yaml --junit out.xml",
+    )
+    p.add_argument("suites", nargs="+", type=Path, metavar="SUITE")
+    p.add_argument("--agents", metavar="A,B", help="run only these agents' matrix entries")
+    p.add_argument("--parallel", type=int, default=1, metavar="N", help="cases at once (1)")
+    p.add_argument("--model", metavar="M", help="model for spawn and ask cases")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    p.add_argument(
+        "--json", type=Path, metavar="FILE", help="write a JSON report with every envelope"
+    )
+    p.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="skip cases whose agent command is not installed (default: fail)",
+    )
+    p.add_argument("--keep", action="store_true", help="keep each case's workspace")
+    p.set_defaults(handler=cmd_smoke)
 
     p = commands.add_parser(
         "demo-agent",

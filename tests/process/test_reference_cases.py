@@ -1,22 +1,27 @@
 """The four reference prompts, offline: the passthrough model's directives make exactly the
-tool calls each prompt asks for, through a real host loop, real subtasks and real bash."""
+tool calls each prompt asks for, through a real host loop, real subtasks and real bash.
+
+The cases are the smoke suites examples/smoke/reference.yaml (verbatim prompts, for a real
+model) and reference-offline.yaml (their directive versions); the suites' own expectations
+are checked too, with the smoke runner's checker."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
 
 from acp_bridge.ask import ask
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.passthrough import parse_prompt
+from acp_bridge.smoke.expect import check
+from acp_bridge.smoke.suite import load_suite
 from tests.helpers import run_bounded
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
-CASES = YAML(typ="safe").load((EXAMPLES / "ask-cases.yaml").read_text())["cases"]
+VERBATIM = load_suite(EXAMPLES / "smoke" / "reference.yaml").cases
+OFFLINE = load_suite(EXAMPLES / "smoke" / "reference-offline.yaml").cases
 
 # Verbatim from the issue: the examples must not drift from them.
 REFERENCE_PROMPTS = [
@@ -51,14 +56,17 @@ def config() -> LoadedConfig:
 
 
 def test_the_examples_hold_the_reference_prompts_verbatim() -> None:
-    assert [case["prompt"] for case in CASES] == REFERENCE_PROMPTS
+    assert [case.task for case in VERBATIM] == REFERENCE_PROMPTS
+    assert [c.name for c in VERBATIM] == [c.name for c in OFFLINE]
+    assert [c.expect for c in VERBATIM] == [c.expect for c in OFFLINE]
 
 
-@pytest.mark.parametrize("index", range(4), ids=[c["name"] for c in CASES])
+@pytest.mark.parametrize("index", range(4), ids=[c.name for c in OFFLINE])
 def test_reference_case_offline(index: int, config: LoadedConfig, tmp_path: Path) -> None:
-    case, (tool, args, command) = CASES[index], EXPECTED_CALLS[index]
+    case, (tool, args, command) = OFFLINE[index], EXPECTED_CALLS[index]
+    assert case.task is not None and case.model == "passthrough"
     # The directive makes exactly the call the prompt asks for.
-    (directive,), _ = parse_prompt(case["passthrough"])
+    (directive,), _ = parse_prompt(case.task)
     assert directive.tool == tool and args.items() <= directive.args.items()
     if tool == "spawn":
         (inner,), _ = parse_prompt(directive.args["task"])
@@ -66,20 +74,15 @@ def test_reference_case_offline(index: int, config: LoadedConfig, tmp_path: Path
     else:
         assert directive.args["command"] == command
 
-    result = run_bounded(ask, case["passthrough"], model="passthrough", config=config, cwd=tmp_path)
+    result = run_bounded(ask, case.task, model="passthrough", config=config, cwd=tmp_path)
 
     assert result.status == "done", result.error
     assert result.meta.entry == "ask" and result.meta.depth == 0
-    expect = case["expect"]
-    if "answer" in expect:
-        assert result.output == expect["answer"]
-    else:
-        assert json.loads(result.output) == expect["json"]
+    failures = check(result, case.expect, workspace=tmp_path, suite_dir=EXAMPLES, duration=0)
+    assert failures == []
     (call,) = result.meta.tool_calls or []
     assert call.title.startswith(f"{tool}:") and call.status == "completed"
     (subtask,) = result.meta.subtasks or []
-    for key, value in expect["subtask"].items():
-        assert (subtask["meta"] if key == "entry" else subtask)[key] == value
     assert subtask["meta"]["depth"] == 1
     if tool == "spawn":
         assert subtask["meta"]["tools"] == ["bash"]

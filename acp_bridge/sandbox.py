@@ -2,7 +2,8 @@
 
 Agents and the terminals we run for them never get the whole host environment: only a small
 base list, the profile's explicit ``env``, the host variables it names in ``env_passthrough``,
-and ``ACP_BRIDGE_DEPTH`` so a bridge started inside refuses to go deeper.
+and ``ACP_BRIDGE_DEPTH`` / ``ACP_BRIDGE_MAX_DEPTH`` so a bridge started inside refuses to go
+deeper than the limit its host set.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_bridge.errors import SandboxViolation
-from acp_bridge.subtasks import DEPTH_ENV
+from acp_bridge.subtasks import DEPTH_ENV, MAX_DEPTH_ENV, inherited_max_depth
 
 BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR")
 BASE_ENV_PREFIXES: tuple[str, ...] = ("LC_",)
@@ -37,6 +38,9 @@ def constructed_env(
     env.update({name: host[name] for name in passthrough if name in host})
     env.update(extra or {})
     env[DEPTH_ENV] = str(depth)
+    limit = inherited_max_depth()
+    if limit is not None:  # the limit travels with the depth: a nested bridge cannot raise it
+        env[MAX_DEPTH_ENV] = str(limit)
     return env
 
 

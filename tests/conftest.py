@@ -21,7 +21,7 @@ import pytest
 from acp_bridge.acp_spawn import acp_spawn
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.subtasks import DEPTH_ENV
+from acp_bridge.subtasks import DEPTH_ENV, MAX_DEPTH_ENV
 from tests.helpers import kill_quietly, read_pids
 
 AGENTS = Path(__file__).parent / "agents"
@@ -111,8 +111,9 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
 @pytest.fixture(autouse=True)
 def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts at the host level, even when the suite itself runs inside a
-    subtask (where ACP_BRIDGE_DEPTH is set)."""
+    subtask (where ACP_BRIDGE_DEPTH and ACP_BRIDGE_MAX_DEPTH are set)."""
     monkeypatch.delenv(DEPTH_ENV, raising=False)
+    monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)
 
 
 @pytest.fixture

@@ -76,3 +76,30 @@ def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
 
     result = _run(body)
     assert result.meta.error_code == ErrorCode.DEPTH_LIMIT and result.meta.depth == 2
+
+
+def test_the_limit_travels_and_cannot_be_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_bridge.sandbox import constructed_env
+    from acp_bridge.subtasks import MAX_DEPTH_ENV
+
+    monkeypatch.delenv(DEPTH_ENV, raising=False)
+    monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)
+    with subtask_level(3) as depth:
+        env = constructed_env(depth=depth)
+        assert env[DEPTH_ENV] == "1" and env[MAX_DEPTH_ENV] == "3"
+        with subtask_level(5):  # a larger limit inside is capped by the outer one
+            assert constructed_env(depth=2)[MAX_DEPTH_ENV] == "3"
+    # A nested process: its own config allows 5, its host allowed 1.
+    monkeypatch.setenv(DEPTH_ENV, "1")
+    monkeypatch.setenv(MAX_DEPTH_ENV, "1")
+    with (
+        pytest.raises(Exception, match=r"max_depth is 1 \(inherited from the run"),
+        subtask_level(5),
+    ):
+        pass
+    monkeypatch.setenv(MAX_DEPTH_ENV, "2")
+    with subtask_level(5) as depth:
+        assert depth == 2
+    monkeypatch.setenv(MAX_DEPTH_ENV, "lots")
+    with pytest.raises(ConfigError, match="ACP_BRIDGE_MAX_DEPTH='lots' is not a whole number"):
+        subtask_level(5).__enter__()

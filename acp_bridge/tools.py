@@ -18,7 +18,6 @@ host that only runs ``bash`` stays fast to start.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import logging
@@ -28,22 +27,19 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
+from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
     BridgeError,
     ConfigError,
-    DepthLimitError,
-    ErrorCode,
     SandboxViolation,
 )
 from acp_bridge.events import EventHandler, ObserveProfile
-from acp_bridge.subtasks import check_depth, current_depth_or_none
 
 log = logging.getLogger("acp_bridge")
 
@@ -438,47 +434,12 @@ def _spawn_spec(schema: dict[str, Any], tools: ToolRegistry) -> None:
     prop["description"] += f"; from: {', '.join(usable)} (spawn and acp_spawn are never offered)"
 
 
-class AcpSpawnEntry(Protocol):
-    """The signature of ``acp_bridge.acp_spawn.acp_spawn`` (the ACP client's entry path)."""
-
-    def __call__(
-        self,
-        agent: str,
-        task: str,
-        *,
-        cwd: str | Path | None = None,
-        output_schema: str | None = None,
-        observe_profile: str | None = None,
-        timeout: float | None = None,
-        on_event: EventHandler | None = None,
-        config: LoadedConfig | None = None,
-    ) -> Awaitable[SubtaskResult]: ...
-
-
-def _acp_spawn_entry() -> AcpSpawnEntry | None:
-    # Loaded by name when called: the ACP client is a separate part of the package, and this
-    # registry must work (and stay light) without it.
-    try:
-        module = importlib.import_module("acp_bridge.acp_spawn")
-    except ModuleNotFoundError:
-        return None
-    entry: AcpSpawnEntry = module.acp_spawn
-    return entry
-
-
 async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolRegistry) -> str:
-    meta = Meta(entry="acp_spawn", agent=args.agent)
-    try:
-        # Refuse before loading anything: the limit holds even where the ACP client is absent.
-        check_depth(tools.config.config.subtasks.max_depth)
-    except DepthLimitError as exc:
-        refused = meta.model_copy(update={"depth": current_depth_or_none()})
-        return from_error(exc, meta=refused).to_json()
-    entry = _acp_spawn_entry()
-    if entry is None:
-        missing = "acp_spawn is not available in this installation (no acp_bridge.acp_spawn)"
-        return failed(missing, ErrorCode.CONFIG_ERROR, meta=meta).to_json()
-    result = await entry(
+    # Imported here: the ACP client loads only when a model really delegates to an agent.
+    # acp_spawn applies the depth limit itself, like every entry path.
+    from acp_bridge.acp_spawn import acp_spawn
+
+    result = await acp_spawn(
         args.agent,
         args.task,
         cwd=tools.inside(args.cwd) if args.cwd else tools.cwd,

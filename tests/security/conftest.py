@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,12 @@ import anyio
 import pytest
 
 from acp_bridge.callbacks.files import FileService
+from acp_bridge.callbacks.terminals import TerminalService
+from acp_bridge.config import TerminalSettings
+from acp_bridge.events import EventSink
 from acp_bridge.jsonrpc import RpcFailure
 from acp_bridge.protocol import INVALID_PARAMS
-from acp_bridge.sandbox import Roots
+from acp_bridge.sandbox import Roots, constructed_env
 
 SECRET = "TOP SECRET: outside the roots\n"
 
@@ -107,3 +111,47 @@ async def refused(handler: Any, match: str, **params: Any) -> RpcFailure:
         await call(handler, **params)
     assert caught.value.code == INVALID_PARAMS, caught.value.message
     return caught.value
+
+
+@asynccontextmanager
+async def terminals(
+    world: World,
+    env: Mapping[str, str] | None = None,
+    sink: EventSink | None = None,
+    **settings: Any,
+) -> AsyncIterator[TerminalService]:
+    """A TerminalService as a session has it; released (everything killed) at the end."""
+    async with anyio.create_task_group() as tg:
+        service = TerminalService(
+            roots=world.roots(),
+            cwd=world.ws,
+            env=constructed_env(depth=1) if env is None else env,
+            settings=TerminalSettings(**settings),
+            tg=tg,
+            sink=sink,
+        )
+        try:
+            yield service
+        finally:
+            with anyio.CancelScope(shield=True):
+                await service.release_all()
+            tg.cancel_scope.cancel()
+
+
+async def run_command(service: TerminalService, command: str, **params: Any) -> dict[str, Any]:
+    """Create, wait, read the output; the terminal stays open (not released)."""
+    with anyio.fail_after(20):
+        created = await call(service.create, command=command, **params)
+        ref = {"terminalId": created["terminalId"]}
+        status = await call(service.wait_for_exit, **ref)
+        output = await call(service.output, **ref)
+    return {**output, "status": status, "terminalId": created["terminalId"]}
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper is dead)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] not in ("Z", "X")

@@ -10,7 +10,6 @@ import os
 import stat
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -91,7 +90,9 @@ async def test_root_replaced_by_a_symlink_is_refused(world: World) -> None:
     world.ws.symlink_to(world.outside)
     try:
         await refused(
-            service.read_text_file, "replaced since the session began", path=f"{world.ws}/secret.txt"
+            service.read_text_file,
+            "replaced since the session began",
+            path=f"{world.ws}/secret.txt",
         )
         await refused(
             service.write_text_file, "replaced since", path=f"{world.ws}/x.txt", content="x"
@@ -153,9 +154,7 @@ async def test_write_escape_is_refused(world: World, spelling: str, why: str) ->
 async def test_created_parents_cannot_climb_out(world: World) -> None:
     service = world.files()
     with pytest.raises(RpcFailure) as caught:
-        await call(
-            service.write_text_file, path=f"{world.ws}/new/../../outside/x.txt", content="x"
-        )
+        await call(service.write_text_file, path=f"{world.ws}/new/../../outside/x.txt", content="x")
     assert caught.value.code == RESOURCE_NOT_FOUND
     assert not (world.ws / "new").exists()
 

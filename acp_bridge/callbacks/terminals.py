@@ -54,6 +54,7 @@ from acp_bridge.subtasks import DEPTH_ENV
 TERMINAL_MARKER_ENV = "ACP_BRIDGE_TERMINAL"
 KILL_GRACE = 2.0
 TAIL_WAIT = 0.5  # after exit, for output still in the pipe
+SMALL_OUTPUT = 1 << 16  # output kept in a growing buffer; beyond, in a ring of the limit
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./+-]+")
 _ENV_NAME = re.compile(r"[^=\0]+")
 
@@ -91,34 +92,66 @@ def _utf8_length(lead: int) -> int:
 
 class OutputTail:
     """The last ``limit`` bytes of a stream; its text starts and ends on character
-    boundaries, so its UTF-8 form is at most ``limit`` bytes and a suffix of the stream."""
+    boundaries, so its UTF-8 form is at most ``limit`` bytes and a suffix of the stream.
+
+    Small outputs live in a plain buffer. Past ``SMALL_OUTPUT`` bytes the tail moves into a
+    ring of exactly ``limit`` bytes, allocated once and written in place: however much the
+    command writes, nothing is reallocated and nothing kept is copied.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.truncated = False
         self.total = 0
-        self._data = bytearray()
+        self._buf = bytearray()
+        self._ring = False
+        self._head = 0  # in the ring: where the oldest kept byte is
+        self._size = 0  # in the ring: how many bytes are kept
 
     def append(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        if len(chunk) >= self.limit:
-            self.truncated = self.truncated or self.total > self.limit
-            self._data = bytearray(chunk[len(chunk) - self.limit :])
+        if not self._ring:
+            if len(self._buf) + len(chunk) <= min(self.limit, SMALL_OUTPUT):
+                self._buf += chunk
+                return
+            small, self._buf = self._buf, bytearray(self.limit)
+            self._ring = True
+            self._write(small)
+        self._write(chunk)
+
+    def _write(self, chunk: bytes | bytearray) -> None:
+        limit, size = self.limit, len(chunk)
+        if size >= limit:
+            self._buf[:] = chunk[size - limit :]  # same length: written in place
+            self.truncated = self.truncated or self._size > 0 or size > limit
+            self._head, self._size = 0, limit
             return
-        self._data += chunk
-        excess = len(self._data) - self.limit
+        at = (self._head + self._size) % limit
+        first = min(size, limit - at)
+        self._buf[at : at + first] = chunk[:first]
+        self._buf[: size - first] = chunk[first:]
+        excess = self._size + size - limit
         if excess > 0:
-            del self._data[:excess]  # O(1) amortized in CPython: the start pointer moves
+            self._head = (self._head + excess) % limit
             self.truncated = True
+        self._size = min(limit, self._size + size)
+
+    def _kept(self) -> bytes:
+        view = memoryview(self._buf)
+        if not self._ring:
+            return bytes(view)
+        if self._size < self.limit:
+            return bytes(view[: self._size])
+        return b"".join((view[self._head :], view[: self._head]))  # oldest first, one copy
 
     def text(self, *, complete: bool = False) -> str:
         """The kept bytes as text. Until the stream is ``complete``, a character whose last
         bytes are still to come is left out (the next call has it); invalid bytes anywhere
         else become U+FFFD, never silently dropped."""
-        data = bytes(self._data)
+        data = self._kept()
         start = _char_start(data) if self.truncated else 0
         end = len(data) if complete else _complete_end(data)
-        return data[start:end].decode("utf-8", "replace")
+        return str(memoryview(data)[start:end], "utf-8", "replace")
 
 
 def shell_argv(command: str, args: list[str]) -> list[str]:

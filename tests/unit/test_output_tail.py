@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from acp_bridge.callbacks import terminals
 from acp_bridge.callbacks.terminals import OutputTail, shell_argv
 
 SAMPLE = "aé€😀"  # 1, 2, 3 and 4 bytes in UTF-8
@@ -69,7 +70,11 @@ def test_a_chunk_larger_than_the_limit() -> None:
     assert not tail.truncated and tail.text() == "0123456789"
 
 
-def test_random_streams_keep_the_exact_last_bytes() -> None:
+@pytest.mark.parametrize("small", [16, 1 << 16])
+def test_random_streams_keep_the_exact_last_bytes(
+    small: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(terminals, "SMALL_OUTPUT", small)  # 16: every path of the ring
     rng = random.Random(4)
     for _ in range(300):
         stream = "".join(rng.choice(SAMPLE + "\n") for _ in range(rng.randint(0, 400))).encode()

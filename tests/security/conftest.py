@@ -76,6 +76,11 @@ def snapshot(top: Path, skip: tuple[Path, ...] = ()) -> dict[str, Any]:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
+    yield from make_world(tmp_path)
+
+
+def make_world(tmp_path: Path) -> Iterator[World]:
+    """The world's set-up and its final check, for fixtures here and elsewhere."""
     ws, ref, outside = tmp_path / "ws", tmp_path / "ref", tmp_path / "outside"
     for d in (ws / "sub", ref, outside / "dir"):
         d.mkdir(parents=True)

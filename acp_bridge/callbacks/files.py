@@ -24,6 +24,8 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -90,21 +92,26 @@ class FileService:
         )
         return {"content": content}
 
-    def _read(self, raw: str, line: int | None, limit: int | None) -> str:
-        method = "fs/read_text_file"
+    @contextmanager
+    def _answering(self, method: str, raw: str) -> Iterator[None]:
+        """Library errors of one request as the JSON-RPC errors the agent gets."""
         try:
-            for _ in range(RACE_RETRIES):
-                with self.roots.resolve(raw, write=False, follow_last=True) as where:
-                    fd = self._open_regular(where, raw)
-                    if fd is not None:
-                        return self._window(fd, raw, line, limit)
+            yield
         except SandboxViolation as exc:
             raise self._refuse(method, raw, str(exc)) from exc
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise _not_found(raw) from exc
         except OSError as exc:
-            raise RpcFailure(INTERNAL_ERROR, f"cannot read {raw}: {exc.strerror}") from exc
-        raise self._refuse(method, raw, f"read refused: {raw} kept changing while being opened")
+            raise RpcFailure(INTERNAL_ERROR, f"{method} {raw}: {exc.strerror}") from exc
+
+    def _read(self, raw: str, line: int | None, limit: int | None) -> str:
+        with self._answering("fs/read_text_file", raw):
+            for _ in range(RACE_RETRIES):
+                with self.roots.resolve(raw, write=False, follow_last=True) as where:
+                    fd = self._open_regular(where, raw)
+                    if fd is not None:
+                        return self._window(fd, raw, line, limit)
+            raise SandboxViolation(f"read refused: {raw} kept changing while being opened")
 
     def _open_regular(self, where: Resolved, raw: str) -> int | None:
         """An fd of the regular file ``where`` names; None if it changed under us."""
@@ -181,19 +188,12 @@ class FileService:
         return {}
 
     def _write(self, raw: str, data: bytes) -> str:
-        method = "fs/write_text_file"
-        try:
-            with self.roots.resolve(
-                raw, write=True, follow_last=False, create_parents=True
-            ) as where:
-                _replace(where, raw, data)
-                return str(where.path)
-        except SandboxViolation as exc:
-            raise self._refuse(method, raw, str(exc)) from exc
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            raise _not_found(raw) from exc
-        except OSError as exc:
-            raise RpcFailure(INTERNAL_ERROR, f"cannot write {raw}: {exc.strerror}") from exc
+        with (
+            self._answering("fs/write_text_file", raw),
+            self.roots.resolve(raw, write=True, follow_last=False, create_parents=True) as where,
+        ):
+            _replace(where, raw, data)
+            return str(where.path)
 
 
 def _replace(where: Resolved, raw: str, data: bytes) -> None:

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from acp_bridge.callbacks import terminals as terminals_module
-from acp_bridge.callbacks.terminals import TERMINAL_MARKER_ENV
+from acp_bridge.callbacks.terminals import TERMINAL_MARKER_ENV, TerminalService
 from acp_bridge.events import Event, EventSink
 from acp_bridge.jsonrpc import RpcFailure
 from acp_bridge.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND
@@ -29,6 +29,17 @@ def until_written(pidfile: Path) -> str:
     """Shell that makes a command wait until its background child wrote its pid: when the
     terminal has exited, the pid is there."""
     return f"\nwhile [ ! -s {pidfile} ]; do sleep 0.01; done"
+
+
+async def start_daemon(service: TerminalService, pidfile: Path, setsid: str = "setsid") -> str:
+    """Run a command that leaves a ``sleep`` behind in a new session; the terminal's id.
+    The daemon's pid is then in ``pidfile``."""
+    result = await run_command(
+        service,
+        f"{setsid} sh -c 'echo $$ > {pidfile}; exec sleep 300' </dev/null >/dev/null 2>&1 &"
+        + until_written(pidfile),
+    )
+    return str(result["terminalId"])
 
 
 # --- where a command runs ------------------------------------------------------------------------
@@ -130,14 +141,10 @@ async def test_setsid_child_dies_on_release(world: World) -> None:
     carries the terminal's marker, which is how release finds it."""
     pidfile = world.ws / "daemon.pid"
     async with terminals(world) as service:
-        result = await run_command(
-            service,
-            f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' </dev/null >/dev/null 2>&1 &"
-            + until_written(pidfile),
-        )
+        terminal_id = await start_daemon(service, pidfile)
         daemon = int(pidfile.read_text())
         assert alive(daemon) and os.getpgid(daemon) == daemon  # its own group and session
-        await call(service.release, terminalId=result["terminalId"])
+        await call(service.release, terminalId=terminal_id)
         assert not alive(daemon)
 
 
@@ -166,11 +173,7 @@ async def test_session_end_releases_everything(world: World) -> None:
     pidfile = world.ws / "daemon.pid"
     async with terminals(world) as service:
         await call(service.create, command="sleep 300")
-        await run_command(
-            service,
-            f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' >/dev/null 2>&1 &"
-            + until_written(pidfile),
-        )
+        await start_daemon(service, pidfile)
         daemon = int(pidfile.read_text())
         running = [t.process.pid for t in service._terminals.values()]
     # The context manager ended the session: release_all ran.
@@ -183,14 +186,10 @@ async def test_env_scrubbing_setsid_child_is_not_contained(world: World) -> None
     its environment cannot be told apart from any other process of the user."""
     pidfile = world.ws / "daemon.pid"
     async with terminals(world) as service:
-        result = await run_command(
-            service,
-            f"setsid env -i sh -c 'echo $$ > {pidfile}; exec sleep 300' >/dev/null 2>&1 &"
-            + until_written(pidfile),
-        )
+        terminal_id = await start_daemon(service, pidfile, setsid="setsid env -i")
         daemon = int(pidfile.read_text())
         try:
-            await call(service.release, terminalId=result["terminalId"])
+            await call(service.release, terminalId=terminal_id)
             assert alive(daemon)
         finally:
             os.kill(daemon, 9)

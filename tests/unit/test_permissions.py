@@ -10,6 +10,7 @@ import pytest
 from acp.schema import RequestPermissionResponse
 
 from acp_bridge.callbacks.permissions import (
+    PermissionHook,
     PermissionPolicy,
     PermissionQuestion,
     choose_option,
@@ -207,17 +208,18 @@ async def test_without_an_allow_option_the_answer_is_no(roots: Roots) -> None:
 # --- the ledger, the summary, cancel ------------------------------------------------------------
 
 
-def services(tmp_path: Path, tg: Any, **profile: Any) -> ClientServices:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
+def services(
+    tmp_path: Path, tg: Any, hook: PermissionHook | None = None, **profile: Any
+) -> ClientServices:
     return ClientServices(
         AgentProfile(name="t", command="x", **profile),
-        roots=Roots.for_session(ws),
-        cwd=ws,
+        roots=Roots.for_session(tmp_path),
+        cwd=tmp_path,
         env={},
         tg=tg,
         sink=EventSink(None),
         signals=TurnSignals(),
+        hook=hook,
     )
 
 
@@ -245,16 +247,7 @@ async def test_a_pending_request_is_answered_cancelled_when_the_turn_is(tmp_path
         return True
 
     async with anyio.create_task_group() as tg:
-        served = ClientServices(
-            AgentProfile(name="t", command="x", permissions={"rules": [{"decision": "ask"}]}),
-            roots=Roots.for_session(tmp_path),
-            cwd=tmp_path,
-            env={},
-            tg=tg,
-            sink=EventSink(None),
-            signals=TurnSignals(),
-            hook=slow_host,
-        )
+        served = services(tmp_path, tg, slow_host, permissions={"rules": [{"decision": "ask"}]})
         replies: list[dict[str, Any]] = []
         answered = anyio.Event()
 

@@ -174,9 +174,6 @@ class Terminal:
     exited: anyio.Event = field(default_factory=anyio.Event)
     eof: anyio.Event = field(default_factory=anyio.Event)
     timed_out: bool = False
-    killed: bool = False
-    escaped: int = 0
-    """Processes that had left the group and were ended through the marker."""
 
     @property
     def exit_status(self) -> dict[str, Any] | None:
@@ -213,14 +210,11 @@ class Terminal:
         """SIGTERM to the command's group, then SIGKILL; then SIGKILL to whatever still
         carries the terminal's marker (children that left the group)."""
         if self.process.returncode is None:
-            self.killed = True
             self._signal_group(signal.SIGTERM)
             if not await self._leader_exits_within(KILL_GRACE):
                 self._signal_group(signal.SIGKILL)
                 await self._leader_exits_within(KILL_GRACE)
-        self.escaped += await anyio.to_thread.run_sync(
-            kill_marked, TERMINAL_MARKER_ENV, self.marker
-        )
+        await anyio.to_thread.run_sync(kill_marked, TERMINAL_MARKER_ENV, self.marker)
 
     async def close(self) -> None:
         """Kill what is left and let go of the pipe (the reader task then ends)."""
@@ -257,6 +251,7 @@ class TerminalService:
         self._tg = tg
         self._sink = sink
         self._terminals: dict[str, Terminal] = {}
+        self._starting = 0  # creates between their capacity check and their registration
         self._counter = 0
         self.records: list[TerminalRecord] = []
         self.refusals: list[RefusalRecord] = []
@@ -306,9 +301,7 @@ class TerminalService:
         env = dict(self.env)
         for variable in request.env:
             if not _ENV_NAME.fullmatch(variable.name) or "\0" in variable.value:
-                raise RpcFailure(
-                    INVALID_PARAMS, f"invalid environment variable name {variable.name!r}"
-                )
+                raise RpcFailure(INVALID_PARAMS, f"invalid environment variable {variable.name!r}")
             env[variable.name] = variable.value
         if DEPTH_ENV in self.env:
             env[DEPTH_ENV] = self.env[DEPTH_ENV]
@@ -316,7 +309,9 @@ class TerminalService:
         return env
 
     def _check_capacity(self, command: str) -> None:
-        running = sum(t.process.returncode is None for t in self._terminals.values())
+        running = self._starting + sum(
+            t.process.returncode is None for t in self._terminals.values()
+        )
         if running >= self.settings.max_concurrent:
             raise self._refuse(
                 command,
@@ -324,10 +319,11 @@ class TerminalService:
                 "wait for one or kill it",
                 sandbox=False,
             )
-        if len(self._terminals) >= self.settings.max_open:
+        open_now = self._starting + len(self._terminals)
+        if open_now >= self.settings.max_open:
             raise self._refuse(
                 command,
-                f"refused: {len(self._terminals)} terminals are open (terminal.max_open); "
+                f"refused: {open_now} terminals are open (terminal.max_open); "
                 "release finished ones",
                 sandbox=False,
             )
@@ -336,15 +332,31 @@ class TerminalService:
         request = CreateTerminalParams.model_validate(params)
         shown = " ".join([request.command, *request.args])
         self._check_capacity(shown)
-        cwd = await anyio.to_thread.run_sync(self._working_dir, request.cwd, shown)
-        marker = f"{os.getpid()}-{secrets.token_hex(8)}"
-        env = self._environment(request, marker)
-        argv = shell_argv(request.command, request.args)
+        self._starting += 1  # the slot is ours across the awaits below
+        try:
+            cwd = await anyio.to_thread.run_sync(self._working_dir, request.cwd, shown)
+            marker = f"{os.getpid()}-{secrets.token_hex(8)}"
+            process = await self._spawn(request, cwd, self._environment(request, marker))
+        finally:
+            self._starting -= 1
         limit = self.settings.output_byte_limit
         if request.output_byte_limit is not None:
             limit = min(limit, request.output_byte_limit)
+        self._counter += 1
+        terminal = Terminal(f"term_{self._counter}", shown, process, OutputTail(limit), marker)
+        self._terminals[terminal.id] = terminal
+        if self._sink is not None:
+            self._sink.emit(
+                "terminal", terminal_id=terminal.id, command=shown, cwd=str(cwd), state="started"
+            )
+        self._tg.start_soon(self._run, terminal)
+        return {"terminalId": terminal.id}
+
+    @staticmethod
+    async def _spawn(request: CreateTerminalParams, cwd: Path, env: dict[str, str]) -> Process:
+        argv = shell_argv(request.command, request.args)
         try:
-            process = await anyio.open_process(
+            return await anyio.open_process(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -357,15 +369,6 @@ class TerminalService:
             raise RpcFailure(
                 INTERNAL_ERROR, f"cannot start {argv[0]}: {exc.strerror or exc}"
             ) from exc
-        self._counter += 1
-        terminal = Terminal(f"term_{self._counter}", shown, process, OutputTail(limit), marker)
-        self._terminals[terminal.id] = terminal
-        if self._sink is not None:
-            self._sink.emit(
-                "terminal", terminal_id=terminal.id, command=shown, cwd=str(cwd), state="started"
-            )
-        self._tg.start_soon(self._run, terminal)
-        return {"terminalId": terminal.id}
 
     async def _run(self, terminal: Terminal) -> None:
         try:

@@ -237,6 +237,22 @@ async def test_terminal_caps(world: World) -> None:
         await call(service.create, command="true")
 
 
+async def test_concurrent_creates_respect_the_cap(world: World) -> None:
+    async with terminals(world, max_concurrent=3) as service:
+        outcomes = []
+
+        async def create() -> None:
+            try:
+                outcomes.append(await call(service.create, command="sleep 30", cwd=str(world.ws)))
+            except RpcFailure as failure:
+                outcomes.append(failure)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(create)
+        assert sum(isinstance(o, dict) for o in outcomes) == 3
+
+
 async def test_output_readable_until_release_then_gone(world: World) -> None:
     async with terminals(world) as service:
         result = await run_command(service, "echo out; echo err >&2; exit 3")

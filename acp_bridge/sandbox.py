@@ -42,6 +42,7 @@ BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "HOME", "LANG", "TERM", "USER", "SHEL
 BASE_ENV_PREFIXES: tuple[str, ...] = ("LC_",)
 
 MAX_STEPS = 256  # symlinks followed + races retried + roots re-entered, per request (ELOOP)
+MAX_DEPTH = 256  # directories held open at once by one walk (an fd each): no fd exhaustion
 # O_PATH (Linux): a directory we only walk through needs search permission, not read.
 _DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 
@@ -306,6 +307,10 @@ class _Walk:
                     continue
                 stack.append(opened)
                 names.append(name)
+                if len(stack) > MAX_DEPTH:
+                    raise SandboxViolation(
+                        f"{self.what} refused: {self.raw} is more than {MAX_DEPTH} levels deep"
+                    )
             # The path names a directory (a root, or ends in ``..``).
             return self._done(stack, root, names, "")
         finally:

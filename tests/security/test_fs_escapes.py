@@ -70,6 +70,12 @@ async def test_read_of_a_device_node_is_refused(world: World) -> None:
     await refused(world.files().read_text_file, "character device", path=str(world.ws / "zero"))
 
 
+async def test_a_path_too_deep_is_refused_not_a_descriptor_per_level(world: World) -> None:
+    deep = world.ws / "/".join(["d"] * 300)
+    deep.mkdir(parents=True)
+    await refused(world.files().read_text_file, "levels deep", path=f"{deep}/x")
+
+
 async def test_read_of_a_directory_is_refused(world: World) -> None:
     await refused(world.files().read_text_file, "is a directory", path=str(world.ws / "sub"))
 

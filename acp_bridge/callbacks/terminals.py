@@ -312,21 +312,17 @@ class TerminalService:
         running = self._starting + sum(
             t.process.returncode is None for t in self._terminals.values()
         )
-        if running >= self.settings.max_concurrent:
-            raise self._refuse(
-                command,
-                f"refused: {running} terminals are already running (terminal.max_concurrent); "
-                "wait for one or kill it",
-                sandbox=False,
-            )
         open_now = self._starting + len(self._terminals)
-        if open_now >= self.settings.max_open:
-            raise self._refuse(
-                command,
-                f"refused: {open_now} terminals are open (terminal.max_open); "
-                "release finished ones",
-                sandbox=False,
-            )
+        for count, cap, why in (
+            (running, self.settings.max_concurrent, "are already running (max_concurrent)"),
+            (open_now, self.settings.max_open, "are open, not released (max_open)"),
+        ):
+            if count >= cap:
+                raise self._refuse(
+                    command,
+                    f"refused: {count} terminals {why}; release or kill some",
+                    sandbox=False,
+                )
 
     async def create(self, **params: Any) -> dict[str, Any]:
         request = CreateTerminalParams.model_validate(params)

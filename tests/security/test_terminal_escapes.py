@@ -232,7 +232,7 @@ async def test_terminal_caps(world: World) -> None:
         await call(service.kill, **first)
         done = await call(service.create, command="true")
         await call(service.wait_for_exit, **done)
-        await refused(service.create, "terminals are open", command="true")
+        await refused(service.create, "are open, not released", command="true")
         await call(service.release, **first)
         await call(service.create, command="true")
 

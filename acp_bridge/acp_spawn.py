@@ -306,7 +306,7 @@ class AcpRun:
     ) -> SubtaskResult:
         result = self.outcome.result if self.outcome else None
         meta = self._meta(session, process, services, result.stop_reason if result else None)
-        notes = [n for n in [services.ledger.summary_note() if services else None] if n]
+        notes = services.summary_notes() if services else []
         error = self.error
         if isinstance(error, AgentExitedError) and session is not None:
             error = AgentExitedError(
@@ -370,6 +370,7 @@ class AcpRun:
             files_changed=services.files.files_changed
             if services and services.files.files_changed
             else None,
+            refusals=services.refusals if services and services.refusals else None,
             stderr_tail=tail or None,
             transcript=str(self.transcript.path)
             if self.transcript.path and not self.transcript.error

@@ -149,7 +149,13 @@ class TerminalSettings(StrictModel):
         1_048_576, gt=0, description="most output bytes kept per terminal (the tail is kept)"
     )
     timeout: PositiveSeconds = Field(600, description="seconds one command may run")
-    max_concurrent: int = Field(8, gt=0, description="terminals alive at once per session")
+    max_concurrent: int = Field(8, gt=0, description="terminals running at once per session")
+    max_open: int = Field(
+        64,
+        gt=0,
+        description="terminals created and not yet released per session (each keeps its "
+        "output, up to output_byte_limit, until released)",
+    )
 
 
 class FsSettings(StrictModel):

@@ -79,6 +79,17 @@ class TerminalRecord(BaseModel):
     truncated: bool = False
 
 
+class RefusalRecord(BaseModel):
+    """A file or terminal request the bridge refused to serve, as it goes into
+    ``meta.refusals`` (a worker reaching outside its roots is worth knowing about)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    target: str = ""
+    reason: str = ""
+
+
 class Meta(BaseModel):
     """The open ``meta`` extension. Every key is optional; unknown keys are kept."""
 
@@ -95,6 +106,7 @@ class Meta(BaseModel):
     tool_calls: list[ToolCallRecord] | None = None
     terminals: list[TerminalRecord] | None = None
     files_changed: list[str] | None = None
+    refusals: list[RefusalRecord] | None = None
     stderr_tail: str | None = None
     transcript: str | None = None
     depth: int | None = None

@@ -26,6 +26,7 @@ from typing import Any, Self
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
+from pydantic import ValidationError
 
 from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
 from acp_bridge.protocol import INTERNAL_ERROR, INVALID_PARAMS
@@ -344,6 +345,9 @@ def _as_jsonrpc_method(handler: RequestHandler) -> Callable[..., Awaitable[Any]]
             return Success(await handler(**params))
         except RpcFailure as failure:
             return Error(failure.code, failure.message, failure.data)
+        except ValidationError as exc:  # the agent's params do not fit the method
+            errors = exc.errors(include_url=False, include_context=False, include_input=False)
+            return Error(INVALID_PARAMS, "Invalid params", errors)
         except Exception as exc:  # a bug in a handler must not kill the run; the agent is told
             log.debug("handler failed", exc_info=True)
             return Error(INTERNAL_ERROR, "Internal error", f"{type(exc).__name__}: {exc}")

@@ -249,6 +249,7 @@ class ToolCallRef(Wire):
     kind: str | None = None
     status: str | None = None
     locations: list[dict[str, Any]] | None = None
+    content: list[dict[str, Any]] | None = None
     raw_input: Any = None
 
 

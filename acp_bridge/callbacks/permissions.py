@@ -1,25 +1,42 @@
 """Answering ``session/request_permission``: policy, host hook, option choice, ledger.
 
 Order of decision: the profile's rules, first match wins (by tool kind and a case-insensitive
-glob on the title); then the mode:
+glob on the title); then the mode. The locations a tool call names are its ``locations``,
+the paths of its ``diff`` content, and path-like fields of its ``rawInput`` (``path``,
+``file_path``, … — agents such as fast-agent name the file only there); relative ones are
+taken from the session cwd.
 
-- ``deny-all``: reject everything;
-- ``read-only``: allow tool calls that only look (kinds read, search, think) when every
-  location is inside the read roots; reject the rest;
-- ``workspace-write``: allow when every location of the tool call is inside the write roots
-  (for read, search, think: the read roots); reject when any is outside;
-- ``approve-all``: allow everything.
+=================  =================  ==============================  ================
+kind               read-only          workspace-write (the default)   approve-all
+=================  =================  ==============================  ================
+read, search       allow if every location is inside the read roots   allow
+think, fetch       allow              allow                           allow
+switch_mode        reject             allow                           allow
+edit, delete,      reject             allow if it names a location    allow
+move, other, …                        and every one is inside the
+                                      write roots
+execute            reject             reject                          allow
+=================  =================  ==============================  ================
 
-A rule may say ``ask``: the host hook decides; with no hook (headless) the request is
-rejected and the ledger says why. The answer is always one of the offered options,
-``*_once`` preferred; when the turn is cancelled, pending requests are answered
-``cancelled`` as the protocol requires.
+``deny-all`` rejects everything. Why ``execute`` is rejected by ``workspace-write``: a command
+can change anything the user can, wherever it runs (in our terminal or inside the agent), so
+no location check can hold it to the roots; a rule (``{kind: execute, decision: allow}``)
+opts in. A changing tool call that names no location is rejected for the same reason: there
+is nothing to check. ``fetch`` changes nothing here; the network is not something the modes
+govern (a rule can). ``switch_mode`` is refused by ``read-only`` because a mode switch may
+turn off the agent's own permission requests.
+
+A rule may say ``ask``: the host hook decides; with no hook (headless), or a hook that
+fails, the request is rejected and the ledger says why. The answer is always one of the
+offered options, ``*_once`` preferred; when the turn is cancelled, pending requests are
+answered ``cancelled`` as the protocol requires.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,12 +48,16 @@ from acp_bridge.protocol import (
     PERMISSION_CANCELLED,
     PermissionOption,
     RequestPermissionParams,
+    ToolCallRef,
     permission_selected,
 )
 from acp_bridge.sandbox import Roots
 
 Verdict = Literal["allow", "reject", "ask"]
-LOOKING_KINDS = frozenset({"read", "search", "think"})
+LOOKING_KINDS = frozenset({"read", "search"})
+HARMLESS_KINDS = frozenset({"think", "fetch"})
+RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
+log = logging.getLogger("acp_bridge.permissions")
 
 
 @dataclass(frozen=True)
@@ -79,29 +100,69 @@ def _rule_matches(rule: PermissionRule, kind: str, title: str) -> bool:
     return rule.title is None or fnmatch.fnmatchcase(title.lower(), rule.title.lower())
 
 
-def _locations(question: PermissionQuestion) -> list[Path]:
-    return [Path(p) for p in question.locations]
+def _named_paths(tool: ToolCallRef) -> Iterator[Any]:
+    for location in tool.locations or []:
+        yield location.get("path")
+    for item in tool.content or []:
+        if isinstance(item, dict) and item.get("type") == "diff":
+            yield item.get("path")
+    if isinstance(tool.raw_input, dict):
+        for key in RAW_PATH_KEYS:
+            yield tool.raw_input.get(key)
+
+
+def named_locations(tool: ToolCallRef, cwd: Path | None = None) -> tuple[str, ...]:
+    """Every path a tool call names, made absolute against ``cwd``, without duplicates."""
+    found: dict[str, None] = {}
+    for value in _named_paths(tool):
+        if isinstance(value, str) and value:
+            path = Path(value)
+            if not path.is_absolute() and cwd is not None:
+                path = cwd / path
+            found[str(path)] = None
+    return tuple(found)
+
+
+def _outside(paths: tuple[str, ...], check: Callable[[Path], Path]) -> str | None:
+    """The first of ``paths`` that ``check`` refuses, if any."""
+    for location in paths:
+        try:
+            check(Path(location))
+        except SandboxViolation:
+            return location
+    return None
 
 
 def _mode_verdict(
     settings: Permissions, roots: Roots, question: PermissionQuestion
 ) -> tuple[Verdict, str]:
-    mode = settings.mode
+    mode, kind = settings.mode, question.kind or "unknown"
     if mode == "approve-all":
         return "allow", "mode approve-all"
     if mode == "deny-all":
         return "reject", "mode deny-all"
-    looking = question.kind in LOOKING_KINDS
-    if mode == "read-only" and not looking:
-        return "reject", f"mode read-only: kind {question.kind or 'unknown'} changes things"
-    check = roots.check_read if looking else roots.check_write
-    for location in _locations(question):
-        try:
-            check(location)
-        except SandboxViolation:
-            where = "read" if looking else "write"
-            return "reject", f"mode {mode}: {location} is outside the {where} roots"
-    return "allow", f"mode {mode}: every location inside the roots"
+    if kind in LOOKING_KINDS:
+        outside = _outside(question.locations, roots.check_read)
+        if outside is not None:
+            return "reject", f"mode {mode}: {outside} is outside the read roots"
+        return "allow", f"mode {mode}: {kind} inside the read roots"
+    if kind in HARMLESS_KINDS:
+        return "allow", f"mode {mode}: {kind} changes nothing here"
+    if mode == "read-only":
+        return "reject", f"mode read-only: kind {kind} may change things"
+    if kind == "switch_mode":
+        return "allow", f"mode {mode}: switch_mode"
+    if kind == "execute":
+        return "reject", (
+            f"mode {mode}: a command can change anything, inside the roots or not; "
+            "allow it with a rule"
+        )
+    if not question.locations:
+        return "reject", f"mode {mode}: kind {kind} names no location to check"
+    outside = _outside(question.locations, roots.check_write)
+    if outside is not None:
+        return "reject", f"mode {mode}: {outside} is outside the write roots"
+    return "allow", f"mode {mode}: every location inside the write roots"
 
 
 def choose_option(options: tuple[PermissionOption, ...], allow: bool) -> PermissionOption | None:
@@ -124,11 +185,13 @@ class PermissionPolicy:
         *,
         hook: PermissionHook | None = None,
         ledger: PermissionLedger | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.settings = settings
         self.roots = roots
         self.hook = hook
         self.ledger = ledger or PermissionLedger()
+        self.cwd = cwd
 
     async def verdict(self, question: PermissionQuestion) -> tuple[bool, str]:
         """(allow?, reason) for one question: rules, then mode, then the hook for ``ask``."""
@@ -143,20 +206,27 @@ class PermissionPolicy:
             return decision == "allow", reason
         if self.hook is None:
             return False, f"{reason}: no host hook to ask (headless), rejected"
-        allowed = await self.hook(question)
+        try:
+            allowed = bool(await self.hook(question))
+        except Exception as exc:  # the host's bug must not become the agent's permission
+            log.warning("permission hook failed", exc_info=True)
+            return False, f"{reason}: the host hook failed ({type(exc).__name__}), rejected"
         return allowed, f"{reason}: host {'allowed' if allowed else 'rejected'}"
 
-    async def answer(self, params: RequestPermissionParams) -> dict[str, Any]:
-        """The reply to one ``session/request_permission``, recorded in the ledger."""
+    def question(self, params: RequestPermissionParams) -> PermissionQuestion:
         tool = params.tool_call
-        question = PermissionQuestion(
+        return PermissionQuestion(
             tool_call_id=tool.tool_call_id,
             title=tool.title or "",
             kind=tool.kind or "",
-            locations=tuple(str(loc.get("path", "")) for loc in tool.locations or []),
+            locations=named_locations(tool, self.cwd),
             options=tuple(params.options),
             raw_input=tool.raw_input,
         )
+
+    async def answer(self, params: RequestPermissionParams) -> dict[str, Any]:
+        """The reply to one ``session/request_permission``, recorded in the ledger."""
+        question = self.question(params)
         allowed, reason = await self.verdict(question)
         option = choose_option(question.options, allowed)
         if option is None and allowed:
@@ -176,11 +246,7 @@ class PermissionPolicy:
 
     def record_cancelled(self, params: RequestPermissionParams) -> dict[str, Any]:
         """The reply for a request pending when the turn was cancelled."""
-        tool = params.tool_call
-        question = PermissionQuestion(
-            tool.tool_call_id, tool.title or "", tool.kind or "", (), tuple(params.options)
-        )
-        self.record(question, "cancelled", "", "turn cancelled")
+        self.record(self.question(params), "cancelled", "", "turn cancelled")
         return PERMISSION_CANCELLED
 
     def record(

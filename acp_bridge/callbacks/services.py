@@ -17,6 +17,7 @@ from acp_bridge.callbacks.files import FileService
 from acp_bridge.callbacks.permissions import PermissionHook, PermissionLedger, PermissionPolicy
 from acp_bridge.callbacks.terminals import TerminalService
 from acp_bridge.config import AgentProfile
+from acp_bridge.envelope import RefusalRecord
 from acp_bridge.events import EventSink
 from acp_bridge.jsonrpc import RequestHandler
 from acp_bridge.protocol import (
@@ -50,7 +51,9 @@ class ClientServices:
         self.signals = signals
         self.sink = sink
         self.ledger = PermissionLedger()
-        self.policy = PermissionPolicy(profile.permissions, roots, hook=hook, ledger=self.ledger)
+        self.policy = PermissionPolicy(
+            profile.permissions, roots, hook=hook, ledger=self.ledger, cwd=cwd
+        )
         self.files = FileService(
             roots,
             max_read_bytes=profile.fs.max_read_bytes,
@@ -121,6 +124,19 @@ class ClientServices:
             reason=record.reason,
         )
         return answer
+
+    @property
+    def refusals(self) -> list[RefusalRecord]:
+        """File and terminal requests refused (permission refusals are in the ledger)."""
+        return [*self.files.refusals, *self.terminals.refusals]
+
+    def summary_notes(self) -> list[str]:
+        """What a run's summary must say about refusals: never a silently limited run."""
+        notes = [self.ledger.summary_note()]
+        n = len(self.refusals)
+        if n:
+            notes.append(f"{n} file/terminal request{'s' if n > 1 else ''} refused")
+        return [note for note in notes if note]
 
     async def aclose(self) -> None:
         await self.terminals.release_all()

@@ -21,10 +21,14 @@ def test_echo_turn(harness: AgentHarness) -> None:
     assert harness.leftovers() == []
 
 
+RUNS_COMMANDS = {"rules": [{"kind": "execute", "decision": "allow"}]}
+
+
 def test_files_terminals_and_permissions_end_to_end(harness: AgentHarness) -> None:
     (harness.workspace / "in.txt").write_text("from disk\n")
     task = "read in.txt\nwrite out.txt: from the agent\nrun cat out.txt"
-    result = harness.run("sdk", task, harness.config({"sdk": SDK_AGENT}))
+    profile = {**SDK_AGENT, "permissions": RUNS_COMMANDS}
+    result = harness.run("sdk", task, harness.config({"sdk": profile}))
     assert result.status == "done", result.error
     assert result.output == "from disk\n | wrote {} | from the agent".format(
         harness.workspace / "out.txt"
@@ -32,10 +36,17 @@ def test_files_terminals_and_permissions_end_to_end(harness: AgentHarness) -> No
     assert (harness.workspace / "out.txt").read_text() == "from the agent"
     decisions = [(p.kind, p.decision, p.option_id) for p in result.meta.permissions or []]
     assert decisions == [("edit", "allowed", "allow-1"), ("execute", "allowed", "allow-1")]
+    assert result.meta.permissions[1].reason.startswith("rule 1")  # type: ignore[index]
     [terminal] = result.meta.terminals or []
     assert terminal.command == "cat out.txt" and terminal.exit_code == 0
     assert result.meta.files_changed == [str(harness.workspace / "out.txt")]
     assert harness.leftovers() == []
+
+
+def test_commands_are_refused_by_default(harness: AgentHarness) -> None:
+    result = harness.run("sdk", "run touch made.txt", harness.config({"sdk": SDK_AGENT}))
+    assert result.output == "run: not allowed" and not (harness.workspace / "made.txt").exists()
+    assert result.summary.endswith("[1 permission request refused]")
 
 
 def test_read_only_mode_refuses_and_says_so(harness: AgentHarness) -> None:

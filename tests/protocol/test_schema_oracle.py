@@ -117,6 +117,7 @@ def test_sdk_agent_conversation_validates(harness: AgentHarness) -> None:
                 "command": sys.executable,
                 "args": [str(AGENTS / "sdk_agent.py")],
                 "session": {"mode": "plan"},
+                "permissions": {"rules": [{"kind": "execute", "decision": "allow"}]},
             }
         }
     )

@@ -1,0 +1,97 @@
+"""Finding and ending the processes that carry a marker variable in their environment.
+
+Why: a command run in a terminal lives in its own process group, and ``killpg`` ends the
+group — but a child that called ``setsid`` (a daemon, ``nohup … &`` under some shells,
+``setsid sleep 1000 &``) has left the group. It still carries the environment it was started
+with, though, and every terminal's environment holds a unique ``ACP_BRIDGE_TERMINAL`` value,
+so ``/proc/*/environ`` finds it.
+
+Linux only (no ``/proc`` elsewhere: nothing is found). Best effort by nature: a process that
+scrubs its environment before ``exec`` (``env -i``), or that was started by some other
+service (systemd, cron, an ssh daemon) on the command's request, is not found. Signals go
+through a pidfd opened *before* the environment is checked again, so a pid reused by an
+unrelated process in between is never signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from pathlib import Path
+
+PROC = Path("/proc")
+MAX_ROUNDS = 16  # a process forking while we kill: each round takes the new children
+
+
+def _environ_has(pid: int, needle: bytes) -> bool:
+    try:
+        data = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:  # gone, a kernel thread, or not ours to read
+        return False
+    return needle in data.split(b"\0")
+
+
+def marked_processes(name: str, value: str) -> list[int]:
+    """Pids of live processes whose environment has ``name=value`` (not this process)."""
+    needle = f"{name}={value}".encode()
+    own = os.getpid()
+    try:
+        entries = [e.name for e in os.scandir(PROC) if e.name.isdigit()]
+    except OSError:
+        return []
+    return [int(pid) for pid in entries if int(pid) != own and _environ_has(int(pid), needle)]
+
+
+def _signal(pid: int, needle: bytes, sig: signal.Signals) -> int | None:
+    """Send ``sig`` to ``pid`` if it still carries ``needle``; its pidfd if sent."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # gone already (or no pidfds: kernel < 5.3)
+        return None
+    try:
+        if _environ_has(pid, needle):  # else the pid now names some other process
+            signal.pidfd_send_signal(pidfd, sig)
+            return pidfd
+    except OSError:  # gone meanwhile, or not ours to signal
+        pass
+    os.close(pidfd)
+    return None
+
+
+def _wait_gone(pidfds: list[int], timeout: float) -> None:
+    """Until every process exited (a pidfd turns readable then), or ``timeout``."""
+    poller = select.poll()
+    for fd in pidfds:
+        poller.register(fd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    left = len(pidfds)
+    while left and (remaining := deadline - time.monotonic()) > 0:
+        for fd, _ in poller.poll(remaining * 1000):
+            poller.unregister(fd)
+            left -= 1
+
+
+def kill_marked(
+    name: str, value: str, sig: signal.Signals = signal.SIGKILL, *, wait: float = 5.0
+) -> int:
+    """Signal every process carrying ``name=value``, again for the children they fork
+    meanwhile, until a round finds no process it has not signalled; then wait up to
+    ``wait`` seconds for them to be gone (signals are delivered asynchronously).
+    Returns how many were signalled."""
+    needle = f"{name}={value}".encode()
+    seen: set[int] = set()
+    pidfds: list[int] = []
+    try:
+        for _ in range(MAX_ROUNDS):
+            fresh = [pid for pid in marked_processes(name, value) if pid not in seen]
+            if not fresh:
+                break
+            seen.update(fresh)
+            pidfds += [fd for fd in (_signal(pid, needle, sig) for pid in fresh) if fd is not None]
+        _wait_gone(pidfds, wait)
+    finally:
+        for fd in pidfds:
+            os.close(fd)
+    return len(pidfds)

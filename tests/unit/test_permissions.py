@@ -1,0 +1,266 @@
+"""The permission policy: modes, rules, the host hook, option choice, the ledger, cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from acp.schema import RequestPermissionResponse
+
+from acp_bridge.callbacks.permissions import (
+    PermissionHook,
+    PermissionPolicy,
+    PermissionQuestion,
+    choose_option,
+    named_locations,
+)
+from acp_bridge.callbacks.services import ClientServices
+from acp_bridge.config import AgentProfile, Permissions
+from acp_bridge.events import EventSink
+from acp_bridge.protocol import PermissionOption, RequestPermissionParams, ToolCallRef
+from acp_bridge.sandbox import Roots
+from acp_bridge.session import TurnSignals
+
+pytestmark = pytest.mark.anyio
+
+OPTIONS = [
+    {"optionId": "yes-always", "name": "Always", "kind": "allow_always"},
+    {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "never", "name": "Never", "kind": "reject_always"},
+]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> Roots:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ref").mkdir()
+    return Roots.for_session(tmp_path / "ws", [tmp_path / "ref"], [tmp_path / "ws"])
+
+
+def request(
+    kind: str | None, paths: list[str] = (), options: list[dict[str, Any]] = OPTIONS, **tool: Any
+) -> RequestPermissionParams:  # type: ignore[assignment]
+    return RequestPermissionParams.model_validate(
+        {
+            "sessionId": "s",
+            "toolCall": {
+                "toolCallId": "call_1",
+                "title": tool.pop("title", "a tool"),
+                "kind": kind,
+                "locations": [{"path": p} for p in paths],
+                **tool,
+            },
+            "options": options,
+        }
+    )
+
+
+async def decide(policy: PermissionPolicy, params: RequestPermissionParams) -> str:
+    reply = await policy.answer(params)
+    RequestPermissionResponse.model_validate(reply)  # the official schema is the oracle
+    outcome = reply["outcome"]
+    return outcome.get("optionId") or outcome["outcome"]
+
+
+def policy(roots: Roots, mode: str = "workspace-write", **kwargs: Any) -> PermissionPolicy:
+    rules = kwargs.pop("rules", [])
+    return PermissionPolicy(Permissions(mode=mode, rules=rules), roots, **kwargs)  # type: ignore[arg-type]
+
+
+# --- the modes ----------------------------------------------------------------------------------
+
+INSIDE, READ_ONLY_ROOT, OUTSIDE = "{ws}/a.py", "{ref}/b.py", "/etc/passwd"
+CASES = [
+    # kind, locations, read-only, workspace-write
+    ("read", [INSIDE], "yes", "yes"),
+    ("read", [READ_ONLY_ROOT], "yes", "yes"),
+    ("read", [OUTSIDE], "no", "no"),
+    ("search", [], "yes", "yes"),
+    ("think", [], "yes", "yes"),
+    ("fetch", [], "yes", "yes"),
+    ("edit", [INSIDE], "no", "yes"),
+    ("edit", [INSIDE, OUTSIDE], "no", "no"),
+    ("edit", [READ_ONLY_ROOT], "no", "no"),
+    ("edit", [], "no", "no"),  # names nothing we could check
+    ("delete", ["{ws}/../ws/../x"], "no", "no"),
+    ("move", [INSIDE, "{ws}/b.py"], "no", "yes"),
+    ("execute", [], "no", "no"),
+    ("execute", [INSIDE], "no", "no"),
+    ("switch_mode", [], "no", "yes"),
+    ("other", [INSIDE], "no", "yes"),
+    (None, [], "no", "no"),
+]
+
+
+@pytest.mark.parametrize(("kind", "paths", "read_only", "workspace_write"), CASES)
+async def test_modes(
+    roots: Roots, kind: str | None, paths: list[str], read_only: str, workspace_write: str
+) -> None:
+    ws, ref = roots.write[0], roots.read[0]
+    spelled = [p.format(ws=ws, ref=ref) for p in paths]
+    assert await decide(policy(roots, "read-only"), request(kind, spelled)) == read_only
+    assert await decide(policy(roots), request(kind, spelled)) == workspace_write
+    assert await decide(policy(roots, "approve-all"), request(kind, spelled)) == "yes"
+    assert await decide(policy(roots, "deny-all"), request(kind, spelled)) == "no"
+
+
+async def test_locations_come_from_diffs_and_raw_input_too(roots: Roots) -> None:
+    ws = roots.write[0]
+    # fast-agent names the file only in rawInput; gemini also in a diff.
+    tool = ToolCallRef.model_validate(
+        {
+            "toolCallId": "c",
+            "rawInput": {"path": "rel.txt", "file_path": f"{ws}/x.txt", "content": "…"},
+            "content": [{"type": "diff", "path": "/etc/hosts", "newText": "x"}],
+            "locations": [{"path": f"{ws}/x.txt"}],
+        }
+    )
+    assert named_locations(tool, ws) == (f"{ws}/x.txt", "/etc/hosts", f"{ws}/rel.txt")
+    sneaky = request("edit", [], rawInput={"path": "/etc/cron.d/evil"})
+    assert await decide(policy(roots), sneaky) == "no"
+    honest = request("edit", [], rawInput={"path": f"{ws}/ok.py"})
+    assert await decide(policy(roots), honest) == "yes"
+
+
+# --- rules and the host hook --------------------------------------------------------------------
+
+
+async def test_rules_come_first_and_the_first_match_wins(roots: Roots) -> None:
+    rules = [
+        {"kind": "execute", "title": "git *", "decision": "allow"},
+        {"kind": "execute", "decision": "reject"},
+        {"title": "*DANGER*", "decision": "reject"},
+    ]
+    checked = policy(roots, "approve-all", rules=rules)
+    assert await decide(checked, request("execute", title="GIT status")) == "yes"
+    assert await decide(checked, request("execute", title="rm -rf /")) == "no"
+    assert await decide(checked, request("edit", title="a danger zone")) == "no"
+    assert await decide(checked, request("edit", title="fine")) == "yes"
+    assert checked.ledger.records[0].reason == "rule 1 (allow)"
+
+
+async def test_ask_goes_to_the_host_hook(roots: Roots) -> None:
+    asked: list[PermissionQuestion] = []
+
+    async def hook(question: PermissionQuestion) -> bool:
+        asked.append(question)
+        return question.title == "ok"
+
+    rules = [{"decision": "ask"}]
+    checked = policy(roots, rules=rules, hook=hook)
+    assert await decide(checked, request("execute", title="ok")) == "yes"
+    assert await decide(checked, request("execute", title="nope")) == "no"
+    assert [q.title for q in asked] == ["ok", "nope"]
+    assert asked[0].options[0].option_id == "yes-always"
+    assert checked.ledger.records[1].reason == "rule 1 (ask): host rejected"
+
+
+async def test_headless_ask_and_a_failing_hook_reject_and_say_why(roots: Roots) -> None:
+    headless = policy(roots, rules=[{"decision": "ask"}])
+    assert await decide(headless, request("edit")) == "no"
+    assert "no host hook to ask (headless)" in headless.ledger.records[0].reason
+
+    async def broken(question: PermissionQuestion) -> bool:
+        raise RuntimeError("host bug")
+
+    failing = policy(roots, rules=[{"decision": "ask"}], hook=broken)
+    assert await decide(failing, request("edit")) == "no"
+    assert "host hook failed (RuntimeError)" in failing.ledger.records[0].reason
+
+
+# --- option choice ------------------------------------------------------------------------------
+
+
+def options(*kinds: str) -> tuple[PermissionOption, ...]:
+    return tuple(PermissionOption(option_id=f"id-{k}", kind=k) for k in kinds)
+
+
+def test_once_is_preferred_and_only_offered_options_are_chosen() -> None:
+    offered = options("allow_always", "reject_always", "allow_once", "reject_once")
+    assert choose_option(offered, True).option_id == "id-allow_once"  # type: ignore[union-attr]
+    assert choose_option(offered, False).option_id == "id-reject_once"  # type: ignore[union-attr]
+    assert choose_option(options("allow_always"), True).option_id == "id-allow_always"  # type: ignore[union-attr]
+    assert choose_option(options("allow_once"), False) is None
+    assert choose_option(options("proceed_once"), True) is None  # unknown kinds never match
+
+
+async def test_without_an_allow_option_the_answer_is_no(roots: Roots) -> None:
+    only_reject = [{"optionId": "r", "name": "Reject", "kind": "reject_once"}]
+    checked = policy(roots, "approve-all")
+    assert await decide(checked, request("edit", options=only_reject)) == "r"
+    record = checked.ledger.records[0]
+    assert record.decision == "rejected" and "no allow option offered" in record.reason
+    # Nothing that means "no" either: the only refusal left is the cancelled outcome.
+    only_allow = [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]
+    denying = policy(roots, "deny-all")
+    assert await decide(denying, request("edit", options=only_allow)) == "cancelled"
+    assert denying.ledger.records[0].decision == "rejected"
+
+
+# --- the ledger, the summary, cancel ------------------------------------------------------------
+
+
+def services(
+    tmp_path: Path, tg: Any, hook: PermissionHook | None = None, **profile: Any
+) -> ClientServices:
+    return ClientServices(
+        AgentProfile(name="t", command="x", **profile),
+        roots=Roots.for_session(tmp_path),
+        cwd=tmp_path,
+        env={},
+        tg=tg,
+        sink=EventSink(None),
+        signals=TurnSignals(),
+        hook=hook,
+    )
+
+
+async def test_refusals_reach_the_summary_notes(tmp_path: Path) -> None:
+    async with anyio.create_task_group() as tg:
+        served = services(tmp_path, tg, permissions={"mode": "read-only"})
+        assert served.summary_notes() == []
+        await served.request_permission(**request("edit").wire())
+        await served.request_permission(**request("execute").wire())
+        with pytest.raises(Exception, match="outside the read roots"):
+            await served.files.read_text_file(sessionId="s", path="/etc/hostname")
+        assert served.summary_notes() == [
+            "2 permission requests refused",
+            "1 file/terminal request refused",
+        ]
+        assert [r.decision for r in served.ledger.records] == ["rejected", "rejected"]
+
+
+async def test_a_pending_request_is_answered_cancelled_when_the_turn_is(tmp_path: Path) -> None:
+    started = anyio.Event()
+
+    async def slow_host(question: PermissionQuestion) -> bool:
+        started.set()
+        await anyio.sleep(60)
+        return True
+
+    async with anyio.create_task_group() as tg:
+        served = services(tmp_path, tg, slow_host, permissions={"rules": [{"decision": "ask"}]})
+        replies: list[dict[str, Any]] = []
+        answered = anyio.Event()
+
+        async def ask() -> None:
+            replies.append(await served.request_permission(**request("edit").wire()))
+            answered.set()
+
+        with anyio.fail_after(5):
+            tg.start_soon(ask)
+            await started.wait()
+            served.signals.cancelled.set()
+            await answered.wait()
+        assert replies == [{"outcome": {"outcome": "cancelled"}}]
+        assert served.ledger.records[-1].decision == "cancelled"
+        # And one that arrives after the cancel is answered at once.
+        assert await served.request_permission(**request("edit").wire()) == replies[0]

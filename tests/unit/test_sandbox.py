@@ -1,0 +1,65 @@
+"""Constructed environments and roots (the escape attempts are in tests/security)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp_bridge.sandbox import Roots, constructed_env
+from acp_bridge.subtasks import DEPTH_ENV
+
+HOST = {
+    "PATH": "/usr/bin",
+    "HOME": "/home/u",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TERM": "xterm",
+    "USER": "u",
+    "SHELL": "/bin/sh",
+    "TMPDIR": "/tmp",
+    "AWS_SECRET_ACCESS_KEY": "secret",
+    "LD_PRELOAD": "/tmp/x.so",
+    "HTTPS_PROXY": "http://proxy",
+    DEPTH_ENV: "0",
+}
+
+
+def test_constructed_env_is_the_base_list_plus_what_the_profile_names() -> None:
+    env = constructed_env(
+        depth=2,
+        extra={"OPENAI_API_KEY": "k", "PATH": "/opt/bin"},
+        passthrough=["HTTPS_PROXY", "NOT_SET"],
+        environ=HOST,
+    )
+    assert env == {
+        "PATH": "/opt/bin",  # the profile's env wins over the base list
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "xterm",
+        "USER": "u",
+        "SHELL": "/bin/sh",
+        "TMPDIR": "/tmp",
+        "HTTPS_PROXY": "http://proxy",
+        "OPENAI_API_KEY": "k",
+        DEPTH_ENV: "2",  # always ours, whatever the host or the profile say
+    }
+    assert constructed_env(depth=1, extra={DEPTH_ENV: "0"}, environ=HOST)[DEPTH_ENV] == "1"
+
+
+def test_roots_default_to_the_cwd_and_writable_implies_readable(tmp_path: Path) -> None:
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "out").mkdir()
+    assert Roots.for_session(tmp_path).read == Roots.for_session(tmp_path).write == (tmp_path,)
+    roots = Roots.for_session(tmp_path, [tmp_path / "ref"], [tmp_path / "out"])
+    assert roots.read == (tmp_path / "ref", tmp_path / "out")
+    assert roots.write == (tmp_path / "out",)
+    assert set(roots.identity) == {tmp_path / "ref", tmp_path / "out"}
+
+
+def test_a_path_through_dot_dot_between_roots_lands_in_the_other_root(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "b" / "f.txt").write_text("b\n")
+    roots = Roots.for_session(tmp_path / "a", [tmp_path / "a", tmp_path / "b"], [])
+    with roots.resolve(f"{tmp_path}/a/../b/f.txt", write=False, follow_last=True) as where:
+        assert where.path == tmp_path / "b" / "f.txt" and where.name == "f.txt"

@@ -30,12 +30,20 @@ A rule may say ``ask``: the host hook decides; with no hook (headless), or a hoo
 fails, the request is rejected and the ledger says why. The answer is always one of the
 offered options, ``*_once`` preferred; when the turn is cancelled, pending requests are
 answered ``cancelled`` as the protocol requires.
+
+The same policy judges what the bridge *serves*, whether or not the agent asked first
+(:meth:`PermissionPolicy.judge_served`): a file read is a ``read`` of its path, a write an
+``edit`` of its path, ``terminal/create`` an ``execute`` of its command line. An agent that
+skips ``session/request_permission`` gains nothing. So that a host is not asked twice, an
+``ask`` the host already granted through the agent's own request covers one following
+served request of the same kind.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,18 +200,40 @@ class PermissionPolicy:
         self.hook = hook
         self.ledger = ledger or PermissionLedger()
         self.cwd = cwd
+        self._granted: Counter[str] = Counter()
+        """Per kind: asks the host granted through a permission request, not yet served."""
+
+    def static_verdict(self, question: PermissionQuestion) -> tuple[Verdict, str]:
+        """Rules, then the mode: allow, reject, or ask (the hook is not called here)."""
+        for index, rule in enumerate(self.settings.rules):
+            if _rule_matches(rule, question.kind, question.title):
+                return rule.decision, f"rule {index + 1} ({rule.decision})"
+        return _mode_verdict(self.settings, self.roots, question)
 
     async def verdict(self, question: PermissionQuestion) -> tuple[bool, str]:
         """(allow?, reason) for one question: rules, then mode, then the hook for ``ask``."""
-        for index, rule in enumerate(self.settings.rules):
-            if _rule_matches(rule, question.kind, question.title):
-                decision: Verdict = rule.decision
-                reason = f"rule {index + 1} ({rule.decision})"
-                break
-        else:
-            decision, reason = _mode_verdict(self.settings, self.roots, question)
+        decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason
+        allowed, reason = await self._ask_host(question, reason)
+        if allowed:
+            self._granted[question.kind] += 1
+        return allowed, reason
+
+    async def judge_served(
+        self, kind: str, title: str, locations: tuple[str, ...]
+    ) -> tuple[bool, str]:
+        """(allow?, reason) for a request the bridge is about to serve, asked for or not."""
+        question = PermissionQuestion("", title, kind, locations, ())
+        decision, reason = self.static_verdict(question)
+        if decision != "ask":
+            return decision == "allow", reason
+        if self._granted[kind] > 0:  # the host said yes to the agent's request for this
+            self._granted[kind] -= 1
+            return True, f"{reason}: granted by the host through the agent's request"
+        return await self._ask_host(question, reason)
+
+    async def _ask_host(self, question: PermissionQuestion, reason: str) -> tuple[bool, str]:
         if self.hook is None:
             return False, f"{reason}: no host hook to ask (headless), rejected"
         try:

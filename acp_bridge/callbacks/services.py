@@ -19,8 +19,9 @@ from acp_bridge.callbacks.terminals import TerminalService
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import RefusalRecord
 from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import RequestHandler
+from acp_bridge.jsonrpc import RequestHandler, RpcFailure
 from acp_bridge.protocol import (
+    INVALID_PARAMS,
     ClientCapabilities,
     FsCapabilities,
     RequestPermissionParams,
@@ -63,6 +64,7 @@ class ClientServices:
             roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
         )
         self._on_tool_call = on_tool_call
+        self._policy_refusals: list[RefusalRecord] = []
 
     def capabilities(self) -> ClientCapabilities:
         fs = self.profile.fs
@@ -74,14 +76,18 @@ class ClientServices:
     def methods(self) -> dict[str, RequestHandler]:
         table: dict[str, RequestHandler] = {"session/request_permission": self.request_permission}
         if self.profile.fs.read:
-            table["fs/read_text_file"] = self.files.read_text_file
+            table["fs/read_text_file"] = self._judged(
+                "fs/read_text_file", self.files.read_text_file
+            )
         if self.profile.fs.write:
-            table["fs/write_text_file"] = self.files.write_text_file
+            table["fs/write_text_file"] = self._judged(
+                "fs/write_text_file", self.files.write_text_file
+            )
         if self.profile.terminal.enabled:
             terminals = self.terminals
             table.update(
                 {
-                    "terminal/create": terminals.create,
+                    "terminal/create": self._judged("terminal/create", terminals.create),
                     "terminal/output": terminals.output,
                     "terminal/wait_for_exit": terminals.wait_for_exit,
                     "terminal/kill": terminals.kill,
@@ -89,6 +95,27 @@ class ClientServices:
                 }
             )
         return table
+
+    def _judged(self, method: str, serve: RequestHandler) -> RequestHandler:
+        """``serve`` behind the permission policy: what we serve is judged like a tool call,
+        whether or not the agent asked for permission first."""
+        kind = _SERVED_KINDS[method]
+
+        async def judged(**params: Any) -> Any:
+            title, target, locations = _describe(method, params)
+            allowed, reason = await self.policy.judge_served(kind, title, locations)
+            if not allowed:
+                self._policy_refusals.append(
+                    RefusalRecord(method=method, target=target, reason=reason)
+                )
+                raise RpcFailure(
+                    INVALID_PARAMS,
+                    f"refused by the permission policy: {reason}",
+                    {"reason": "permission_denied"},
+                )
+            return await serve(**params)
+
+        return judged
 
     async def request_permission(self, **params: Any) -> dict[str, Any]:
         request = RequestPermissionParams.model_validate(params)
@@ -128,7 +155,7 @@ class ClientServices:
     @property
     def refusals(self) -> list[RefusalRecord]:
         """File and terminal requests refused (permission refusals are in the ledger)."""
-        return [*self.files.refusals, *self.terminals.refusals]
+        return [*self._policy_refusals, *self.files.refusals, *self.terminals.refusals]
 
     def summary_notes(self) -> list[str]:
         """What a run's summary must say about refusals: never a silently limited run."""
@@ -140,6 +167,25 @@ class ClientServices:
 
     async def aclose(self) -> None:
         await self.terminals.release_all()
+
+
+_SERVED_KINDS = {
+    "fs/read_text_file": "read",
+    "fs/write_text_file": "edit",
+    "terminal/create": "execute",
+}
+
+
+def _describe(method: str, params: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    """(title, target, locations) of a served request, as the policy sees it. Malformed
+    params are left to the service, which answers them with -32602."""
+    if method == "terminal/create":
+        args = params.get("args") or []
+        line = " ".join(str(part) for part in [params.get("command", ""), *args])
+        return line, line, ()
+    path = str(params.get("path", ""))
+    verb = "Read" if method == "fs/read_text_file" else "Write"
+    return f"{verb} {path}", path, (path,) if path else ()
 
 
 def _as_update(ref: ToolCallRef) -> ToolCallUpdate:

@@ -47,6 +47,8 @@ def test_an_acp_agent_running_acp_bridge_run_in_its_terminal_gets_depth_limit(
                             "command": sys.executable,
                             "args": [str(AGENT), "--", *inner],
                             "cwd": str(tmp_path),
+                            # It runs a command without asking first: allowed only by a rule.
+                            "permissions": {"rules": [{"kind": "execute", "decision": "allow"}]},
                         }
                     ]
                 },

@@ -31,7 +31,7 @@ MARKER = "ACP_TEST_RUN_MARKER"
 
 
 async def run_probe(
-    world: World, steps: list[dict[str, Any]], profile: str = ""
+    world: World, steps: list[dict[str, Any]], profile: str = "", hook: Any = None
 ) -> tuple[SubtaskResult, list[dict[str, Any]]]:
     """One acp_spawn run of the probe agent; returns the envelope and the step results."""
     marker = secrets.token_hex(8)
@@ -54,7 +54,9 @@ acp:
     loaded = load_config(config, environ={"PATH": "/usr/bin:/bin"})
     try:
         with anyio.fail_after(60):
-            result = await acp_spawn("probe", json.dumps(steps), config=loaded)
+            result = await acp_spawn(
+                "probe", json.dumps(steps), config=loaded, permission_hook=hook
+            )
     finally:
         config.unlink()
     assert marked_processes(MARKER, marker) == [], "a process of the run was left behind"
@@ -110,7 +112,8 @@ async def test_terminal_escapes_through_a_real_agent(
             "release": False,
         },
     ]
-    result, replies = await run_probe(world, steps)
+    commands = "      permissions: {rules: [{kind: execute, decision: allow}]}\n"
+    result, replies = await run_probe(world, steps, profile=commands)
     assert replies[0]["result"]["terminal"] is True
     assert replies[1]["result"]["output"] == "[] 1\n"
     for refused in replies[2:4]:
@@ -160,3 +163,44 @@ async def test_what_is_not_served_is_not_advertised(world: World) -> None:
     assert caps["fs"] == {"readTextFile": True, "writeTextFile": False} and not caps["terminal"]
     assert replies[1]["code"] == replies[2]["code"] == -32601
     assert not (world.ws / "x.txt").exists()
+
+
+async def test_what_the_agent_did_not_ask_for_is_judged_like_a_tool_call(world: World) -> None:
+    ws = world.ws
+    # Default mode: a command run without asking first is refused, and nothing runs.
+    result, replies = await run_probe(world, [{"op": "terminal", "command": "touch made.txt"}])
+    assert not replies[0]["ok"] and "refused by the permission policy" in replies[0]["message"]
+    assert not (ws / "made.txt").exists()
+    [refusal] = result.meta.refusals or []
+    assert (refusal.method, refusal.target) == ("terminal/create", "touch made.txt")
+    assert "[1 file/terminal request refused]" in result.summary
+    # read-only: reads are served, writes are not, asked for or not.
+    steps = [
+        {"op": "read", "path": f"{ws}/notes.txt"},
+        {"op": "write", "path": f"{ws}/new.txt", "content": "x"},
+    ]
+    _, replies = await run_probe(world, steps, profile="      permissions: {mode: read-only}\n")
+    assert replies[0]["ok"] and not replies[1]["ok"] and not (ws / "new.txt").exists()
+    assert "mode read-only" in replies[1]["message"]
+    # deny-all: not even a read.
+    _, replies = await run_probe(world, steps[:1], profile="      permissions: {mode: deny-all}\n")
+    assert not replies[0]["ok"] and "mode deny-all" in replies[0]["message"]
+
+
+async def test_a_granted_ask_covers_the_request_that_follows(world: World) -> None:
+    asked: list[str] = []
+
+    async def host(question: Any) -> bool:
+        asked.append(question.title)
+        return True
+
+    steps = [
+        {"op": "permission", "kind": "execute", "title": "create a file"},
+        {"op": "terminal", "command": "touch granted.txt"},  # covered by the grant above
+        {"op": "terminal", "command": "touch unasked.txt"},  # not asked for: the host decides
+    ]
+    rules = "      permissions: {rules: [{kind: execute, decision: ask}]}\n"
+    _, replies = await run_probe(world, steps, profile=rules, hook=host)
+    assert all(r["ok"] for r in replies), replies
+    assert asked == ["create a file", "touch unasked.txt"]
+    assert (world.ws / "granted.txt").exists() and (world.ws / "unasked.txt").exists()

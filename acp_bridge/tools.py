@@ -21,17 +21,17 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from acp_bridge.callbacks.files import FileService
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
@@ -40,6 +40,9 @@ from acp_bridge.errors import (
     SandboxViolation,
 )
 from acp_bridge.events import EventHandler, ObserveProfile
+from acp_bridge.jsonrpc import RpcFailure
+from acp_bridge.protocol import RESOURCE_NOT_FOUND
+from acp_bridge.sandbox import Roots
 
 log = logging.getLogger("acp_bridge")
 
@@ -47,6 +50,8 @@ SpecFormat = Literal["openai", "anthropic"]
 ToolKind = Literal["read", "edit", "execute", "other"]
 NESTING_TOOLS = frozenset({"spawn", "acp_spawn"})
 MAX_READ_BYTES = 256 * 1024
+MAX_WRITE_BYTES = 16 * 1024 * 1024
+DEFAULT_READ_LINES = 2000  # a read without a limit: long files come in windows
 """Most bytes ``read_file`` returns in one call (a model's context is the limit, not disk)."""
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what OpenAI and Anthropic both accept
 
@@ -218,11 +223,19 @@ class ToolRegistry:
         return out
 
     # --- the workspace --------------------------------------------------------------------
-    # TODO(merge): path confinement moves to sandbox.py (roots, symlinks, the same rules as
-    # the fs callbacks); until then tools stay inside the registry's cwd.
+
+    @cached_property
+    def files(self) -> FileService:
+        """The workspace's files, served with the same confinement as an ACP agent gets."""
+        return FileService(
+            Roots.for_session(self.cwd),
+            max_read_bytes=MAX_READ_BYTES,
+            max_write_bytes=MAX_WRITE_BYTES,
+        )
 
     def inside(self, path: str) -> Path:
-        """``path`` (relative to the workspace) resolved; refuses anything outside it."""
+        """A command's starting directory (relative to the workspace), refused outside it.
+        Only where a command starts: the command itself may ``cd`` anywhere."""
         resolved = (self.cwd / Path(path).expanduser()).resolve()
         if not resolved.is_relative_to(self.cwd):
             raise SandboxViolation(f"{path} is outside the workspace {self.cwd}")
@@ -364,53 +377,43 @@ async def _bash_tool(args: BashArgs, tools: ToolRegistry) -> str:
     return json.dumps(plain.to_tool_output(), ensure_ascii=False)
 
 
+async def _served(call: Awaitable[dict[str, Any]], path: str) -> dict[str, Any]:
+    """A file service reply, its JSON-RPC failures as the errors a tool call reports."""
+    try:
+        return await call
+    except RpcFailure as failure:
+        if failure.code == RESOURCE_NOT_FOUND:
+            raise BridgeError(f"no such file: {path}") from failure
+        raise SandboxViolation(failure.message) from failure
+
+
 async def _read_file_tool(args: ReadFileArgs, tools: ToolRegistry) -> str:
-    path = tools.inside(args.path)
-    return await anyio.to_thread.run_sync(_read_window, path, args.offset or 1, args.limit)
-
-
-def _read_window(path: Path, offset: int, limit: int | None) -> str:
-    if not path.is_file():
-        raise (
-            SandboxViolation(f"{path} is not a regular file")
-            if path.exists()
-            else ConfigError(f"no such file: {path}")
-        )
-    lines: list[str] = []
-    size = 0
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if number < offset:
-                continue
-            if (limit is not None and len(lines) >= limit) or size + len(line) > MAX_READ_BYTES:
-                lines.append(f"[... cut at line {number}: read more with offset={number}]\n")
-                break
-            lines.append(line)
-            size += len(line)
-    return "".join(lines)
+    # One line more than asked: whether the file goes on decides the "cut" marker.
+    wanted = args.limit or DEFAULT_READ_LINES
+    offset = args.offset or 1
+    reply = await _served(
+        tools.files.read_text_file(
+            sessionId="local", path=str(tools.cwd / args.path), line=offset, limit=wanted + 1
+        ),
+        args.path,
+    )
+    lines = str(reply["content"]).splitlines(keepends=True)
+    if len(lines) <= wanted:
+        return "".join(lines)
+    following = offset + wanted
+    return "".join(lines[:wanted]) + (
+        f"[... cut at line {following}: read more with offset={following}]\n"
+    )
 
 
 async def _write_file_tool(args: WriteFileArgs, tools: ToolRegistry) -> str:
-    path = tools.inside(args.path)
-    await anyio.to_thread.run_sync(_write_atomically, path, args.content)
-    return f"wrote {len(args.content.encode())} bytes to {path.relative_to(tools.cwd)}"
-
-
-def _write_atomically(path: Path, content: str) -> None:
-    if path.is_symlink():
-        raise SandboxViolation(f"{path} is a symbolic link; not following it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(content)
-        if path.exists():  # keep the mode of the file we replace
-            tmp.chmod(path.stat().st_mode & 0o7777)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    await _served(
+        tools.files.write_text_file(
+            sessionId="local", path=str(tools.cwd / args.path), content=args.content
+        ),
+        args.path,
+    )
+    return f"wrote {len(args.content.encode())} bytes to {args.path}"
 
 
 async def _spawn_tool(args: SpawnArgs, tools: ToolRegistry) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jsonschema
@@ -171,11 +172,27 @@ def test_file_tools_stay_inside_the_workspace(tmp_path: Path) -> None:
     window = run_bounded(registry.call, "read_file", {"path": "a/b.txt", "offset": 2, "limit": 1})
     assert window == "2\n[... cut at line 3: read more with offset=3]\n"
     escape = run_bounded(registry.call, "read_file", {"path": "../../etc/passwd"})
-    assert escape.startswith("error:") and "outside the workspace" in escape
+    assert escape.startswith("error:") and "outside the read roots" in escape
     (tmp_path / "link").symlink_to("/etc/hostname")
-    assert "outside the workspace" in run_bounded(registry.call, "read_file", {"path": "link"})
+    assert "outside the read roots" in run_bounded(registry.call, "read_file", {"path": "link"})
     missing = run_bounded(registry.call, "read_file", {"path": "none.txt"})
     assert missing.startswith("error: no such file")
+
+
+def test_file_tools_get_the_services_confinement(tmp_path: Path) -> None:
+    """The local loop's file tools are served like an ACP agent's requests."""
+    work, outside = tmp_path / "work", tmp_path / "outside.txt"
+    work.mkdir()
+    outside.write_text("keep me\n")
+    registry = ToolRegistry(default_config(), cwd=work)
+    os.mkfifo(work / "pipe")
+    assert "a FIFO" in run_bounded(registry.call, "read_file", {"path": "pipe"})  # no hang
+    (work / "out").symlink_to(outside)
+    refused = run_bounded(registry.call, "write_file", {"path": "out", "content": "x"})
+    assert refused.startswith("error:") and outside.read_text() == "keep me\n"
+    (work / "big.txt").write_text("".join(f"{n}\n" for n in range(1, 2101)))
+    window = run_bounded(registry.call, "read_file", {"path": "big.txt"})
+    assert window.endswith("2000\n[... cut at line 2001: read more with offset=2001]\n")
 
 
 def test_acp_spawn_tool_checks_depth_first_and_says_when_it_is_absent(tmp_path: Path) -> None:

@@ -239,7 +239,15 @@ def run_bridge(n: int, transcripts: bool) -> None:
         loaded = load_config(_bridge_config(Path(tmp), n, transcripts), search=False)
         rss_before = _rss_kb()
         started = time.perf_counter()
-        result = anyio.run(lambda: acp_spawn("stream", "go", config=loaded, cwd=tmp))
+        results = []
+
+        async def run() -> None:
+            # Not returned from the coroutine: at loop shutdown asyncio may repr() the main
+            # task's result, which for a multi-MB output is a transient spike we'd measure.
+            results.append(await acp_spawn("stream", "go", config=loaded, cwd=tmp))
+
+        anyio.run(run)
+        result = results[0]
         wall = time.perf_counter() - started
         peak = _rss_kb()
         transcript = result.meta.transcript

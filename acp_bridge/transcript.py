@@ -9,13 +9,17 @@ Line shapes (``t`` is seconds since the run started)::
 
 Incoming messages are written as the raw bytes we received, spliced into the line, so the
 update stream pays no second ``json.dumps``. Secrets (the values of the agent's ``env``) are
-replaced by ``[REDACTED]`` before anything reaches the disk.
+replaced by ``[REDACTED]`` before anything reaches the disk, in the forms they take inside a
+JSON string (escaped, and ASCII-escaped), so every line stays valid JSON. Values that could also
+stand *outside* a string (``true``, ``null``, numbers: flags like
+``GEMINI_CLI_NO_RELAUNCH: "true"``) are not secrets and are left alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +28,19 @@ from typing import IO
 REDACTED = b"[REDACTED]"
 RAW_LINE_LIMIT = 4096
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") are not secrets and would shred the text
+_JSON_TOKEN = re.compile(r"true|false|null|-?[0-9][0-9.eE+-]*")
+
+
+def _secret_forms(secrets: Iterable[str]) -> list[bytes]:
+    """How the secrets can appear in JSON text, longest first (a longer form is replaced
+    before a shorter one it contains)."""
+    forms = {
+        json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1].encode()
+        for secret in secrets
+        if len(secret) >= _MIN_SECRET_LENGTH and not _JSON_TOKEN.fullmatch(secret)
+        for ensure_ascii in (False, True)
+    }
+    return sorted(forms, key=len, reverse=True)
 
 
 def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
@@ -39,9 +56,7 @@ class Transcript:
         self, path: Path | None, secrets: Iterable[str] = (), started: float | None = None
     ) -> None:
         self.path = path
-        self._secrets = sorted(
-            {s.encode() for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
-        )
+        self._secrets = _secret_forms(secrets)
         self._started = time.monotonic() if started is None else started
         self._file: IO[bytes] | None = None
         self.error: str = ""

@@ -70,18 +70,19 @@ class Transcript:
         except OSError as exc:
             self.error = f"transcript disabled: {exc}"
 
-    def _stamp(self) -> bytes:
-        return b'{"t":%.4f,"dir":' % (time.monotonic() - self._started)
-
     def _redact(self, data: bytes) -> bytes:
         for secret in self._secrets:
             if secret in data:
                 data = data.replace(secret, REDACTED)
         return data
 
-    def _write(self, line: bytes) -> None:
-        if self._file is None:
+    def _line(self, head: bytes, payload: bytes) -> None:
+        """``{"t":…,"dir":<head>:<payload>}``, built in one formatting step (this runs for
+        every update of the stream)."""
+        if self._file is None:  # switched off or failed: nothing to format either
             return
+        stamp = time.monotonic() - self._started
+        line = b'{"t":%.4f,"dir":%b:%b}\n' % (stamp, head, self._redact(payload))
         try:
             self._file.write(line)
         except OSError as exc:
@@ -90,20 +91,18 @@ class Transcript:
 
     def incoming(self, raw_json: bytes) -> None:
         """A JSON message received from the agent, as the bytes it arrived in."""
-        self._write(self._stamp() + b'"in","msg":' + self._redact(raw_json) + b"}\n")
+        self._line(b'"in","msg"', raw_json)
 
     def outgoing(self, raw_json: bytes) -> None:
         """A JSON message we sent (``raw_json`` without its newline)."""
-        self._write(self._stamp() + b'"out","msg":' + self._redact(raw_json) + b"}\n")
+        self._line(b'"out","msg"', raw_json)
 
     def non_json(self, raw: bytes) -> None:
         text = raw[:RAW_LINE_LIMIT].decode("utf-8", "replace")
-        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
-        self._write(self._stamp() + b'"in","raw":' + payload + b"}\n")
+        self._line(b'"in","raw"', json.dumps(text, ensure_ascii=False).encode())
 
     def note(self, text: str) -> None:
-        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
-        self._write(self._stamp() + b'"note","note":' + payload + b"}\n")
+        self._line(b'"note","note"', json.dumps(text, ensure_ascii=False).encode())
 
     def close(self) -> None:
         if self._file is not None:

@@ -77,6 +77,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_json(404, {"error": {"code": 404, "message": "not found"}})
 
 
+def call_tool(tool: str, **args: Any) -> str:
+    """The prompt that makes the fake model call ``tool`` with ``args``."""
+    return f"CALLTOOL {tool} {json.dumps(args)}"
+
+
 def _decide(user_text: str, after_tool: bool) -> tuple[str, dict[str, Any]] | str:
     """The scripted model: a tool call (name, args) or a text reply."""
     match = _CALL.search(user_text)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop.harness import installed, run
+from tests.interop.harness import Run, installed, run
 
 pytestmark = pytest.mark.interop
 
@@ -34,13 +34,6 @@ def profile(home: Path, *, model: str = "passthrough", **extra: Any) -> dict[str
 
 def call_tool(tool: str, **args: Any) -> str:
     return f"***CALL_TOOL {tool} {json.dumps(args)}"
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 def test_echo_turn(tmp_path: Path, workdir: Path) -> None:
@@ -133,12 +126,17 @@ def test_writes_a_file_through_the_client(tmp_path: Path, workdir: Path) -> None
     assert (permission.kind, permission.decision) == ("edit", "allowed")
 
 
+def write_outside(tmp_path: Path, workdir: Path) -> tuple[Run, Path]:
+    """fast-agent asked to write a file outside the session cwd (the write root)."""
+    outside = tmp_path / "outside.txt"
+    task = call_tool("write_text_file", path=str(outside), content="nope\n")
+    return run(AGENT, profile(tmp_path / "home"), task, workdir), outside
+
+
 def test_a_write_outside_the_workspace_is_refused_by_the_sandbox(
     tmp_path: Path, workdir: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    task = call_tool("write_text_file", path=str(outside), content="nope\n")
-    done = run(AGENT, profile(tmp_path / "home"), task, workdir)
+    done, outside = write_outside(tmp_path, workdir)
     assert not outside.exists()
     (write,) = done.requests("fs/write_text_file")
     (reply,) = [m for m in done.outgoing() if m.get("id") == write["id"] and "method" not in m]
@@ -156,9 +154,7 @@ def test_a_write_outside_the_workspace_is_refused_by_the_sandbox(
 def test_the_permission_for_a_write_outside_the_workspace_is_refused(
     tmp_path: Path, workdir: Path
 ) -> None:
-    outside = tmp_path / "outside.txt"
-    task = call_tool("write_text_file", path=str(outside), content="nope\n")
-    done = run(AGENT, profile(tmp_path / "home"), task, workdir)
+    done, _ = write_outside(tmp_path, workdir)
     (permission,) = done.result.meta.permissions or []
     assert permission.decision == "rejected"
 

@@ -9,14 +9,13 @@ client always fails, so the write test edits an existing one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.interop.fake_models import REPLY, TOOL_DONE, FakeGemini
+from tests.interop.fake_models import REPLY, TOOL_DONE, FakeGemini, call_tool
 from tests.interop.harness import installed, run
 
 pytestmark = pytest.mark.interop
@@ -28,13 +27,6 @@ AGENT = "gemini"
 def model() -> Iterator[FakeGemini]:
     with FakeGemini() as server:
         yield server
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 def profile(model: FakeGemini, home: Path, **extra: Any) -> dict[str, Any]:
@@ -54,10 +46,6 @@ def profile(model: FakeGemini, home: Path, **extra: Any) -> dict[str, Any]:
         "timeouts": {"startup": 60, "session": 60, "run": 60},
         **extra,
     }
-
-
-def call_tool(tool: str, **args: Any) -> str:
-    return f"CALLTOOL {tool} {json.dumps(args)}"
 
 
 def test_chat_turn(model: FakeGemini, tmp_path: Path, workdir: Path) -> None:

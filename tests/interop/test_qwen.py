@@ -7,14 +7,13 @@ commands, runs the shell locally, and after each model call sends an *empty*
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.interop.fake_models import REPLY, TOOL_DONE, FakeOpenAI
+from tests.interop.fake_models import REPLY, TOOL_DONE, FakeOpenAI, call_tool
 from tests.interop.harness import installed, run
 
 pytestmark = pytest.mark.interop
@@ -26,13 +25,6 @@ AGENT = "qwen"
 def model() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 def profile(model: FakeOpenAI, home: Path, **extra: Any) -> dict[str, Any]:
@@ -51,10 +43,6 @@ def profile(model: FakeOpenAI, home: Path, **extra: Any) -> dict[str, Any]:
         "timeouts": {"startup": 60, "session": 60, "run": 60},
         **extra,
     }
-
-
-def call_tool(tool: str, **args: Any) -> str:
-    return f"CALLTOOL {tool} {json.dumps(args)}"
 
 
 def test_chat_turn_ignores_the_empty_usage_chunk(

@@ -9,13 +9,17 @@ Line shapes (``t`` is seconds since the run started)::
 
 Incoming messages are written as the raw bytes we received, spliced into the line, so the
 update stream pays no second ``json.dumps``. Secrets (the values of the agent's ``env``) are
-replaced by ``[REDACTED]`` before anything reaches the disk.
+replaced by ``[REDACTED]`` before anything reaches the disk, in the forms they take inside a
+JSON string (escaped, and ASCII-escaped), so every line stays valid JSON. Values that could also
+stand *outside* a string (``true``, ``null``, numbers: flags like
+``GEMINI_CLI_NO_RELAUNCH: "true"``) are not secrets and are left alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +28,19 @@ from typing import IO
 REDACTED = b"[REDACTED]"
 RAW_LINE_LIMIT = 4096
 _MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") are not secrets and would shred the text
+_JSON_TOKEN = re.compile(r"true|false|null|-?[0-9][0-9.eE+-]*")
+
+
+def _secret_forms(secrets: Iterable[str]) -> list[bytes]:
+    """How the secrets can appear in JSON text, longest first (a longer form is replaced
+    before a shorter one it contains)."""
+    forms = {
+        json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1].encode()
+        for secret in secrets
+        if len(secret) >= _MIN_SECRET_LENGTH and not _JSON_TOKEN.fullmatch(secret)
+        for ensure_ascii in (False, True)
+    }
+    return sorted(forms, key=len, reverse=True)
 
 
 def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
@@ -39,9 +56,7 @@ class Transcript:
         self, path: Path | None, secrets: Iterable[str] = (), started: float | None = None
     ) -> None:
         self.path = path
-        self._secrets = sorted(
-            {s.encode() for s in secrets if len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
-        )
+        self._secrets = _secret_forms(secrets)
         self._started = time.monotonic() if started is None else started
         self._file: IO[bytes] | None = None
         self.error: str = ""
@@ -55,18 +70,19 @@ class Transcript:
         except OSError as exc:
             self.error = f"transcript disabled: {exc}"
 
-    def _stamp(self) -> bytes:
-        return b'{"t":%.4f,"dir":' % (time.monotonic() - self._started)
-
     def _redact(self, data: bytes) -> bytes:
         for secret in self._secrets:
             if secret in data:
                 data = data.replace(secret, REDACTED)
         return data
 
-    def _write(self, line: bytes) -> None:
-        if self._file is None:
+    def _line(self, head: bytes, payload: bytes) -> None:
+        """``{"t":…,"dir":<head>:<payload>}``, built in one formatting step (this runs for
+        every update of the stream)."""
+        if self._file is None:  # switched off or failed: nothing to format either
             return
+        stamp = time.monotonic() - self._started
+        line = b'{"t":%.4f,"dir":%b:%b}\n' % (stamp, head, self._redact(payload))
         try:
             self._file.write(line)
         except OSError as exc:
@@ -75,7 +91,7 @@ class Transcript:
 
     def incoming(self, raw_json: bytes) -> None:
         """A JSON message received from the agent, as the bytes it arrived in."""
-        self._write(self._stamp() + b'"in","msg":' + self._redact(raw_json) + b"}\n")
+        self._line(b'"in","msg"', raw_json)
 
     def outgoing(self, raw_json: bytes) -> None:
         """A JSON message we sent (``raw_json`` without its newline).
@@ -83,7 +99,7 @@ class Transcript:
         Flushes: what we send is rare next to the update stream, so this keeps the file
         current (a killed bridge still leaves a useful transcript) for the cost of one
         write per request or reply, not one per update."""
-        self._write(self._stamp() + b'"out","msg":' + self._redact(raw_json) + b"}\n")
+        self._line(b'"out","msg"', raw_json)
         self.flush()
 
     def flush(self) -> None:
@@ -96,12 +112,10 @@ class Transcript:
 
     def non_json(self, raw: bytes) -> None:
         text = raw[:RAW_LINE_LIMIT].decode("utf-8", "replace")
-        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
-        self._write(self._stamp() + b'"in","raw":' + payload + b"}\n")
+        self._line(b'"in","raw"', json.dumps(text, ensure_ascii=False).encode())
 
     def note(self, text: str) -> None:
-        payload = self._redact(json.dumps(text, ensure_ascii=False).encode())
-        self._write(self._stamp() + b'"note","note":' + payload + b"}\n")
+        self._line(b'"note","note"', json.dumps(text, ensure_ascii=False).encode())
         self.flush()
 
     def close(self) -> None:

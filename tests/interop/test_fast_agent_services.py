@@ -5,14 +5,8 @@ fast-agent's offline ``passthrough`` model runs one tool per prompt from a direc
 ``***CALL_TOOL <tool> <json>``; with ``--shell`` its ``execute`` tool runs through the
 client's ``terminal/*`` methods. Each run starts fast-agent afresh (3-7 s).
 
-Needs fast-agent-mcp (Python >= 3.12; 0.10.45 installs on this mirror):
-
-    /root/.pyenv/versions/3.12.1/bin/python -m venv /tmp/fast-agent
-    /tmp/fast-agent/bin/pip install fast-agent-mcp==0.10.45
-    ACP_BRIDGE_FAST_AGENT=/tmp/fast-agent/bin/fast-agent .venv/bin/pytest -m interop \\
-        tests/interop/test_fast_agent_services.py
-
-``fast-agent`` on PATH works too; without it the tests are skipped.
+Uses the shared interop install (``tests/interop/install.sh fast-agent``), or the
+executable named by ``ACP_BRIDGE_FAST_AGENT``; without either the tests are skipped.
 """
 
 from __future__ import annotations
@@ -33,9 +27,12 @@ from acp_bridge.acp_spawn import acp_spawn
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.reaper import marked_processes
+from tests.interop.harness import INTEROP_DIR
 from tests.security.conftest import SECRET, World, make_world
 
-FAST_AGENT = os.environ.get("ACP_BRIDGE_FAST_AGENT") or shutil.which("fast-agent")
+# The shared interop install (tests/interop/install.sh), else one named explicitly.
+_SHARED = INTEROP_DIR / "fast-agent" / "bin" / "fast-agent"
+FAST_AGENT = os.environ.get("ACP_BRIDGE_FAST_AGENT") or (str(_SHARED) if _SHARED.exists() else "")
 MARKER = "ACP_TEST_RUN_MARKER"
 
 pytestmark = [

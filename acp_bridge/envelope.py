@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -135,6 +136,13 @@ class SubtaskResult(BaseModel):
     def ok(self) -> bool:
         return self.status == "done"
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # A bounded repr: outputs can be many MB, and reprs get built where nobody reads
+        # them (CPython 3.11's asyncio reprs the main task's result at loop shutdown; for a
+        # 50 MiB output that made anyio.run peak at 5x the output's size).
+        for name, value in super().__repr_args__():
+            yield name, (_Clipped(_REPR.repr(value)) if name == "output" else value)
+
     def to_dict(self) -> dict[str, Any]:
         """The envelope as plain JSON data; ``meta`` keys that were never set are left out."""
         data = self.model_dump(mode="json", exclude={"meta"})
@@ -151,6 +159,20 @@ STABLE_KEYS = ("task_id", "status", "summary", "output_kind", "output_schema", "
 def is_envelope(value: Any) -> bool:
     """Whether JSON data is a SubtaskResult envelope (it has every stable key)."""
     return isinstance(value, dict) and all(key in value for key in STABLE_KEYS)
+
+
+class _Clipped:
+    """Text that is already a repr (so it is not quoted again)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 160
 
 
 # --- building envelopes -------------------------------------------------------------

@@ -118,3 +118,10 @@ def test_broken_schema_file_is_a_config_error(tmp_path: Path) -> None:
 def test_instruction_names_the_label_and_schema() -> None:
     text = envelope.structured_output_instruction("demo.v1", {"type": "object"})
     assert "demo.v1" in text and '"type": "object"' in text
+
+
+def test_repr_stays_small_for_huge_outputs() -> None:
+    big = envelope.done("x" * 10_000_000)
+    assert len(repr(big)) < 2000 and "task_id=" in repr(big)
+    data = envelope.done({"rows": list(range(100_000))}, output_kind="json")
+    assert len(repr(data)) < 2000

@@ -241,8 +241,9 @@ class SessionIdParams(Wire):
 # --- agent → client requests ------------------------------------------------------------
 
 
-class ToolCallRef(Wire):
-    """The tool call a permission request is about (a ToolCallUpdate: all but id optional)."""
+class ToolCallUpdate(Wire):
+    """A ``tool_call`` or ``tool_call_update`` update, or the tool call a permission request
+    is about (ACP's ToolCallUpdate): everything but the id is optional."""
 
     tool_call_id: str
     title: str | None = None
@@ -251,6 +252,7 @@ class ToolCallRef(Wire):
     locations: list[dict[str, Any]] | None = None
     content: list[dict[str, Any]] | None = None
     raw_input: Any = None
+    raw_output: Any = None
 
 
 class PermissionOption(Wire):
@@ -261,7 +263,7 @@ class PermissionOption(Wire):
 
 class RequestPermissionParams(Wire):
     session_id: str
-    tool_call: ToolCallRef
+    tool_call: ToolCallUpdate
     options: list[PermissionOption]
 
 
@@ -302,19 +304,6 @@ class TerminalIdParams(Wire):
 # --- session/update ----------------------------------------------------------------------
 # The update stream is the hot path: chunks are read straight from the dicts (see
 # session.py). These models serve the rare kinds, where readability beats microseconds.
-
-
-class ToolCallUpdate(Wire):
-    """A ``tool_call`` or ``tool_call_update``: everything but the id is optional."""
-
-    tool_call_id: str
-    title: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    locations: list[dict[str, Any]] | None = None
-    content: list[dict[str, Any]] | None = None
-    raw_input: Any = None
-    raw_output: Any = None
 
 
 class PlanEntry(Wire):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from acp_bridge.config import LoadedConfig, load_config
 
@@ -67,3 +68,28 @@ def kill_quietly(pids: Iterable[int]) -> None:
 
 def read_pids(path: Path) -> list[int]:
     return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+class ChunkStream(ByteReceiveStream):
+    """Agent stdout, in memory: yields the given chunks, then EOF."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = list(chunks)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        if not self._chunks:
+            raise anyio.EndOfStream
+        return self._chunks.pop(0)
+
+    async def aclose(self) -> None:
+        self._chunks.clear()
+
+
+class NullSink(ByteSendStream):
+    """Agent stdin that swallows everything."""
+
+    async def send(self, item: bytes) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None

@@ -56,7 +56,7 @@ from acp_bridge.protocol import (
     PERMISSION_CANCELLED,
     PermissionOption,
     RequestPermissionParams,
-    ToolCallRef,
+    ToolCallUpdate,
     permission_selected,
 )
 from acp_bridge.sandbox import Roots
@@ -108,7 +108,7 @@ def _rule_matches(rule: PermissionRule, kind: str, title: str) -> bool:
     return rule.title is None or fnmatch.fnmatchcase(title.lower(), rule.title.lower())
 
 
-def _named_paths(tool: ToolCallRef) -> Iterator[Any]:
+def _named_paths(tool: ToolCallUpdate) -> Iterator[Any]:
     for location in tool.locations or []:
         yield location.get("path")
     for item in tool.content or []:
@@ -119,7 +119,7 @@ def _named_paths(tool: ToolCallRef) -> Iterator[Any]:
             yield tool.raw_input.get(key)
 
 
-def named_locations(tool: ToolCallRef, cwd: Path | None = None) -> tuple[str, ...]:
+def named_locations(tool: ToolCallUpdate, cwd: Path | None = None) -> tuple[str, ...]:
     """Every path a tool call names, made absolute against ``cwd``, without duplicates."""
     found: dict[str, None] = {}
     for value in _named_paths(tool):

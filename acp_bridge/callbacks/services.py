@@ -25,7 +25,6 @@ from acp_bridge.protocol import (
     ClientCapabilities,
     FsCapabilities,
     RequestPermissionParams,
-    ToolCallRef,
     ToolCallUpdate,
 )
 from acp_bridge.sandbox import Roots
@@ -120,7 +119,7 @@ class ClientServices:
     async def request_permission(self, **params: Any) -> dict[str, Any]:
         request = RequestPermissionParams.model_validate(params)
         if self._on_tool_call is not None:
-            self._on_tool_call(_as_update(request.tool_call))
+            self._on_tool_call(request.tool_call)
         cancelled = self.signals.cancelled
         if cancelled.is_set():
             return self._decided(self.policy.record_cancelled(request))
@@ -186,7 +185,3 @@ def _describe(method: str, params: dict[str, Any]) -> tuple[str, str, tuple[str,
     path = str(params.get("path", ""))
     verb = "Read" if method == "fs/read_text_file" else "Write"
     return f"{verb} {path}", path, (path,) if path else ()
-
-
-def _as_update(ref: ToolCallRef) -> ToolCallUpdate:
-    return ToolCallUpdate.model_validate(ref.model_dump(by_alias=False))

@@ -7,32 +7,9 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from acp_bridge.jsonrpc import JsonRpcConnection
-
-
-class ChunkStream(ByteReceiveStream):
-    """Agent stdout that yields the given chunks, then EOF."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = list(chunks)
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        if not self._chunks:
-            raise anyio.EndOfStream
-        return self._chunks.pop(0)
-
-    async def aclose(self) -> None:
-        self._chunks.clear()
-
-
-class NullSink(ByteSendStream):
-    async def send(self, item: bytes) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        return None
+from tests.helpers import ChunkStream, NullSink
 
 
 def update(text: str) -> bytes:

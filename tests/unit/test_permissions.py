@@ -19,7 +19,7 @@ from acp_bridge.callbacks.permissions import (
 from acp_bridge.callbacks.services import ClientServices
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import EventSink
-from acp_bridge.protocol import PermissionOption, RequestPermissionParams, ToolCallRef
+from acp_bridge.protocol import PermissionOption, RequestPermissionParams, ToolCallUpdate
 from acp_bridge.sandbox import Roots
 from acp_bridge.session import TurnSignals
 
@@ -115,7 +115,7 @@ async def test_modes(
 async def test_locations_come_from_diffs_and_raw_input_too(roots: Roots) -> None:
     ws = roots.write[0]
     # fast-agent names the file only in rawInput; gemini also in a diff.
-    tool = ToolCallRef.model_validate(
+    tool = ToolCallUpdate.model_validate(
         {
             "toolCallId": "c",
             "rawInput": {"path": "rel.txt", "file_path": f"{ws}/x.txt", "content": "…"},

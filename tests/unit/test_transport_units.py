@@ -15,21 +15,7 @@ from acp_bridge.events import EventSink
 from acp_bridge.jsonrpc import JsonRpcConnection, RpcFailure
 from acp_bridge.session import TurnCollector
 from acp_bridge.transcript import Transcript
-
-
-class ChunkStream:
-    """A ByteReceiveStream that returns the given chunks, then EOF."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self._chunks = list(chunks)
-
-    async def receive(self, max_bytes: int = 65536) -> bytes:
-        if not self._chunks:
-            raise anyio.EndOfStream
-        return self._chunks.pop(0)
-
-    async def aclose(self) -> None:
-        return None
+from tests.helpers import ChunkStream
 
 
 class Sink:

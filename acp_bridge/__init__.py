@@ -8,11 +8,15 @@ starts without loading pydantic.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from acp_bridge._version import __version__
 
+# Not typing.TYPE_CHECKING: importing typing costs the demo agent (a submodule, so this file
+# runs first) ~12 ms of start-up. Type checkers treat this name the same way.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from acp_bridge.acp_spawn import acp_spawn, acp_spawn_sync
     from acp_bridge.ask import ask, ask_sync
     from acp_bridge.bash import CommandResult, bash, bash_sync

@@ -21,6 +21,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from acp_bridge import yamlcache
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
 
 DataPath = tuple[str | int, ...]
@@ -61,15 +62,24 @@ class YamlDocument:
 
 
 def load_yaml(path: Path) -> YamlDocument:
-    """Parse ``path``; a read or syntax error becomes a :class:`ConfigError` with position."""
+    """Parse ``path``; a read or syntax error becomes a :class:`ConfigError` with position.
+
+    An unchanged file is served from the parse cache (see yamlcache.py)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
+        cached = yamlcache.load(path, content)
+        if cached is not None:
+            data, values, keys = cached
+            return YamlDocument(path=path, data=data, values=values, keys=keys)
+        text = content.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(
             [Problem(f"cannot read file: {reason}", SourceLocation(path, 1, 1))]
         ) from exc
-    return parse_yaml(text, path)
+    doc = parse_yaml(text, path)
+    yamlcache.store(path, content, doc.data, doc.values, doc.keys)
+    return doc
 
 
 def parse_yaml(text: str, path: Path) -> YamlDocument:

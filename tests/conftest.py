@@ -108,6 +108,21 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
     assert not leaked, f"processes left behind: {leaked}"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_state_and_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Transcripts and the YAML parse cache of the whole run (child processes included) go
+    to the run's own folders, never to the user's."""
+    saved = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts at the host level, even when the suite itself runs inside a

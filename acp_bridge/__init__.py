@@ -17,10 +17,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from acp_bridge.acp_spawn import acp_spawn, acp_spawn_sync
-    from acp_bridge.ask import ask, ask_sync
-    from acp_bridge.bash import CommandResult, bash, bash_sync
-    from acp_bridge.callbacks.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._entries.acp_agent import acp_spawn, acp_spawn_sync
+    from acp_bridge._entries.host import ask, ask_sync
+    from acp_bridge._entries.inner import spawn, spawn_sync
+    from acp_bridge._entries.shell import CommandResult, bash, bash_sync
+    from acp_bridge._entries.tools import Tool, ToolRegistry
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, load_config
     from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult
     from acp_bridge.errors import (
@@ -44,19 +46,17 @@ if TYPE_CHECKING:
         UnknownProfileError,
     )
     from acp_bridge.events import Event, EventHandler
-    from acp_bridge.spawn import spawn, spawn_sync
-    from acp_bridge.tools import Tool, ToolRegistry
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "acp_bridge.acp_spawn": ("acp_spawn", "acp_spawn_sync"),
-    "acp_bridge.ask": ("ask", "ask_sync"),
-    "acp_bridge.bash": ("CommandResult", "bash", "bash_sync"),
-    "acp_bridge.callbacks.permissions": ("PermissionHook", "PermissionQuestion"),
+    "acp_bridge._entries.acp_agent": ("acp_spawn", "acp_spawn_sync"),
+    "acp_bridge._entries.host": ("ask", "ask_sync"),
+    "acp_bridge._entries.shell": ("CommandResult", "bash", "bash_sync"),
+    "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "load_config"),
     "acp_bridge.envelope": ("Meta", "SchemaRegistry", "SubtaskResult"),
     "acp_bridge.events": ("Event", "EventHandler"),
-    "acp_bridge.spawn": ("spawn", "spawn_sync"),
-    "acp_bridge.tools": ("Tool", "ToolRegistry"),
+    "acp_bridge._entries.inner": ("spawn", "spawn_sync"),
+    "acp_bridge._entries.tools": ("Tool", "ToolRegistry"),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ModelError",

@@ -9,7 +9,7 @@ Three commands, run in turn round after round (A B C A B C …) after one warm-u
 - ``bridge``: ``acp-bridge run demo "Reply with exactly OK"`` (spawns the bundled demo agent,
   handshake, one turn, shutdown, envelope on stdout; transcripts on, as by default);
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
-  ``acpx --agent "<python> -m acp_bridge.demo_agent" --format quiet --approve-all exec …``.
+  ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``.
 
 Each run is a child process reaped with ``os.wait4``, so its user+sys CPU and peak RSS are
 the kernel's own accounting (descendants included). Output is checked: the bridge must print
@@ -159,7 +159,7 @@ def main() -> int:
             "bridge": ([str(bridge), "run", "demo", TASK], check_bridge),
         }
         if acpx:
-            agent = f"{python} -m acp_bridge.demo_agent"
+            agent = f"{python} -m acp_bridge._demo_agent"
             argv = [acpx, "--agent", agent, "--format", "quiet", "--approve-all", "exec", TASK]
             commands["acpx"] = (argv, check_acpx)
         else:

@@ -217,9 +217,9 @@ def run_bridge(n: int, transcripts: bool) -> None:
     """acp_spawn, in-process, exactly as a host calls it."""
     import anyio
 
-    from acp_bridge.acp_spawn import acp_spawn
+    from acp_bridge._acp.session import AcpSession
+    from acp_bridge._entries.acp_agent import acp_spawn
     from acp_bridge.config import load_config
-    from acp_bridge.session import AcpSession
 
     # The envelope has no per-phase timing, so the prompt turn is timed by wrapping the
     # session's prompt method (from session/prompt sent to its reply, updates included).

@@ -25,9 +25,9 @@ from typing import Any
 
 import anyio
 
-from acp_bridge.callbacks.terminals import TerminalService
+from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._os.roots import Roots, constructed_env
 from acp_bridge.config import TerminalSettings
-from acp_bridge.sandbox import Roots, constructed_env
 
 BLOCK = "aé€😀".encode()
 END = b"abcd"

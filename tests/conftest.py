@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge.acp_spawn import acp_spawn
+from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._entries.runner import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.subtasks import DEPTH_ENV, MAX_DEPTH_ENV
 from tests.helpers import kill_quietly, read_pids
 
 AGENTS = Path(__file__).parent / "agents"

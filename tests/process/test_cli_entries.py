@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from acp_bridge._entries.runner import DEPTH_ENV
+from acp_bridge._loop.passthrough import call_tool_directive as call
 from acp_bridge.cli import main
-from acp_bridge.passthrough import call_tool_directive as call
-from acp_bridge.subtasks import DEPTH_ENV
 from tests.helpers import read_pids, wait_all_dead
 
 pytestmark = pytest.mark.usefixtures("isolated_config")

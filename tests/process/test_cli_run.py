@@ -19,7 +19,7 @@ def start_cli(
         {
             "demo2": {
                 "command": sys.executable,
-                "args": ["-m", "acp_bridge.demo_agent"],
+                "args": ["-m", "acp_bridge._demo_agent"],
                 "timeouts": {"run": timeout or 60},
             }
         }

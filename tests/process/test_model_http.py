@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from acp_bridge.ask import ask
+from acp_bridge._entries.host import ask
+from acp_bridge._entries.inner import spawn
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
-from acp_bridge.spawn import spawn
 from tests.fake_openai import fake_openai, text, tool_call
 from tests.helpers import ECHO_SCHEMA, run_bounded
 

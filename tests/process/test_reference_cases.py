@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from acp_bridge.ask import ask
+from acp_bridge._entries.host import ask
+from acp_bridge._loop.passthrough import parse_prompt
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.passthrough import parse_prompt
-from acp_bridge.smoke.expect import check
-from acp_bridge.smoke.suite import load_suite
+from acp_bridge.smoke._expect import check
+from acp_bridge.smoke._suite import load_suite
 from tests.helpers import run_bounded
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

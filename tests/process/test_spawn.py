@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from acp_bridge._entries.inner import spawn, spawn_sync
+from acp_bridge._entries.runner import DEPTH_ENV
+from acp_bridge._entries.tools import ToolRegistry
+from acp_bridge._loop.passthrough import call_tool_directive as call
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event
-from acp_bridge.passthrough import call_tool_directive as call
-from acp_bridge.spawn import spawn, spawn_sync
-from acp_bridge.subtasks import DEPTH_ENV
-from acp_bridge.tools import ToolRegistry
 from tests.helpers import ECHO_SCHEMA, read_pids, run_bounded, wait_all_dead
 
 

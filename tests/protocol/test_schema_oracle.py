@@ -97,7 +97,7 @@ def test_demo_agent_conversation_validates(harness: AgentHarness) -> None:
         {
             "demo": {
                 "command": sys.executable,
-                "args": ["-m", "acp_bridge.demo_agent"],
+                "args": ["-m", "acp_bridge._demo_agent"],
                 "session": {"mode": "careful", "config_options": {"style": "shouty"}},
             }
         }

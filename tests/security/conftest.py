@@ -15,13 +15,13 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge.callbacks.files import FileService
-from acp_bridge.callbacks.terminals import TerminalService
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import INVALID_PARAMS
+from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._os.roots import Roots, constructed_env
 from acp_bridge.config import TerminalSettings
 from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import INVALID_PARAMS
-from acp_bridge.sandbox import Roots, constructed_env
 
 SECRET = "TOP SECRET: outside the roots\n"
 

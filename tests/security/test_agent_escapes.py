@@ -17,10 +17,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge.acp_spawn import acp_spawn
+from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._os.reaper import marked_processes
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.reaper import marked_processes
 
 from .conftest import SECRET, World, alive
 

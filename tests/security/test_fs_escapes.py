@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from acp_bridge.callbacks import files as files_module
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import RESOURCE_NOT_FOUND
-from acp_bridge.sandbox import Roots
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import RESOURCE_NOT_FOUND
+from acp_bridge._acp.services import files as files_module
+from acp_bridge._os.roots import Roots
 
 from .conftest import SECRET, World, call, refused
 

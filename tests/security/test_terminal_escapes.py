@@ -11,14 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge.callbacks import terminals as terminals_module
-from acp_bridge.callbacks.terminals import TERMINAL_MARKER_ENV, TerminalService
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from acp_bridge._acp.services import terminals as terminals_module
+from acp_bridge._acp.services.terminals import TERMINAL_MARKER_ENV, TerminalService
+from acp_bridge._entries.runner import DEPTH_ENV
+from acp_bridge._os.reaper import marked_processes
+from acp_bridge._os.roots import constructed_env
 from acp_bridge.events import Event, EventSink
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import INVALID_PARAMS, RESOURCE_NOT_FOUND
-from acp_bridge.reaper import marked_processes
-from acp_bridge.sandbox import constructed_env
-from acp_bridge.subtasks import DEPTH_ENV
 
 from .conftest import World, alive, call, refused, run_command, terminals
 

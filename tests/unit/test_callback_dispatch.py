@@ -6,10 +6,10 @@ from pathlib import Path
 
 import anyio
 
-from acp_bridge.callbacks.files import FileService
-from acp_bridge.jsonrpc import dispatch_request
-from acp_bridge.protocol import INVALID_PARAMS
-from acp_bridge.sandbox import Roots
+from acp_bridge._acp.connection import dispatch_request
+from acp_bridge._acp.schema import INVALID_PARAMS
+from acp_bridge._acp.services.files import FileService
+from acp_bridge._os.roots import Roots
 
 
 def test_malformed_params_are_invalid_params(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_bridge.capture import HeadTail
+from acp_bridge._os.buffers import HeadTail
 
 
 def test_short_output_is_kept_whole() -> None:

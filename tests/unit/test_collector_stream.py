@@ -6,8 +6,8 @@ import json
 import tracemalloc
 from typing import Any
 
+from acp_bridge._acp.session import TurnCollector
 from acp_bridge.events import Event, EventSink
-from acp_bridge.session import TurnCollector
 
 
 def chunk(text: str, message_id: str | None = None) -> dict[str, Any]:

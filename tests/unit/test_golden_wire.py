@@ -4,7 +4,7 @@
 interop tests with ``ACP_BRIDGE_RECORD_GOLDEN=1``; see tests/interop/harness.py). File names
 say what each is: ``<method>.reply[.<stopReason>].json``, ``<method>[.<tool kind>].request.json``
 or ``session-update.<kind>.json``. Each one is read with the bridge's own types
-(``acp_bridge.protocol``; updates through ``TurnCollector``) and, as an oracle, with the
+(``acp_bridge._acp.schema``; updates through ``TurnCollector``) and, as an oracle, with the
 official SDK's ``acp.schema`` models.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from acp_bridge import protocol
+from acp_bridge._acp import schema as protocol
+from acp_bridge._acp.session import TurnCollector, parse_reply
 from acp_bridge.events import EventSink
-from acp_bridge.session import TurnCollector, parse_reply
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "wire"
 FILES = sorted(GOLDEN.glob("*/*.json"))

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge.jsonrpc import JsonRpcConnection
+from acp_bridge._acp.connection import JsonRpcConnection
 from tests.helpers import ChunkStream, NullSink
 
 

@@ -6,9 +6,9 @@ import pytest
 from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 
+from acp_bridge._loop.models import NO_KEY, build_model, choose_model
 from acp_bridge.config import Config
 from acp_bridge.errors import ConfigError
-from acp_bridge.llm import NO_KEY, build_model, choose_model
 
 
 def models(data: dict[str, object]) -> Config:

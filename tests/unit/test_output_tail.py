@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from acp_bridge.callbacks import terminals
-from acp_bridge.callbacks.terminals import OutputTail, shell_argv
+from acp_bridge._acp.services import terminals
+from acp_bridge._acp.services.terminals import OutputTail, shell_argv
 
 SAMPLE = "aé€😀"  # 1, 2, 3 and 4 bytes in UTF-8
 

@@ -7,13 +7,13 @@ import json
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge.errors import ModelError
-from acp_bridge.passthrough import (
+from acp_bridge._loop.passthrough import (
     Directive,
     call_tool_directive,
     parse_prompt,
     unwrap_tool_result,
 )
+from acp_bridge.errors import ModelError
 
 
 def test_directives_are_lines_in_order() -> None:

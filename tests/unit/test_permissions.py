@@ -9,19 +9,19 @@ import anyio
 import pytest
 from acp.schema import RequestPermissionResponse
 
-from acp_bridge.callbacks.permissions import (
+from acp_bridge._acp.schema import PermissionOption, RequestPermissionParams, ToolCallUpdate
+from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.services.permissions import (
     PermissionHook,
     PermissionPolicy,
     PermissionQuestion,
     choose_option,
     named_locations,
 )
-from acp_bridge.callbacks.services import ClientServices
+from acp_bridge._acp.session import TurnSignals
+from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import EventSink
-from acp_bridge.protocol import PermissionOption, RequestPermissionParams, ToolCallUpdate
-from acp_bridge.sandbox import Roots
-from acp_bridge.session import TurnSignals
 
 pytestmark = pytest.mark.anyio
 

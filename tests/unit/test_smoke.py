@@ -13,10 +13,10 @@ import xmlschema
 from acp_bridge import envelope
 from acp_bridge.envelope import Meta, PermissionRecord
 from acp_bridge.errors import ConfigError, ErrorCode
-from acp_bridge.smoke.expect import check, subset_mismatch
-from acp_bridge.smoke.report import RunInfo, json_report, junit_xml, summary_lines
-from acp_bridge.smoke.runner import CaseOutcome
-from acp_bridge.smoke.suite import Expect, expand, load_suite
+from acp_bridge.smoke._expect import check, subset_mismatch
+from acp_bridge.smoke._report import RunInfo, json_report, junit_xml, summary_lines
+from acp_bridge.smoke._runner import CaseOutcome
+from acp_bridge.smoke._suite import Expect, expand, load_suite
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "smoke"

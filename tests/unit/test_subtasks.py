@@ -6,14 +6,14 @@ import anyio
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge.errors import ConfigError, ErrorCode, RunTimeout
-from acp_bridge.subtasks import (
+from acp_bridge._entries.runner import (
     DEPTH_ENV,
     SubtaskContext,
     current_depth,
     run_subtask,
     subtask_level,
 )
+from acp_bridge.errors import ConfigError, ErrorCode, RunTimeout
 
 
 def test_depth_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,8 +79,8 @@ def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_limit_travels_and_cannot_be_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge.sandbox import constructed_env
-    from acp_bridge.subtasks import MAX_DEPTH_ENV
+    from acp_bridge._entries.runner import MAX_DEPTH_ENV
+    from acp_bridge._os.roots import constructed_env
 
     monkeypatch.delenv(DEPTH_ENV, raising=False)
     monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
+from acp_bridge._entries.runner import subtask_level
+from acp_bridge._entries.tools import ToolRegistry, json_parameters
 from acp_bridge.config import load_config
 from acp_bridge.errors import ConfigError, ErrorCode
-from acp_bridge.subtasks import subtask_level
-from acp_bridge.tools import ToolRegistry, json_parameters
 from tests.helpers import default_config, run_bounded
 
 
@@ -208,7 +208,7 @@ def test_acp_spawn_tool_checks_depth_first_and_says_when_it_is_absent(tmp_path: 
     assert refused["meta"]["error_code"] == ErrorCode.DEPTH_LIMIT
     assert refused["meta"]["entry"] == "acp_spawn" and refused["meta"]["agent"] == "demo"
     try:
-        import acp_bridge.acp_spawn  # noqa: F401
+        import acp_bridge._entries.acp_agent  # noqa: F401
     except ModuleNotFoundError:
         absent = json.loads(run_bounded(registry.call, "acp_spawn", args))
         assert absent["status"] == "failed" and "not available" in absent["error"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from acp_bridge.transcript import Transcript
+from acp_bridge._acp.transcript import Transcript
 
 
 def test_the_four_line_shapes(tmp_path: Path) -> None:

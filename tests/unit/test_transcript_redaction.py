@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from acp_bridge.transcript import Transcript
+from acp_bridge._acp.transcript import Transcript
 
 
 def lines_of(path: Path) -> list[dict[str, object]]:

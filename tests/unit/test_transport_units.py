@@ -10,11 +10,11 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from acp_bridge._acp.connection import JsonRpcConnection, RpcFailure
+from acp_bridge._acp.session import TurnCollector
+from acp_bridge._acp.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, AgentRequestError, ProtocolError
 from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import JsonRpcConnection, RpcFailure
-from acp_bridge.session import TurnCollector
-from acp_bridge.transcript import Transcript
 from tests.helpers import ChunkStream
 
 

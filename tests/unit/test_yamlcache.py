@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge import yamlsource
+from acp_bridge.config import _yaml as yamlsource
+from acp_bridge.config._yaml import load_yaml
 from acp_bridge.errors import ConfigError
-from acp_bridge.yamlsource import load_yaml
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acp_bridge.smoke.runner import CaseOutcome
+from acp_bridge.smoke._runner import CaseOutcome
 
 
 @dataclass(frozen=True)

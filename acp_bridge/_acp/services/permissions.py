@@ -49,17 +49,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from acp_bridge.config import PermissionRule, Permissions
-from acp_bridge.envelope import PermissionRecord
-from acp_bridge.errors import SandboxViolation
-from acp_bridge.protocol import (
+from acp_bridge._acp.schema import (
     PERMISSION_CANCELLED,
     PermissionOption,
     RequestPermissionParams,
     ToolCallUpdate,
     permission_selected,
 )
-from acp_bridge.sandbox import Roots
+from acp_bridge._os.roots import Roots
+from acp_bridge.config import PermissionRule, Permissions
+from acp_bridge.envelope import PermissionRecord
+from acp_bridge.errors import SandboxViolation
 
 Verdict = Literal["allow", "reject", "ask"]
 LOOKING_KINDS = frozenset({"read", "search"})

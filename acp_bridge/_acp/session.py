@@ -24,18 +24,8 @@ from typing import Any, Literal, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge.config import AgentProfile
-from acp_bridge.envelope import ToolCallRecord
-from acp_bridge.errors import (
-    AgentRequestError,
-    AuthRequiredError,
-    ProtocolError,
-    RunCancelled,
-    RunTimeout,
-)
-from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import JsonRpcConnection, PendingRequest, Response
-from acp_bridge.protocol import (
+from acp_bridge._acp.connection import JsonRpcConnection, PendingRequest, Response
+from acp_bridge._acp.schema import (
     AUTH_REQUIRED,
     PROTOCOL_VERSION,
     AuthenticateParams,
@@ -61,6 +51,16 @@ from acp_bridge.protocol import (
     ToolCallUpdate,
     UsageUpdate,
 )
+from acp_bridge.config import AgentProfile
+from acp_bridge.envelope import ToolCallRecord
+from acp_bridge.errors import (
+    AgentRequestError,
+    AuthRequiredError,
+    ProtocolError,
+    RunCancelled,
+    RunTimeout,
+)
+from acp_bridge.events import EventSink
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

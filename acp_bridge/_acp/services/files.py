@@ -30,17 +30,17 @@ from typing import Any
 
 import anyio
 
-from acp_bridge.envelope import RefusalRecord
-from acp_bridge.errors import SandboxViolation
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import (
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
     ReadTextFileParams,
     WriteTextFileParams,
 )
-from acp_bridge.sandbox import Resolved, Roots
+from acp_bridge._os.roots import Resolved, Roots
+from acp_bridge.envelope import RefusalRecord
+from acp_bridge.errors import SandboxViolation
 
 READ_CHUNK = 1 << 16
 RACE_RETRIES = 3  # a file swapped between check and open: look again, then refuse

@@ -15,10 +15,16 @@ from typing import Any
 
 import anyio
 
+from acp_bridge._acp.agent_process import AgentProcess
+from acp_bridge._acp.connection import JsonRpcConnection
+from acp_bridge._acp.schema import KNOWN_STOP_REASONS, Implementation
+from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.services.permissions import PermissionHook
+from acp_bridge._acp.session import AcpSession, TurnCollector, TurnOutcome, TurnSignals, turn_error
+from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
+from acp_bridge._entries.runner import SubtaskContext, run_configured
+from acp_bridge._os.roots import Roots, constructed_env
 from acp_bridge._version import __version__
-from acp_bridge.agent_process import AgentProcess
-from acp_bridge.callbacks.permissions import PermissionHook
-from acp_bridge.callbacks.services import ClientServices
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.envelope import (
     Meta,
@@ -38,12 +44,6 @@ from acp_bridge.errors import (
     RunTimeout,
 )
 from acp_bridge.events import EventHandler, EventSink
-from acp_bridge.jsonrpc import JsonRpcConnection
-from acp_bridge.protocol import KNOWN_STOP_REASONS, Implementation
-from acp_bridge.sandbox import Roots, constructed_env
-from acp_bridge.session import AcpSession, TurnCollector, TurnOutcome, TurnSignals, turn_error
-from acp_bridge.subtasks import SubtaskContext, run_configured
-from acp_bridge.transcript import Transcript, default_transcript_dir, prune
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
 

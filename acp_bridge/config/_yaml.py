@@ -21,7 +21,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from acp_bridge import yamlcache
+from acp_bridge.config import _yamlcache as yamlcache
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
 
 DataPath = tuple[str | int, ...]

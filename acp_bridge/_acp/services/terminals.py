@@ -35,21 +35,21 @@ from typing import Any
 import anyio
 from anyio.abc import Process, TaskGroup
 
-from acp_bridge.config import TerminalSettings
-from acp_bridge.envelope import RefusalRecord, TerminalRecord
-from acp_bridge.errors import SandboxViolation
-from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import (
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
     CreateTerminalParams,
     TerminalIdParams,
 )
-from acp_bridge.reaper import kill_marked
-from acp_bridge.sandbox import Roots
-from acp_bridge.subtasks import DEPTH_ENV
+from acp_bridge._entries.runner import DEPTH_ENV
+from acp_bridge._os.reaper import kill_marked
+from acp_bridge._os.roots import Roots
+from acp_bridge.config import TerminalSettings
+from acp_bridge.envelope import RefusalRecord, TerminalRecord
+from acp_bridge.errors import SandboxViolation
+from acp_bridge.events import EventSink
 
 TERMINAL_MARKER_ENV = "ACP_BRIDGE_TERMINAL"
 KILL_GRACE = 2.0

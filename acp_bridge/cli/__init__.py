@@ -114,7 +114,7 @@ def _shown_value(path: tuple[str | int, ...], value: Any, from_env: bool) -> Any
 
 
 def cmd_profiles_show(args: argparse.Namespace) -> int:
-    from acp_bridge.yamlsource import field_name
+    from acp_bridge.config._yaml import field_name
 
     loaded = _load(args)
     resolved = loaded.profiles.get(args.name)
@@ -349,7 +349,7 @@ def _names(raw: str | None) -> list[str] | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from acp_bridge.acp_spawn import acp_spawn
+    from acp_bridge._entries.acp_agent import acp_spawn
 
     task = _read_task(args.task)
     return _run_entry(
@@ -363,7 +363,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
-    from acp_bridge.bash import bash
+    from acp_bridge._entries.shell import bash
 
     command = " ".join(args.command)  # like ssh: the words make one shell line
     return _run_entry(
@@ -375,7 +375,7 @@ def cmd_bash(args: argparse.Namespace) -> int:
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
-    from acp_bridge.spawn import spawn
+    from acp_bridge._entries.inner import spawn
 
     tools = _names(args.tools) or []
     return _run_entry(
@@ -393,7 +393,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from acp_bridge.ask import ask
+    from acp_bridge._entries.host import ask
 
     tools = _names(args.tools)
     return _run_entry(
@@ -407,7 +407,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from acp_bridge.tools import ToolRegistry
+    from acp_bridge._entries.tools import ToolRegistry
 
     registry = ToolRegistry(_load(args))
     wanted = _names(args.tools)
@@ -484,9 +484,9 @@ class _SmokeProgress:
 def cmd_smoke(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from acp_bridge.smoke import report
-    from acp_bridge.smoke.runner import SmokeRunner, SmokeSettings
-    from acp_bridge.smoke.suite import expand, load_suite
+    from acp_bridge.smoke import _report as report
+    from acp_bridge.smoke._runner import SmokeRunner, SmokeSettings
+    from acp_bridge.smoke._suite import expand, load_suite
 
     suites = [load_suite(path) for path in args.suites]
     runs, filtered = expand(suites, _names(args.agents))
@@ -547,7 +547,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_agent(args: argparse.Namespace) -> int:
-    from acp_bridge.demo_agent import main as demo_main
+    from acp_bridge._demo_agent import main as demo_main
 
     return demo_main()
 

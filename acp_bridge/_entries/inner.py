@@ -18,12 +18,12 @@ from typing import Any
 
 import anyio
 
+from acp_bridge._entries.runner import SubtaskContext, run_configured
+from acp_bridge._entries.tools import ToolRegistry
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SchemaRegistry, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import EventHandler, EventSink
-from acp_bridge.subtasks import SubtaskContext, run_configured
-from acp_bridge.tools import ToolRegistry
 
 
 async def spawn(
@@ -50,8 +50,13 @@ async def spawn(
 
     async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
         # Here, not at module top: this is the import that costs over a second.
-        from acp_bridge.llm import choose_model
-        from acp_bridge.loop import WORKER_INSTRUCTIONS, LoopTask, run_selected, selection_meta
+        from acp_bridge._loop.model_loop import (
+            WORKER_INSTRUCTIONS,
+            LoopTask,
+            run_selected,
+            selection_meta,
+        )
+        from acp_bridge._loop.models import choose_model
 
         parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(wanted, nesting=False)

@@ -31,7 +31,10 @@ from typing import Any, Literal, get_type_hints
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acp_bridge.callbacks.files import FileService
+from acp_bridge._acp.connection import RpcFailure
+from acp_bridge._acp.schema import RESOURCE_NOT_FOUND
+from acp_bridge._acp.services.files import FileService
+from acp_bridge._os.roots import Roots
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
@@ -40,9 +43,6 @@ from acp_bridge.errors import (
     SandboxViolation,
 )
 from acp_bridge.events import EventHandler, ObserveProfile
-from acp_bridge.jsonrpc import RpcFailure
-from acp_bridge.protocol import RESOURCE_NOT_FOUND
-from acp_bridge.sandbox import Roots
 
 log = logging.getLogger("acp_bridge")
 
@@ -354,7 +354,7 @@ class AcpSpawnArgs(_Args):
 
 
 async def _bash_tool(args: BashArgs, tools: ToolRegistry) -> str:
-    from acp_bridge.bash import bash
+    from acp_bridge._entries.shell import bash
 
     cwd = tools.inside(args.cwd or ".")
     if args.run_in_subtask:
@@ -417,7 +417,9 @@ async def _write_file_tool(args: WriteFileArgs, tools: ToolRegistry) -> str:
 
 
 async def _spawn_tool(args: SpawnArgs, tools: ToolRegistry) -> str:
-    from acp_bridge.spawn import spawn  # the local-loop path; it loads pydantic-ai when run
+    from acp_bridge._entries.inner import (
+        spawn,
+    )  # the local-loop path; it loads pydantic-ai when run
 
     result = await spawn(
         args.task,
@@ -440,7 +442,7 @@ def _spawn_spec(schema: dict[str, Any], tools: ToolRegistry) -> None:
 async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolRegistry) -> str:
     # Imported here: the ACP client loads only when a model really delegates to an agent.
     # acp_spawn applies the depth limit itself, like every entry path.
-    from acp_bridge.acp_spawn import acp_spawn
+    from acp_bridge._entries.acp_agent import acp_spawn
 
     result = await acp_spawn(
         args.agent,

@@ -29,13 +29,13 @@ from typing import Any, Literal, TypedDict, Unpack, overload
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
-from acp_bridge.capture import HeadTail
+from acp_bridge._entries.runner import SubtaskContext, current_depth, run_configured
+from acp_bridge._os.buffers import HeadTail
+from acp_bridge._os.roots import constructed_env
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult, bash_result
 from acp_bridge.errors import ConfigError
 from acp_bridge.events import EventHandler, EventSink
-from acp_bridge.sandbox import constructed_env
-from acp_bridge.subtasks import SubtaskContext, current_depth, run_configured
 
 TIMEOUT_EXIT_CODE = 124
 NOT_STARTED_EXIT_CODE = -1

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.smoke.suite import Expect, FileExpect, PermissionExpect
+from acp_bridge.smoke._suite import Expect, FileExpect, PermissionExpect
 
 _CLIP = 200
 

@@ -14,7 +14,7 @@ paths are relative to the session cwd. The session offers two modes (``default``
 ``careful``: asks permission even to read) and one config option ``style``
 (``plain`` | ``shouty``).
 
-Run it as ``acp-bridge demo-agent`` or ``python -m acp_bridge.demo_agent``. Threads, not
+Run it as ``acp-bridge demo-agent`` or ``python -m acp_bridge._demo_agent``. Threads, not
 asyncio: importing asyncio (and with it ssl) would double the agent's start-up time.
 """
 

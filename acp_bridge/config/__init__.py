@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, load_yaml, validate_located
 from acp_bridge.errors import (
     ConfigError,
     Problem,
@@ -41,11 +42,10 @@ from acp_bridge.errors import (
     SourceLocation,
     UnknownProfileError,
 )
-from acp_bridge.yamlsource import DataPath, YamlDocument, field_name, load_yaml, validate_located
 
 CONFIG_ENV = "ACP_BRIDGE_CONFIG"
 LOCAL_CONFIG_NAME = "acp-bridge.yaml"
-BUILTIN_PROFILES_DIR = Path(__file__).parent / "profiles"
+BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"
 PROFILE_SUFFIXES = (".yaml", ".yml")
 
 # --- models ---------------------------------------------------------------------------

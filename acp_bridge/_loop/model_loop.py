@@ -22,6 +22,8 @@ from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded, UserError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RunUsage, UsageLimits
 
+from acp_bridge._entries.tools import Selection, Tool, ToolRegistry
+from acp_bridge._loop.models import ModelChoice, build_model
 from acp_bridge.envelope import (
     Meta,
     SchemaRegistry,
@@ -43,8 +45,6 @@ from acp_bridge.errors import (
     TurnLimitError,
 )
 from acp_bridge.events import EventSink
-from acp_bridge.llm import ModelChoice, build_model
-from acp_bridge.tools import Selection, Tool, ToolRegistry
 
 WORKER_INSTRUCTIONS = """\
 You are a worker agent doing one subtask for a host. Use your tools when the task needs them; \

@@ -15,11 +15,11 @@ from typing import Any
 
 import anyio
 
+from acp_bridge._entries.runner import SubtaskContext, run_host
+from acp_bridge._entries.tools import ToolRegistry
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import EventHandler, EventSink
-from acp_bridge.subtasks import SubtaskContext, run_host
-from acp_bridge.tools import ToolRegistry
 
 
 async def ask(
@@ -39,8 +39,8 @@ async def ask(
     wanted = None if tools is None else list(tools)
 
     async def body(ctx: SubtaskContext) -> SubtaskResult:
-        from acp_bridge.llm import choose_model
-        from acp_bridge.loop import HOST_INSTRUCTIONS, LoopTask, run_selected
+        from acp_bridge._loop.model_loop import HOST_INSTRUCTIONS, LoopTask, run_selected
+        from acp_bridge._loop.models import choose_model
 
         loaded = config or (registry.config if registry else load_config())
         parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)

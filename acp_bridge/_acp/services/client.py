@@ -13,22 +13,22 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_bridge.callbacks.files import FileService
-from acp_bridge.callbacks.permissions import PermissionHook, PermissionLedger, PermissionPolicy
-from acp_bridge.callbacks.terminals import TerminalService
-from acp_bridge.config import AgentProfile
-from acp_bridge.envelope import RefusalRecord
-from acp_bridge.events import EventSink
-from acp_bridge.jsonrpc import RequestHandler, RpcFailure
-from acp_bridge.protocol import (
+from acp_bridge._acp.connection import RequestHandler, RpcFailure
+from acp_bridge._acp.schema import (
     INVALID_PARAMS,
     ClientCapabilities,
     FsCapabilities,
     RequestPermissionParams,
     ToolCallUpdate,
 )
-from acp_bridge.sandbox import Roots
-from acp_bridge.session import TurnSignals
+from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.permissions import PermissionHook, PermissionLedger, PermissionPolicy
+from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._acp.session import TurnSignals
+from acp_bridge._os.roots import Roots
+from acp_bridge.config import AgentProfile
+from acp_bridge.envelope import RefusalRecord
+from acp_bridge.events import EventSink
 
 
 class ClientServices:

@@ -23,8 +23,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from acp_bridge.config import StrictModel
+from acp_bridge.config._yaml import DataPath, field_name, load_yaml, validate_located
 from acp_bridge.errors import ConfigError, SourceLocation
-from acp_bridge.yamlsource import DataPath, field_name, load_yaml, validate_located
 
 EntryName = Literal["acp_spawn", "spawn", "bash", "ask"]
 _NEEDS_TASK = {"acp_spawn", "spawn", "ask"}

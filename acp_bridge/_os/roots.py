@@ -36,8 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from acp_bridge._entries.runner import DEPTH_ENV, MAX_DEPTH_ENV, inherited_max_depth
 from acp_bridge.errors import SandboxViolation
-from acp_bridge.subtasks import DEPTH_ENV, MAX_DEPTH_ENV, inherited_max_depth
 
 BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR")
 BASE_ENV_PREFIXES: tuple[str, ...] = ("LC_",)

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from acp_bridge._loop.passthrough import passthrough_model
 from acp_bridge.config import PASSTHROUGH_MODEL, ModelEntry, ModelsConfig
 from acp_bridge.errors import ConfigError
-from acp_bridge.passthrough import passthrough_model
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

@@ -28,14 +28,14 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from pydantic import ValidationError
 
+from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_PARAMS
+from acp_bridge._acp.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
-from acp_bridge.protocol import INTERNAL_ERROR, INVALID_PARAMS
-from acp_bridge.transcript import Transcript
 
 READ_SIZE = 1 << 18
 DEFAULT_MAX_LINE_BYTES = 64 << 20
 NON_JSON_SAMPLES = 3
-log = logging.getLogger("acp_bridge.jsonrpc")
+log = logging.getLogger("acp_bridge._acp.connection")
 
 UpdateCallback = Callable[[dict[str, Any]], None]
 NotificationCallback = Callable[[str, Any], None]

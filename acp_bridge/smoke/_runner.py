@@ -21,8 +21,8 @@ import anyio
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError
-from acp_bridge.smoke.expect import check
-from acp_bridge.smoke.suite import CaseRun
+from acp_bridge.smoke._expect import check
+from acp_bridge.smoke._suite import CaseRun
 
 Verdict = Literal["passed", "failed", "error", "skipped"]
 DEFAULT_CASE_TIMEOUT = 600.0
@@ -177,7 +177,7 @@ class SmokeRunner:
     ) -> Awaitable[SubtaskResult]:
         case, config, timeout = run.case, self.config, run.case.timeout
         if case.entry == "acp_spawn":
-            from acp_bridge.acp_spawn import acp_spawn
+            from acp_bridge._entries.acp_agent import acp_spawn
 
             assert run.agent is not None and case.task is not None
             return acp_spawn(
@@ -190,13 +190,13 @@ class SmokeRunner:
                 cancel=cancel,
             )
         if case.entry == "bash":
-            from acp_bridge.bash import bash
+            from acp_bridge._entries.shell import bash
 
             assert case.command is not None
             return bash(case.command, cwd=workspace, timeout=timeout, config=config)
         model = self.settings.model or case.model
         if case.entry == "spawn":
-            from acp_bridge.spawn import spawn
+            from acp_bridge._entries.inner import spawn
 
             assert case.task is not None
             return spawn(
@@ -208,7 +208,7 @@ class SmokeRunner:
                 config=config,
                 output_schema=case.output_schema,
             )
-        from acp_bridge.ask import ask
+        from acp_bridge._entries.host import ask
 
         assert case.task is not None
         return ask(

@@ -1,8 +1,21 @@
 """acp-bridge: hand a subtask to an isolated worker, get back one SubtaskResult envelope.
 
-The public API is what ``__all__`` lists; every other module is private. Names are loaded
-on first use, so ``import acp_bridge`` is cheap and the bundled demo agent (a submodule)
-starts without loading pydantic.
+The public API is what ``__all__`` lists; every module whose name starts with ``_`` is
+private. Names are loaded on first use, so ``import acp_bridge`` is cheap and the bundled
+demo agent (a submodule) starts without loading pydantic. No submodule is named like an
+exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
+before.
+
+Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
+
+    cli          the command line (the only place that prints)
+    smoke        suites, checks, reports
+    _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
+    _loop        the local model loop (everything that imports pydantic-ai)
+    _acp         the ACP client: schema, connection, router, process, session, services
+    config _os   configuration and profiles | processes, buffers, roots, env, redaction
+    envelope events _output   the envelope, live events, output_schema
+    errors       the BridgeError tree
 """
 
 from __future__ import annotations
@@ -17,14 +30,28 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from acp_bridge._acp.schema import PermissionOption
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
     from acp_bridge._entries.acp_agent import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.host import ask, ask_sync
     from acp_bridge._entries.inner import spawn, spawn_sync
     from acp_bridge._entries.shell import CommandResult, bash, bash_sync
-    from acp_bridge._entries.tools import Tool, ToolRegistry
-    from acp_bridge.config import AgentProfile, Config, LoadedConfig, load_config
-    from acp_bridge.envelope import Meta, SchemaRegistry, SubtaskResult
+    from acp_bridge._entries.table import EntryRequest, run_entry
+    from acp_bridge._entries.tools import ToolRegistry
+    from acp_bridge._loop.registry import Selection, Tool, ToolSet
+    from acp_bridge._output import SchemaRegistry
+    from acp_bridge.config import AgentProfile, Config, LoadedConfig, ToolKind, load_config
+    from acp_bridge.envelope import (
+        Entry,
+        Meta,
+        OutputKind,
+        PermissionRecord,
+        RefusalRecord,
+        Status,
+        SubtaskResult,
+        TerminalRecord,
+        ToolCallRecord,
+    )
     from acp_bridge.errors import (
         AgentError,
         AgentExitedError,
@@ -34,35 +61,46 @@ if TYPE_CHECKING:
         ConfigError,
         DepthLimitError,
         ErrorCode,
+        LimitExceeded,
         ModelError,
         OutputSchemaError,
+        Problem,
         ProfileError,
         ProtocolError,
         RunCancelled,
         RunTimeout,
         SandboxViolation,
+        SourceLocation,
         SpawnError,
         TurnLimitError,
         UnknownProfileError,
     )
-    from acp_bridge.events import Event, EventHandler
+    from acp_bridge.events import Event, EventHandler, EventKind, ObserveProfile
 
 _MODULES: dict[str, tuple[str, ...]] = {
+    "acp_bridge._acp.schema": ("PermissionOption",),
+    "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge._entries.acp_agent": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.host": ("ask", "ask_sync"),
-    "acp_bridge._entries.shell": ("CommandResult", "bash", "bash_sync"),
-    "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
-    "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "load_config"),
-    "acp_bridge.envelope": ("Meta", "SchemaRegistry", "SubtaskResult"),
-    "acp_bridge.events": ("Event", "EventHandler"),
     "acp_bridge._entries.inner": ("spawn", "spawn_sync"),
-    "acp_bridge._entries.tools": ("Tool", "ToolRegistry"),
+    "acp_bridge._entries.shell": ("CommandResult", "bash", "bash_sync"),
+    "acp_bridge._entries.table": ("EntryRequest", "run_entry"),
+    "acp_bridge._entries.tools": ("ToolRegistry",),
+    "acp_bridge._loop.registry": ("Selection", "Tool", "ToolSet"),
+    "acp_bridge._output": ("SchemaRegistry",),
+    "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
+    "acp_bridge.envelope": (
+        "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord", "Status",
+        "SubtaskResult", "TerminalRecord", "ToolCallRecord",
+    ),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ModelError",
-        "OutputSchemaError", "ProfileError", "ProtocolError", "RunCancelled", "RunTimeout",
-        "SandboxViolation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
+        "ModelError", "OutputSchemaError", "Problem", "ProfileError", "ProtocolError",
+        "RunCancelled", "RunTimeout", "SandboxViolation", "SourceLocation", "SpawnError",
+        "TurnLimitError", "UnknownProfileError",
     ),
+    "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -77,25 +115,42 @@ __all__ = [
     "Config",
     "ConfigError",
     "DepthLimitError",
+    "Entry",
+    "EntryRequest",
     "ErrorCode",
     "Event",
     "EventHandler",
+    "EventKind",
+    "LimitExceeded",
     "LoadedConfig",
     "Meta",
     "ModelError",
+    "ObserveProfile",
+    "OutputKind",
     "OutputSchemaError",
     "PermissionHook",
+    "PermissionOption",
     "PermissionQuestion",
+    "PermissionRecord",
+    "Problem",
     "ProfileError",
     "ProtocolError",
+    "RefusalRecord",
     "RunCancelled",
     "RunTimeout",
     "SandboxViolation",
     "SchemaRegistry",
+    "Selection",
+    "SourceLocation",
     "SpawnError",
+    "Status",
     "SubtaskResult",
+    "TerminalRecord",
     "Tool",
+    "ToolCallRecord",
+    "ToolKind",
     "ToolRegistry",
+    "ToolSet",
     "TurnLimitError",
     "UnknownProfileError",
     "__version__",
@@ -106,6 +161,7 @@ __all__ = [
     "bash",
     "bash_sync",
     "load_config",
+    "run_entry",
     "spawn",
     "spawn_sync",
 ]

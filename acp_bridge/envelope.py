@@ -1,33 +1,21 @@
 """The SubtaskResult envelope: the one JSON object every entry path returns (DESIGN §2).
 
 The first seven keys are a stable contract (they match the Mistermorph envelope);
-``meta`` is an open extension. This module also owns what ``output_schema`` means:
-turning a worker's answer into a JSON value and validating it against a registered
-JSON Schema.
+``meta`` is an open extension. What ``output_schema`` means (a JSON answer, validated) is in
+``_output.py``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import reprlib
 import secrets
-from collections.abc import Iterator, Mapping
-from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acp_bridge.errors import (
-    BridgeError,
-    ConfigError,
-    ErrorCode,
-    OutputSchemaError,
-)
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+from acp_bridge.errors import BridgeError, ErrorCode
 
 SUMMARY_LIMIT = 160
 BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
@@ -78,6 +66,7 @@ class TerminalRecord(BaseModel):
     exit_code: int | None = None
     signal: str | None = None
     truncated: bool = False
+    timed_out: bool = False
 
 
 class RefusalRecord(BaseModel):
@@ -107,6 +96,7 @@ class Meta(BaseModel):
     tool_calls: list[ToolCallRecord] | None = None
     terminals: list[TerminalRecord] | None = None
     files_changed: list[str] | None = None
+    files_read: list[str] | None = None
     refusals: list[RefusalRecord] | None = None
     stderr_tail: str | None = None
     transcript: str | None = None
@@ -257,149 +247,3 @@ def failed(
 def from_error(exc: BridgeError, **kwargs: Any) -> SubtaskResult:
     """The failed envelope for a library error (the entry points' catch-all)."""
     return failed(str(exc), exc.code, **kwargs)
-
-
-def bash_result(
-    *,
-    exit_code: int,
-    stdout: str,
-    stderr: str,
-    stdout_truncated: bool = False,
-    stderr_truncated: bool = False,
-    timeout_s: float | None = None,
-    start_error: str = "",
-    meta: Meta | None = None,
-    task_id: str | None = None,
-) -> SubtaskResult:
-    """The ``subtask.bash.result.v1`` envelope of one shell command (DESIGN §2).
-
-    Exit 0 is done; any other exit fails with ``bash exited with code N``; a timeout is
-    reported as exit code 124; a command that could not start as exit code -1.
-    """
-    output = {
-        "exit_code": exit_code,
-        "stdout_truncated": stdout_truncated,
-        "stderr_truncated": stderr_truncated,
-        "stdout": stdout,
-        "stderr": stderr,
-    }
-    common: dict[str, Any] = {
-        "output": output,
-        "output_kind": "json",
-        "output_schema": BASH_RESULT_SCHEMA,
-        "meta": meta,
-        "task_id": task_id,
-    }
-    if start_error:
-        return failed(f"bash could not start: {start_error}", ErrorCode.SPAWN_FAILED, **common)
-    if timeout_s is not None:
-        error = f"bash timed out after {timeout_s:g}s"
-        return failed(error, ErrorCode.TIMEOUT, **common)
-    if exit_code != 0:
-        error = f"bash exited with code {exit_code}"
-        return failed(error, ErrorCode.NONZERO_EXIT, **common)
-    return done(summary=first_line(stdout) or first_line(stderr) or "exit 0 (no output)", **common)
-
-
-# --- output_schema: JSON answers and their validation ---------------------------------
-
-_FENCE = re.compile(r"\A```[\w+.-]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
-
-
-def strip_code_fence(text: str) -> str:
-    """Surrounding whitespace and one enclosing Markdown code fence removed."""
-    text = text.strip()
-    match = _FENCE.match(text)
-    return match.group("body").strip() if match else text
-
-
-def structured_output_instruction(label: str, schema: Mapping[str, Any] | bool | None) -> str:
-    """What the worker is told when the caller wants JSON under ``label``."""
-    lines = [
-        "",
-        f"Answer with a single JSON value only (contract: {label}).",
-        "No prose, no explanation, no Markdown code fence.",
-    ]
-    if schema is not None:
-        lines.append("It must validate against this JSON Schema:")
-        lines.append(json.dumps(schema, ensure_ascii=False, indent=1))
-    return "\n".join(lines)
-
-
-class SchemaRegistry:
-    """Output-schema labels the operator mapped to JSON Schema files.
-
-    A label without a file is still a contract: the answer must be JSON, but its shape
-    is not checked. Schema files are read and checked once, on first use.
-    """
-
-    def __init__(self, files: Mapping[str, Path] | None = None) -> None:
-        self._files = dict(files or {})
-        self._validators: dict[str, Validator] = {}
-
-    @cached_property
-    def labels(self) -> list[str]:
-        return sorted(self._files)
-
-    def schema(self, label: str) -> Mapping[str, Any] | bool | None:
-        """The JSON Schema registered for ``label`` (a mapping, or a boolean schema), or None."""
-        validator = self._validator(label)
-        return None if validator is None else validator.schema
-
-    def _validator(self, label: str) -> Validator | None:
-        if label in self._validators:
-            return self._validators[label]
-        path = self._files.get(label)
-        if path is None:
-            return None
-        # Imported here: jsonschema costs ~80 ms and most runs never validate.
-        import jsonschema
-        from jsonschema.validators import validator_for
-
-        try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
-            cls = validator_for(schema)
-            cls.check_schema(schema)
-        except OSError as exc:
-            raise ConfigError(f"{path}: output schema {label!r}: cannot read: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{path}:{exc.lineno}:{exc.colno}: output schema {label!r}: "
-                f"not valid JSON: {exc.msg}"
-            ) from exc
-        except jsonschema.SchemaError as exc:
-            raise ConfigError(
-                f"{path}: output schema {label!r}: not a valid JSON Schema: {exc.message}"
-            ) from exc
-        validator: Validator = cls(schema)
-        self._validators[label] = validator
-        return validator
-
-    def validate(self, label: str, value: Any) -> None:
-        """Raise :class:`OutputSchemaError` when ``value`` breaks ``label``'s schema."""
-        validator = self._validator(label)
-        if validator is None:
-            return
-        from jsonschema.exceptions import best_match
-
-        error = best_match(validator.iter_errors(value))
-        if error is not None:
-            where = error.json_path if error.path else "the answer"
-            raise OutputSchemaError(f"output does not match {label}: at {where}: {error.message}")
-
-
-def parse_structured_output(text: str, label: str, registry: SchemaRegistry | None) -> Any:
-    """The JSON value in a worker's answer, validated when ``label`` has a schema."""
-    body = strip_code_fence(text)
-    if not body:
-        raise OutputSchemaError(f"output for {label} is empty; a JSON value was required")
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise OutputSchemaError(
-            f"output for {label} is not valid JSON: {exc.msg} "
-            f"(line {exc.lineno}, column {exc.colno})"
-        ) from exc
-    if registry is not None:
-        registry.validate(label, value)
-    return value

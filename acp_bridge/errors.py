@@ -14,6 +14,7 @@ purpose from inside the package.
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
+    ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
     ├── RunTimeout                  timeout           a phase ran past its deadline
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
@@ -52,6 +53,7 @@ class ErrorCode(StrEnum):
     SANDBOX_VIOLATION = "sandbox_violation"
     NONZERO_EXIT = "nonzero_exit"
     MODEL_ERROR = "model_error"
+    LIMIT_EXCEEDED = "limit_exceeded"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -131,6 +133,12 @@ class SandboxViolation(BridgeError):
     """A file or terminal request reached outside the roots it was given."""
 
     code = ErrorCode.SANDBOX_VIOLATION
+
+
+class LimitExceeded(BridgeError):
+    """A request or an input went past a size or count limit (the limit is in the message)."""
+
+    code = ErrorCode.LIMIT_EXCEEDED
 
 
 class RunTimeout(BridgeError):

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from acp_bridge._entries.acp_agent import acp_spawn
-from acp_bridge._entries.runner import DEPTH_ENV, MAX_DEPTH_ENV
+from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from tests.helpers import kill_quietly, read_pids

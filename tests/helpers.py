@@ -93,3 +93,45 @@ class NullSink(ByteSendStream):
 
     async def aclose(self) -> None:
         return None
+
+
+# --- agent→client requests, answered the way an agent sees them ------------------------------
+
+
+class RpcFailure(Exception):
+    """The JSON-RPC error an agent got for a request (as the router answered it)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+_PARAMS_OF = {
+    "read_text_file": ("fs/read_text_file", "ReadTextFileParams"),
+    "write_text_file": ("fs/write_text_file", "WriteTextFileParams"),
+    "create": ("terminal/create", "CreateTerminalParams"),
+    "output": ("terminal/output", "TerminalIdParams"),
+    "wait_for_exit": ("terminal/wait_for_exit", "TerminalIdParams"),
+    "kill": ("terminal/kill", "TerminalIdParams"),
+    "release": ("terminal/release", "TerminalIdParams"),
+    "request_permission": ("session/request_permission", "RequestPermissionParams"),
+}
+
+
+async def serve(handler: Callable[..., Awaitable[Any]], **params: Any) -> Any:
+    """Answer one request with ``handler`` through the real router (params validated, errors
+    mapped to JSON-RPC); its result, or :class:`RpcFailure` with the agent's error."""
+    from acp_bridge._acp import schema
+    from acp_bridge._acp.router import Route, Router
+
+    method, model = _PARAMS_OF[handler.__name__]
+    router = Router([Route(method, getattr(schema, model), handler)])
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    reply = await router.answer(message)
+    assert reply is not None
+    if "error" in reply:
+        error = reply["error"]
+        raise RpcFailure(error["code"], error["message"], error.get("data"))
+    return reply["result"]

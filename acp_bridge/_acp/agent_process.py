@@ -1,21 +1,17 @@
-"""The agent's OS process: started in its own process group, stderr always drained, and
-shut down for sure (DESIGN §4, shutdown).
+"""The agent's OS process: its own process group, stderr always drained, and shut down for
+sure (DESIGN §4, shutdown).
 
-Why a process group: adapters start grandchildren (npx → node → agent → MCP servers). The
-agent is started with ``start_new_session`` so it leads a new group, and every signal goes
-to the whole group. Why drain stderr: an agent blocked writing to a full stderr pipe stops
-answering on stdout, so stderr is read continuously into a bounded tail.
+Why drain stderr: an agent blocked writing to a full stderr pipe stops answering on stdout,
+so stderr is read continuously into a bounded tail.
 
 Shutdown: close stdin (a well-behaved agent exits on EOF) → wait ``grace`` → SIGTERM to the
-group → wait ``grace`` → SIGKILL to the group. Members left behind by an agent that exited
-on its own (an MCP server, a stray child) get SIGTERM and then SIGKILL too.
+group → wait ``grace`` → SIGKILL to the group; then whatever outlived the agent (an MCP
+server, a daemon that left the group) is ended too — procgroup.py has the safety rule.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,15 +19,15 @@ from types import TracebackType
 from typing import Self
 
 import anyio
-from anyio.abc import ByteReceiveStream, ByteSendStream, Process, TaskGroup
+from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
+from acp_bridge._os.buffers import TailBuffer
+from acp_bridge._os.procgroup import ProcessGroup, signal_name
 from acp_bridge.errors import SpawnError
 from acp_bridge.events import EventSink
 
 STDERR_TAIL_BYTES = 64 * 1024
 STDERR_TAIL_CHARS = 4000
-KILL_WAIT = 5.0  # after SIGKILL; only a process stuck in the kernel takes longer
-STRAGGLER_PAUSE = 0.2  # between SIGTERM and SIGKILL for group members the agent left behind
 
 
 class AgentProcess:
@@ -53,26 +49,17 @@ class AgentProcess:
         self._grace = grace
         self._sink = sink
         self._install_hint = install_hint
-        self._process: Process | None = None
+        self._group: ProcessGroup | None = None
         self._tg: TaskGroup | None = None
         self._exited = anyio.Event()
-        self._tail = bytearray()
-        self._stderr_bytes = 0
-        self.notes: list[str] = []
-        """What shutdown had to do (SIGTERM, SIGKILL, stragglers), for meta and transcript."""
+        self._stderr = TailBuffer(STDERR_TAIL_BYTES)
 
     # --- starting ---------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
         try:
-            self._process = await anyio.open_process(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self._cwd,
-                env=self._env,
-                start_new_session=True,
+            self._group = await ProcessGroup.start(
+                self.argv, env=self._env, cwd=self._cwd, stdin=subprocess.PIPE
             )
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""
@@ -103,42 +90,41 @@ class AgentProcess:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             with anyio.CancelScope(shield=True):
-                await self._close_transport()
-
-    async def _close_transport(self) -> None:
-        """Release the pipes and the event loop's handle on the (exited) process; left to
-        the garbage collector, they would be closed after the loop and warn."""
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            await self.process.aclose()
+                await self.group.aclose()
 
     @property
-    def process(self) -> Process:
-        assert self._process is not None, "use AgentProcess as an async context manager"
-        return self._process
+    def group(self) -> ProcessGroup:
+        assert self._group is not None, "use AgentProcess as an async context manager"
+        return self._group
 
     @property
     def started(self) -> bool:
-        return self._process is not None
+        return self._group is not None
+
+    @property
+    def notes(self) -> list[str]:
+        """What shutdown had to do (SIGTERM, SIGKILL, stragglers), for meta and transcript."""
+        return self._group.notes if self._group is not None else []
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.group.pid
 
     @property
     def stdout(self) -> ByteReceiveStream:
-        stream = self.process.stdout
+        stream = self.group.process.stdout
         assert stream is not None
         return stream
 
     @property
     def stdin(self) -> ByteSendStream:
-        stream = self.process.stdin
+        stream = self.group.process.stdin
         assert stream is not None
         return stream
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode
+        return self.group.returncode
 
     @property
     def exited(self) -> bool:
@@ -153,22 +139,21 @@ class AgentProcess:
         if code is None:
             return "is still running"
         if code < 0:
-            return f"was killed by {_signal_name(-code)}"
+            return f"was killed by {signal_name(-code)}"
         return f"exited with code {code}"
 
     # --- stderr -------------------------------------------------------------------------
 
     async def _drain_stderr(self) -> None:
-        stream = self.process.stderr
+        stream = self.group.process.stderr
         assert stream is not None
         partial = b""
+        live = self._sink is not None and self._sink.wants("stderr")
         try:
             async for chunk in stream:
-                self._stderr_bytes += len(chunk)
-                self._tail += chunk
-                if len(self._tail) > STDERR_TAIL_BYTES:
-                    del self._tail[: len(self._tail) - STDERR_TAIL_BYTES]
-                if self._sink is not None and self._sink.wants("stderr"):
+                self._stderr.append(chunk)
+                if live:
+                    assert self._sink is not None
                     *lines, partial = (partial + chunk).split(b"\n")
                     for line in lines:
                         self._sink.emit("stderr", line=line.decode("utf-8", "replace"))
@@ -177,7 +162,7 @@ class AgentProcess:
 
     def stderr_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
         """The last ``chars`` characters the agent wrote on stderr (whole lines if possible)."""
-        text = self._tail.decode("utf-8", "replace")
+        text = self._stderr.text(complete=True)
         if len(text) <= chars:
             return text
         cut = text[-chars:]
@@ -186,12 +171,12 @@ class AgentProcess:
 
     @property
     def stderr_bytes(self) -> int:
-        return self._stderr_bytes
+        return self._stderr.total
 
     # --- ending -------------------------------------------------------------------------
 
     async def _watch_exit(self) -> None:
-        await self.process.wait()
+        await self.group.process.wait()
         self._exited.set()
 
     async def close_stdin(self) -> None:
@@ -201,53 +186,7 @@ class AgentProcess:
     async def shutdown(self) -> None:
         """Close stdin → grace → SIGTERM the group → grace → SIGKILL the group; then sweep."""
         await self.close_stdin()
-        if not await self._exits_within(self._grace):
-            self._signal_group(signal.SIGTERM, "did not exit after stdin closed")
-            if not await self._exits_within(self._grace):
-                self._signal_group(signal.SIGKILL, "ignored SIGTERM")
-                await self._exits_within(KILL_WAIT)
-        await self._sweep_stragglers()
-
-    async def _exits_within(self, seconds: float) -> bool:
-        with anyio.move_on_after(seconds):
-            await self._exited.wait()
-        return self._exited.is_set()
-
-    def _signal_group(self, sig: signal.Signals, why: str) -> None:
-        self.notes.append(f"agent {why}: sent {sig.name} to its process group")
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, sig)
-
-    async def _sweep_stragglers(self) -> None:
-        """Members of the agent's group still alive after it exited (its orphans) end too.
-
-        The group id cannot be reused while any member lives, so signalling it cannot hit
-        an unrelated process.
-        """
-        if not _group_alive(self.pid):
-            return
-        self.notes.append("agent left processes behind: sent SIGTERM to its process group")
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGTERM)
-        await anyio.sleep(STRAGGLER_PAUSE)  # one chance to exit cleanly, then no more
-        if _group_alive(self.pid):
-            self.notes.append("processes ignored SIGTERM: sent SIGKILL to the group")
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+        if await self.group.exits_within(self._grace):
+            await self.group.sweep()
+        else:
+            await self.group.terminate(self._grace, why="the agent did not exit after stdin closed")

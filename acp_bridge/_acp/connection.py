@@ -1,6 +1,6 @@
 """Newline-delimited JSON-RPC 2.0 over a pair of byte streams (DESIGN §4, transport).
 
-- Framing: lines of any length up to ``max_line_bytes`` (a hard ceiling: past it the
+- Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
   connection fails with ProtocolError instead of the process running out of memory).
   Non-JSON lines (agents that log on stdout) are skipped and counted.
 - Our requests get integer ids; replies are matched by id. The agent's own request ids may
@@ -8,8 +8,7 @@
   its id: ``method`` + ``id`` is a request, ``method`` alone a notification, ``result`` or
   ``error`` a response.
 - Agent→client requests each run in their own task (a blocking ``terminal/wait_for_exit``
-  must not stall ``session/update``) and are dispatched by jsonrpcserver, imported on the first
-  request so a turn without requests never pays for it.
+  must not stall ``session/update``) and are answered by the :class:`Router` (router.py).
 - ``session/update`` notifications bypass all of that: they go straight to a synchronous
   callback. They are the hot path (100 000s per second).
 """
@@ -19,38 +18,26 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
-from pydantic import ValidationError
 
-from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_PARAMS
+from acp_bridge._acp.router import Router
+from acp_bridge._acp.schema import INTERNAL_ERROR
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
 
 READ_SIZE = 1 << 18
-DEFAULT_MAX_LINE_BYTES = 64 << 20
+DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 NON_JSON_SAMPLES = 3
 log = logging.getLogger("acp_bridge._acp.connection")
 
 UpdateCallback = Callable[[dict[str, Any]], None]
 NotificationCallback = Callable[[str, Any], None]
-RequestHandler = Callable[..., Awaitable[Any]]
-"""``async def handler(**params) -> result``; raise RpcFailure to answer with an error."""
-
-
-class RpcFailure(Exception):
-    """Raised by a request handler to answer with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
 
 
 @dataclass
@@ -117,18 +104,18 @@ class JsonRpcConnection:
         send: ByteSendStream,
         *,
         on_update: UpdateCallback,
-        methods: Mapping[str, RequestHandler],
+        router: Router,
         on_notification: NotificationCallback | None = None,
         transcript: Transcript | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self._receive = receive
         self._send = send
         self._on_update = on_update
-        self._methods = dict(methods)
+        self._router = router
         self._on_notification = on_notification
         self._transcript = transcript
-        self._max_line_bytes = max_line_bytes
+        self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
         self._write_lock = anyio.Lock()
@@ -227,9 +214,9 @@ class JsonRpcConnection:
                 if start < len(chunk):
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
-                    if size > self._max_line_bytes:
+                    if size > self._max_message_bytes:
                         self.failure = ProtocolError(
-                            f"agent sent a line longer than {self._max_line_bytes} bytes "
+                            f"agent sent a line longer than {self._max_message_bytes} bytes "
                             "(the transport's memory ceiling)"
                         )
                         return
@@ -294,7 +281,7 @@ class JsonRpcConnection:
     # --- answering the agent's requests -------------------------------------------------
 
     async def _answer(self, message: dict[str, Any]) -> None:
-        reply = await dispatch_request(message, self._methods)
+        reply = await self._router.answer(message)
         if reply is None:
             return
         with contextlib.suppress(AgentExitedError):  # the agent is gone: nobody waits for it
@@ -317,54 +304,3 @@ def _parse_object(line: bytes) -> Any:
     except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
         return None
     return value if end == len(text) else None
-
-
-def _error_reply(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-async def dispatch_request(
-    message: dict[str, Any], methods: Mapping[str, RequestHandler]
-) -> dict[str, Any] | None:
-    """Answer one request through jsonrpcserver (it validates the JSON-RPC shape and gives
-    -32600 / -32601 / -32602); our handlers' failures become their JSON-RPC errors."""
-    # Imported here: jsonrpcserver costs ~0.2 s (it loads jsonschema) and many turns never
-    # see an agent→client request.
-    from jsonrpcserver.async_main import dispatch_to_serializable
-
-    params = message.get("params")
-    if params is not None and not isinstance(params, dict):
-        # ACP params are always objects; jsonrpcserver would pass a list positionally.
-        return _error_reply(
-            message.get("id"), INVALID_PARAMS, "Invalid params", "params must be an object"
-        )
-    handler = methods.get(str(message.get("method")))
-    table = {str(message.get("method")): _as_jsonrpc_method(handler)} if handler else {}
-    reply = await dispatch_to_serializable(
-        message,  # already parsed: the deserializer passes it on
-        table,
-        deserializer=lambda parsed: parsed,
-    )
-    return reply if isinstance(reply, dict) else None
-
-
-def _as_jsonrpc_method(handler: RequestHandler) -> Callable[..., Awaitable[Any]]:
-    """Our ``handler(**params) -> result`` as a jsonrpcserver method returning a Result."""
-    from jsonrpcserver import Error, Success
-
-    async def method(**params: Any) -> Any:
-        try:
-            return Success(await handler(**params))
-        except RpcFailure as failure:
-            return Error(failure.code, failure.message, failure.data)
-        except ValidationError as exc:  # the agent's params do not fit the method
-            errors = exc.errors(include_url=False, include_context=False, include_input=False)
-            return Error(INVALID_PARAMS, "Invalid params", errors)
-        except Exception as exc:  # a bug in a handler must not kill the run; the agent is told
-            log.debug("handler failed", exc_info=True)
-            return Error(INTERNAL_ERROR, "Internal error", f"{type(exc).__name__}: {exc}")
-
-    return method

@@ -11,10 +11,12 @@ errors. Writing is exact: camelCase keys, nothing that is None.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+
+from acp_bridge.errors import ProtocolError
 
 PROTOCOL_VERSION = 1
 
@@ -320,3 +322,16 @@ class UsageUpdate(Wire):
     used: int | None = None
     size: int | None = None
     cost: dict[str, Any] | None = None
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
+    """An agent's reply as ``model``; a malformed one is the agent's protocol error."""
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "result"
+        raise ProtocolError(f"malformed reply to {method}: {where}: {first['msg']}") from exc

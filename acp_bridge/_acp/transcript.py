@@ -8,39 +8,22 @@ Line shapes (``t`` is seconds since the run started)::
     {"t": 0.900, "dir": "note", "note": "..."}     something the bridge did (cancel, kill …)
 
 Incoming messages are written as the raw bytes we received, spliced into the line, so the
-update stream pays no second ``json.dumps``. Secrets (the values of the agent's ``env``) are
-replaced by ``[REDACTED]`` before anything reaches the disk, in the forms they take inside a
-JSON string (escaped, and ASCII-escaped), so every line stays valid JSON. Values that could also
-stand *outside* a string (``true``, ``null``, numbers: flags like
-``GEMINI_CLI_NO_RELAUNCH: "true"``) are not secrets and are left alone.
+update stream pays no second ``json.dumps``. Secrets are replaced by ``[REDACTED]`` before
+anything reaches the disk, by the one redaction policy (``_os/redact.py``), so every line
+stays valid JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-REDACTED = b"[REDACTED]"
+from acp_bridge._os.redact import Redactor
+
 RAW_LINE_LIMIT = 4096
-_MIN_SECRET_LENGTH = 4  # shorter values ("1", "yes") are not secrets and would shred the text
-_JSON_TOKEN = re.compile(r"true|false|null|-?[0-9][0-9.eE+-]*")
-
-
-def _secret_forms(secrets: Iterable[str]) -> list[bytes]:
-    """How the secrets can appear in JSON text, longest first (a longer form is replaced
-    before a shorter one it contains)."""
-    forms = {
-        json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1].encode()
-        for secret in secrets
-        if len(secret) >= _MIN_SECRET_LENGTH and not _JSON_TOKEN.fullmatch(secret)
-        for ensure_ascii in (False, True)
-    }
-    return sorted(forms, key=len, reverse=True)
 
 
 def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
@@ -53,10 +36,10 @@ class Transcript:
     """An append-only JSONL file for one run. Never raises on write: I/O errors disable it."""
 
     def __init__(
-        self, path: Path | None, secrets: Iterable[str] = (), started: float | None = None
+        self, path: Path | None, redactor: Redactor | None = None, started: float | None = None
     ) -> None:
         self.path = path
-        self._secrets = _secret_forms(secrets)
+        self._redactor = redactor or Redactor()
         self._started = time.monotonic() if started is None else started
         self._file: IO[bytes] | None = None
         self.error: str = ""
@@ -70,19 +53,13 @@ class Transcript:
         except OSError as exc:
             self.error = f"transcript disabled: {exc}"
 
-    def _redact(self, data: bytes) -> bytes:
-        for secret in self._secrets:
-            if secret in data:
-                data = data.replace(secret, REDACTED)
-        return data
-
     def _line(self, head: bytes, payload: bytes) -> None:
         """``{"t":…,"dir":<head>:<payload>}``, built in one formatting step (this runs for
         every update of the stream)."""
         if self._file is None:  # switched off or failed: nothing to format either
             return
         stamp = time.monotonic() - self._started
-        line = b'{"t":%.4f,"dir":%b:%b}\n' % (stamp, head, self._redact(payload))
+        line = b'{"t":%.4f,"dir":%b:%b}\n' % (stamp, head, self._redactor.json_bytes(payload))
         try:
             self._file.write(line)
         except OSError as exc:

@@ -1,61 +1,42 @@
 """The ``acp_spawn`` entry path: hand a task to an external ACP agent, get an envelope back.
 
 Data flows one way: profile → constructed environment → :class:`AgentProcess` →
-:class:`JsonRpcConnection` → :class:`AcpSession` → :class:`SubtaskResult`. Each phase has
-its own deadline (startup: spawn to ``initialize`` reply; session: auth and setup; run: the
-prompt turn). Whatever happens, the run ends in the same shutdown sequence and one envelope.
+:class:`JsonRpcConnection` → :class:`AcpSession` → :class:`SubtaskResult` (acp_result.py).
+Each phase has its own deadline (startup: spawn to ``initialize`` reply; session: auth and
+setup; run: the prompt turn). Whatever happens, the run ends in the same shutdown sequence
+and one envelope.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from acp_bridge._acp.agent_process import AgentProcess
 from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.schema import KNOWN_STOP_REASONS, Implementation
+from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._acp.session import AcpSession, TurnCollector, TurnOutcome, TurnSignals, turn_error
+from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
-from acp_bridge._entries.runner import SubtaskContext, run_configured
-from acp_bridge._os.roots import Roots, constructed_env
+from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
+from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._entries.acp_result import AcpResult, needs_repair, repair_prompt
+from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
+from acp_bridge._entries.sync import synchronous
+from acp_bridge._os.environment import constructed_env
+from acp_bridge._os.redact import Redactor
+from acp_bridge._os.roots import Roots
+from acp_bridge._output import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
-from acp_bridge.envelope import (
-    Meta,
-    SchemaRegistry,
-    SubtaskResult,
-    done,
-    failed,
-    parse_structured_output,
-    structured_output_instruction,
-)
-from acp_bridge.errors import (
-    AgentExitedError,
-    BridgeError,
-    ConfigError,
-    ErrorCode,
-    OutputSchemaError,
-    RunTimeout,
-)
+from acp_bridge.envelope import Meta, SubtaskResult
+from acp_bridge.errors import BridgeError, ConfigError, RunTimeout
 from acp_bridge.events import EventHandler, EventSink
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
-
-_STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
-    "cancelled": (ErrorCode.CANCELLED, "the agent cancelled the turn"),
-    "refusal": (ErrorCode.REFUSAL, "the agent refused to continue (stop reason: refusal)"),
-    "max_tokens": (ErrorCode.MAX_TOKENS, "the agent ran out of tokens (stop reason: max_tokens)"),
-    "max_turn_requests": (
-        ErrorCode.MAX_TURN_REQUESTS,
-        "the agent hit its limit of model requests for one turn (stop reason: max_turn_requests)",
-    ),
-}
 
 
 async def acp_spawn(
@@ -78,38 +59,25 @@ async def acp_spawn(
     run gracefully with ``error_code: cancelled``; ``permission_hook`` answers ``ask`` rules.
     """
 
-    async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
+    async def body(ctx: RunContext) -> SubtaskResult:
+        profile = ctx.config.profiles.get(agent).profile
         run = AcpRun(
-            loaded,
-            loaded.profiles.get(agent).profile,
-            task,
             ctx,
+            profile,
+            task,
             cwd=cwd,
             output_schema=output_schema,
-            timeout=timeout,
+            timeout=resolve_timeout(timeout, profile.timeouts.run),
             sink=EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started),
             cancel=cancel,
             permission_hook=permission_hook,
         )
         return await run.execute()
 
-    return await run_configured("acp_spawn", config, body, meta=Meta(agent=agent))
+    return await run_enveloped("acp_spawn", body, config=config, meta=Meta(agent=agent))
 
 
-def acp_spawn_sync(agent: str, task: str, **kwargs: Any) -> SubtaskResult:
-    """:func:`acp_spawn` for callers without an event loop."""
-
-    async def run() -> SubtaskResult:
-        return await acp_spawn(agent, task, **kwargs)
-
-    return anyio.run(run)
-
-
-@dataclass
-class _Answer:
-    output: Any
-    kind: str
-    error: BridgeError | None = None
+acp_spawn_sync = synchronous(acp_spawn)
 
 
 class AcpRun:
@@ -117,14 +85,13 @@ class AcpRun:
 
     def __init__(
         self,
-        loaded: LoadedConfig,
+        ctx: RunContext,
         profile: AgentProfile,
         task: str,
-        ctx: SubtaskContext,
         *,
         cwd: str | Path | None,
         output_schema: str | None,
-        timeout: float | None,
+        timeout: float,
         sink: EventSink,
         cancel: anyio.Event | None,
         permission_hook: PermissionHook | None,
@@ -134,28 +101,30 @@ class AcpRun:
         self.ctx = ctx
         self.sink = sink
         self.cancel = cancel
-        self.hook = permission_hook
-        self.output_schema = output_schema or ""
-        self.schemas = SchemaRegistry(loaded.config.schemas)
-        self.run_timeout = timeout if timeout is not None else profile.timeouts.run
-        if self.run_timeout <= 0:
-            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout}")
+        self.permission_hook = permission_hook
+        self.timeout = timeout
         self.cwd = _session_cwd(cwd, profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
         self.env = constructed_env(
-            depth=ctx.depth, extra=profile.env, passthrough=profile.env_passthrough
+            depth=ctx.depth,
+            max_depth=ctx.max_depth,
+            extra=profile.env,
+            passthrough=profile.env_passthrough,
         )
-        self.secrets = [
-            v for k, v in self.env.items() if k in profile.env or k in profile.env_passthrough
-        ]
-        self.transcript = _open_transcript(loaded, ctx.task_id, self.secrets)
+        passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
+        self.redactor = Redactor([*profile.secret_values(), *passed])
+        self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
         self.collector = TurnCollector(sink)
         self.signals = TurnSignals()
-        self.error: BridgeError | None = None
-        self.outcome: TurnOutcome | None = None
-        self.warnings: list[str] = []
-
-    # --- the run ----------------------------------------------------------------------------
+        self.result = AcpResult(
+            profile=profile,
+            output_schema=output_schema or "",
+            schemas=SchemaRegistry(ctx.config.config.schemas),
+            collector=self.collector,
+            transcript=self.transcript,
+            redactor=self.redactor,
+            timeout=timeout,
+        )
 
     async def execute(self) -> SubtaskResult:
         argv = [self.profile.command, *self.profile.args]
@@ -168,11 +137,11 @@ class AcpRun:
             sink=self.sink,
             install_hint=self.profile.install,
         )
-        session: AcpSession | None = None
-        services: ClientServices | None = None
+        result = self.result
         try:
             async with process, anyio.create_task_group() as services_tg:
-                services = ClientServices(
+                result.process = process
+                services = result.services = ClientServices(
                     self.profile,
                     roots=self.roots,
                     cwd=self.cwd,
@@ -180,18 +149,18 @@ class AcpRun:
                     tg=services_tg,
                     sink=self.sink,
                     signals=self.signals,
-                    hook=self.hook,
+                    permission_hook=self.permission_hook,
                     on_tool_call=self.collector.tool_call_seen,
                 )
                 async with JsonRpcConnection(
                     process.stdout,
                     process.stdin,
                     on_update=self.collector,
-                    methods=services.methods(),
+                    router=services.router(),
                     transcript=self.transcript,
-                    max_line_bytes=self.profile.max_message_bytes,
+                    max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
-                    session = AcpSession(
+                    session = result.session = AcpSession(
                         conn,
                         profile=self.profile,
                         cwd=str(self.cwd),
@@ -205,16 +174,16 @@ class AcpRun:
                     try:
                         await self._phases(session)
                     except BridgeError as exc:
-                        self.error = exc
+                        result.error = exc
                     finally:
                         with anyio.CancelScope(shield=True):
                             await self._wind_down(session, process, conn, services)
                 services_tg.cancel_scope.cancel()
         except BridgeError as exc:  # spawn failures: nothing ran
-            self.error = self.error or exc
+            result.error = result.error or exc
         finally:
             self.transcript.close()
-        return self._envelope(session, process, services)
+        return result.envelope()
 
     async def _phases(self, session: AcpSession) -> None:
         timeouts = self.profile.timeouts
@@ -233,37 +202,32 @@ class AcpRun:
             raise RunTimeout(
                 f"session setup took longer than {timeouts.session:g}s (timeouts.session)"
             ) from exc
+        result = self.result
         prompt = self.task
-        if self.output_schema:
-            prompt += "\n" + structured_output_instruction(
-                self.output_schema, self.schemas.schema(self.output_schema)
-            )
+        if result.output_schema:
+            schema = result.schemas.schema(result.output_schema)
+            prompt += "\n" + structured_output_instruction(result.output_schema, schema)
         await self._turn(session, prompt)
         for _ in range(self.profile.repair_turns):
-            if not self._needs_repair():
+            if not needs_repair(result):
                 break
-            answer = self._answer()
-            self.sink.emit("status", phase="repairing", reason=str(answer.error))
-            await self._turn(session, _repair_prompt(self.output_schema, answer.error))
+            error = result.answer().error
+            self.sink.emit("status", phase="repairing", reason=str(error))
+            await self._turn(session, repair_prompt(result.output_schema, error))
 
     async def _turn(self, session: AcpSession, prompt: str) -> None:
-        self.outcome = await session.prompt(
+        outcome: TurnOutcome = await session.prompt(
             prompt,
-            timeout=self.run_timeout,
+            timeout=self.timeout,
             cancel=self.cancel,
             grace=self.profile.timeouts.cancel_grace,
         )
-        error = turn_error(self.outcome, self.run_timeout)
+        self.result.outcome = outcome
+        error = turn_error(outcome, self.timeout)
         if error is not None:
             raise error
-        assert self.outcome.response is not None
-        self.outcome.response.unwrap()  # an error reply or a dead agent ends the run here
-
-    def _needs_repair(self) -> bool:
-        result = self.outcome.result if self.outcome else None
-        if not self.output_schema or result is None or result.stop_reason != "end_turn":
-            return False
-        return self._answer().error is not None
+        assert outcome.response is not None
+        outcome.response.unwrap()  # an error reply or a dead agent ends the run here
 
     async def _wind_down(
         self,
@@ -290,94 +254,6 @@ class AcpRun:
         roots.pop(str(self.cwd.resolve()), None)
         return list(roots)
 
-    # --- the envelope -----------------------------------------------------------------------
-
-    def _answer(self) -> _Answer:
-        text = self.collector.answer()
-        if not self.output_schema:
-            return _Answer(text, "text")
-        try:
-            return _Answer(parse_structured_output(text, self.output_schema, self.schemas), "json")
-        except OutputSchemaError as exc:
-            return _Answer(text, "text", exc)
-
-    def _envelope(
-        self, session: AcpSession | None, process: AgentProcess, services: ClientServices | None
-    ) -> SubtaskResult:
-        result = self.outcome.result if self.outcome else None
-        meta = self._meta(session, process, services, result.stop_reason if result else None)
-        notes = services.summary_notes() if services else []
-        error = self.error
-        if isinstance(error, AgentExitedError) and session is not None:
-            error = AgentExitedError(
-                f"the agent {process.exit_description()} during {session.phase}"
-            )
-        answer = self._answer()
-        common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
-        if error is not None:
-            return failed(str(error), error.code, output=self.collector.answer(), **common)
-        assert result is not None
-        stop = result.stop_reason
-        if stop in _STOP_REASON_ERRORS:
-            code, message = _STOP_REASON_ERRORS[stop]
-            return failed(message, code, output=self.collector.answer(), **common)
-        if stop not in KNOWN_STOP_REASONS:
-            meta.warnings = [
-                *(meta.warnings or []),
-                f"unknown stop reason {stop!r}; treated as the end of the turn",
-            ]
-        if answer.error is not None:
-            return failed(str(answer.error), answer.error.code, output=answer.output, **common)
-        return done(
-            answer.output, output_kind="json" if answer.kind == "json" else "text", **common
-        )
-
-    def _meta(
-        self,
-        session: AcpSession | None,
-        process: AgentProcess,
-        services: ClientServices | None,
-        stop_reason: str | None,
-    ) -> Meta:
-        warnings = [*self.warnings, *(session.warnings if session else [])]
-        if session is not None:
-            stats = session.conn.stats
-            if stats.non_json:
-                sample = stats.non_json_samples[0] if stats.non_json_samples else ""
-                warnings.append(
-                    f"skipped {stats.non_json} non-JSON line(s) on the agent's "
-                    f"stdout (first: {sample!r})"
-                )
-        if self.collector.unknown_kinds:
-            kinds = ", ".join(sorted(self.collector.unknown_kinds))
-            warnings.append(f"ignored unknown session/update kinds: {kinds}")
-        if self.transcript.error:
-            warnings.append(self.transcript.error)
-        tail = process.stderr_tail() if process.started else ""
-        for secret in self.secrets:
-            if len(secret) >= 4:
-                tail = tail.replace(secret, "[REDACTED]")
-        return Meta(
-            agent=self.profile.name,
-            session_id=session.session_id if session else None,
-            stop_reason=stop_reason,
-            usage=dict(self.collector.usage) or None,
-            permissions=services.ledger.records if services and services.ledger.records else None,
-            tool_calls=self.collector.tool_call_records() or None,
-            terminals=services.terminals.records
-            if services and services.terminals.records
-            else None,
-            files_changed=services.files.files_changed
-            if services and services.files.files_changed
-            else None,
-            refusals=services.refusals if services and services.refusals else None,
-            stderr_tail=tail or None,
-            transcript=str(self.transcript.path)
-            if self.transcript.path and not self.transcript.error
-            else None,
-            warnings=warnings or None,
-        )
-
 
 def _session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
     chosen = Path(cwd) if cwd is not None else (profile.cwd or Path.cwd())
@@ -387,18 +263,10 @@ def _session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
     return resolved
 
 
-def _open_transcript(loaded: LoadedConfig, task_id: str, secrets: list[str]) -> Transcript:
+def _open_transcript(loaded: LoadedConfig, task_id: str, redactor: Redactor) -> Transcript:
     settings = loaded.config.transcripts
     directory = settings.dir or default_transcript_dir(dict(os.environ))
     if not settings.enabled:
         return Transcript(None)
     prune(directory, settings.keep - 1)
-    return Transcript(directory / f"{task_id}.jsonl", secrets)
-
-
-def _repair_prompt(label: str, error: BridgeError | None) -> str:
-    return (
-        f"Your previous answer does not satisfy the output contract {label}: {error}. "
-        "Answer again with a single JSON value only: no prose, no explanation, "
-        "no Markdown code fence."
-    )
+    return Transcript(directory / f"{task_id}.jsonl", redactor)

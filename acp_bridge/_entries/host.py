@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from acp_bridge._entries.runner import SubtaskContext, run_host
+from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
+from acp_bridge._entries.sync import synchronous
 from acp_bridge._entries.tools import ToolRegistry
-from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge._loop.registry import ToolSet
+from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import EventHandler, EventSink
 
 
 async def ask(
-    prompt: str,
+    task: str,
     *,
     tools: Iterable[str] | None = None,
     model: str | None = None,
@@ -32,34 +33,31 @@ async def ask(
     cwd: str | Path | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
-    registry: ToolRegistry | None = None,
+    cancel: anyio.Event | None = None,
+    registry: ToolSet | None = None,
 ) -> SubtaskResult:
-    """Answer ``prompt`` with a model that may call ``tools`` (default: every enabled tool
+    """Answer ``task`` with a model that may call ``tools`` (default: every enabled tool
     of the registry); never raises. Limits are those of ``tools.spawn``."""
     wanted = None if tools is None else list(tools)
+    config = config if config is not None else (registry.config if registry else None)
 
-    async def body(ctx: SubtaskContext) -> SubtaskResult:
+    async def body(ctx: RunContext) -> SubtaskResult:
         from acp_bridge._loop.model_loop import HOST_INSTRUCTIONS, LoopTask, run_selected
         from acp_bridge._loop.models import choose_model
 
-        loaded = config or (registry.config if registry else load_config())
-        parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
+        loaded = ctx.config
+        settings = loaded.config.tools.spawn
+        limit = resolve_timeout(timeout, settings.timeout)
+        parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(parent.names() if wanted is None else wanted)
         choice = choose_model(loaded.config.models, model)
-        settings = loaded.config.tools.spawn
-        job = LoopTask(prompt, settings.max_requests, timeout or settings.timeout)
+        job = LoopTask(task, settings.max_requests, limit, cancel=cancel)
         sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
         return await run_selected(
             selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_host("ask", body)
+    return await run_enveloped("ask", body, config=config, nested=False)
 
 
-def ask_sync(prompt: str, **kwargs: Any) -> SubtaskResult:
-    """:func:`ask` for callers without an event loop (it starts one)."""
-
-    async def call() -> SubtaskResult:
-        return await ask(prompt, **kwargs)
-
-    return anyio.run(call)
+ask_sync = synchronous(ask)

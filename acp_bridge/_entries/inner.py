@@ -1,10 +1,9 @@
 """The ``spawn`` entry path: a local inner model loop limited to named tools (DESIGN §1).
 
 ``spawn(task, tools)`` runs one level deeper (the shared depth limit applies) a model loop
-whose tool registry holds only ``tools``, taken from the parent registry: unknown names are
+whose tool set holds only ``tools``, taken from the parent registry: unknown names are
 ignored and reported in ``meta``, ``spawn`` and ``acp_spawn`` are never offered inside, and
-no tool left is a failure. The model comes from the config's ``models``; an unknown name
-falls back to the default with a warning in ``meta``.
+no tool left is a failure. The model comes from the config's ``models``.
 
 pydantic-ai is imported only when a spawn actually runs (over a second of import), so
 importing this module, ``acp_spawn`` and ``bash`` stay fast.
@@ -14,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from acp_bridge._entries.runner import SubtaskContext, run_configured
+from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
+from acp_bridge._entries.sync import synchronous
 from acp_bridge._entries.tools import ToolRegistry
+from acp_bridge._loop.registry import ToolSet
+from acp_bridge._output import SchemaRegistry
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import SchemaRegistry, SubtaskResult, failed
+from acp_bridge.envelope import SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import EventHandler, EventSink
 
@@ -29,26 +30,28 @@ from acp_bridge.events import EventHandler, EventSink
 async def spawn(
     task: str,
     tools: Iterable[str],
+    *,
     model: str | None = None,
     output_schema: str | None = None,
     observe_profile: str | None = None,
-    *,
     timeout: float | None = None,
     cwd: str | Path | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
-    registry: ToolRegistry | None = None,
+    cancel: anyio.Event | None = None,
+    registry: ToolSet | None = None,
 ) -> SubtaskResult:
     """Run ``task`` in a local inner loop that may use only ``tools``; never raises.
 
     ``registry`` is the parent registry the tools come from (default: the built-in tools
     of ``config`` in ``cwd``); its config is used when ``config`` is not given.
-    ``timeout`` defaults to ``tools.spawn.timeout``.
+    ``timeout`` defaults to ``tools.spawn.timeout``; setting ``cancel`` stops the loop with
+    ``error_code: cancelled``, keeping what it did so far.
     """
     wanted = list(tools)
     config = config if config is not None else (registry.config if registry else None)
 
-    async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
+    async def body(ctx: RunContext) -> SubtaskResult:
         # Here, not at module top: this is the import that costs over a second.
         from acp_bridge._loop.model_loop import (
             WORKER_INSTRUCTIONS,
@@ -58,7 +61,10 @@ async def spawn(
         )
         from acp_bridge._loop.models import choose_model
 
-        parent = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
+        loaded = ctx.config
+        settings = loaded.config.tools.spawn
+        limit = resolve_timeout(timeout, settings.timeout)
+        parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(wanted, nesting=False)
         choice = choose_model(loaded.config.models, model)
         if not selection.registry.names():
@@ -67,14 +73,14 @@ async def spawn(
             )
             meta = selection_meta(selection, choice)
             return failed(error, ErrorCode.CONFIG_ERROR, meta=meta, task_id=ctx.task_id)
-        settings = loaded.config.tools.spawn
         job = LoopTask(
             prompt=task,
             max_requests=settings.max_requests,
-            time_limit=timeout or settings.timeout,
+            timeout=limit,
             output_schema=output_schema or "",
             schemas=SchemaRegistry(loaded.config.schemas),
             repair_turns=settings.repair_turns,
+            cancel=cancel,
         )
         sink = EventSink(
             on_event or parent.on_event, observe_profile, task_id=ctx.task_id, started=ctx.started
@@ -83,13 +89,7 @@ async def spawn(
             selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_configured("spawn", config, body)
+    return await run_enveloped("spawn", body, config=config)
 
 
-def spawn_sync(task: str, tools: Iterable[str], **kwargs: Any) -> SubtaskResult:
-    """:func:`spawn` for callers without an event loop (it starts one)."""
-
-    async def call() -> SubtaskResult:
-        return await spawn(task, tools, **kwargs)
-
-    return anyio.run(call)
+spawn_sync = synchronous(spawn)

@@ -1,46 +1,46 @@
 """The bash-direct entry path: one shell command, no model loop (DESIGN §1-§2).
 
-``bash(command, run_in_subtask=True)`` runs the command as a subtask: one level deeper (so the
-depth limit applies), observe profile ``long_shell``, and a ``subtask.bash.result.v1``
-envelope whatever happens (exit 0 → done; N → failed; timeout → 124; cannot start → -1).
-``run_in_subtask=False`` is a plain call at the caller's own level: it returns the bare
-:class:`CommandResult` (the same fields, no envelope) and raises typed errors like any library
-call. The caller chooses the shape explicitly; nothing here switches it behind their back.
+``bash(command)`` runs the command as a subtask: one level deeper (so the depth limit
+applies), observe profile ``long_shell``, and a ``subtask.bash.result.v1`` envelope whatever
+happens (exit 0 → done; N → failed; timeout → 124; cannot start → -1; cancelled → failed
+``cancelled`` with what it printed so far). ``run_in_subtask=False`` is a plain call at the
+caller's own level: it returns the bare :class:`CommandResult` (the same fields, no envelope)
+and raises typed errors like any library call.
 
-Either way the command runs under ``bash -c`` in its own process group, with a constructed
-environment (never the whole host environment), stdin closed, each output stream kept as head
-and tail up to ``max_output_bytes``. When the command ends, times out or the caller cancels,
-the whole group is killed, so background children and grandchildren never outlive it.
+Either way the command runs under ``bash -c`` in its own process group (procgroup.py), with a
+constructed environment (never the whole host environment), stdin closed, each output
+stream kept as head and tail up to ``max_output_bytes``. When the command ends, times out or
+is cancelled, the whole group is ended, so background children never outlive it.
 """
 
 from __future__ import annotations
 
 import codecs
-import contextlib
-import os
 import shutil
-import signal
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack, overload
+from typing import Any, Literal, overload
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
-from acp_bridge._entries.runner import SubtaskContext, current_depth, run_configured
+from acp_bridge._entries.depth import current_depth, inherited_max_depth
+from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
+from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.buffers import HeadTail
-from acp_bridge._os.roots import constructed_env
+from acp_bridge._os.environment import constructed_env
+from acp_bridge._os.procgroup import ProcessGroup
+from acp_bridge._os.race import race, wait_event
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.envelope import SubtaskResult, bash_result
-from acp_bridge.errors import ConfigError
+from acp_bridge.envelope import BASH_RESULT_SCHEMA, Meta, SubtaskResult, done, failed, first_line
+from acp_bridge.errors import ConfigError, ErrorCode
 from acp_bridge.events import EventHandler, EventSink
 
 TIMEOUT_EXIT_CODE = 124
 NOT_STARTED_EXIT_CODE = -1
 TERM_GRACE = 2.0
-"""Seconds a timed-out command's group gets between SIGTERM and SIGKILL."""
+"""Seconds a timed-out or cancelled command's group gets between SIGTERM and SIGKILL."""
 DRAIN_GRACE = 1.0
 """Seconds to wait for the output pipes to close once the group is gone. Only a process that
 left the group on purpose (``setsid``) can hold them open longer; it must not hang the result."""
@@ -56,6 +56,7 @@ class CommandResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     timed_out_after: float | None = None
+    cancelled: bool = False
     start_error: str = ""
 
     def to_output(self) -> dict[str, Any]:
@@ -74,206 +75,194 @@ class CommandResult:
         out = self.to_output()
         if self.start_error:
             out["error"] = f"could not start: {self.start_error}"
+        elif self.cancelled:
+            out["error"] = "cancelled"
         elif self.timed_out_after is not None:
             out["error"] = f"timed out after {self.timed_out_after:g}s"
         return out
 
-    def envelope(self, *, task_id: str | None = None) -> SubtaskResult:
-        return bash_result(
-            exit_code=self.exit_code,
-            stdout=self.stdout,
-            stderr=self.stderr,
-            stdout_truncated=self.stdout_truncated,
-            stderr_truncated=self.stderr_truncated,
-            timeout_s=self.timed_out_after,
-            start_error=self.start_error,
-            task_id=task_id,
-        )
+    def failure(self) -> tuple[ErrorCode, str] | None:
+        """Why the command counts as failed, if it does."""
+        if self.start_error:
+            return ErrorCode.SPAWN_FAILED, f"bash could not start: {self.start_error}"
+        if self.cancelled:
+            return ErrorCode.CANCELLED, "bash was cancelled"
+        if self.timed_out_after is not None:
+            return ErrorCode.TIMEOUT, f"bash timed out after {self.timed_out_after:g}s"
+        if self.exit_code != 0:
+            return ErrorCode.NONZERO_EXIT, f"bash exited with code {self.exit_code}"
+        return None
+
+    def envelope(self, *, task_id: str | None = None, meta: Meta | None = None) -> SubtaskResult:
+        """The ``subtask.bash.result.v1`` envelope (DESIGN §2)."""
+        common: dict[str, Any] = {
+            "output": self.to_output(),
+            "output_kind": "json",
+            "output_schema": BASH_RESULT_SCHEMA,
+            "meta": meta,
+            "task_id": task_id,
+        }
+        failure = self.failure()
+        if failure is not None:
+            return failed(failure[1], failure[0], **common)
+        summary = first_line(self.stdout) or first_line(self.stderr) or "exit 0 (no output)"
+        return done(summary=summary, **common)
 
 
 # --- the entry ----------------------------------------------------------------------------
 
 
-class BashOptions(TypedDict, total=False):
-    """The keyword options of :func:`bash`, whichever shape it returns."""
-
-    timeout: float | None
-    """Seconds before the command's group is killed (default: ``tools.bash.timeout``)."""
-    cwd: str | Path | None
-    env: Mapping[str, str] | None
-    """Explicit variables added to the constructed environment."""
-    max_output_bytes: int | None
-    """Bytes kept per stream, head and tail (default: ``tools.bash.max_output_bytes``)."""
-    observe_profile: str | None
-    on_event: EventHandler | None
-    config: LoadedConfig | None
-
-
 @overload
 async def bash(
-    command: str, *, run_in_subtask: Literal[True] = True, **options: Unpack[BashOptions]
+    command: str,
+    *,
+    run_in_subtask: Literal[True] = True,
+    timeout: float | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+    cancel: anyio.Event | None = None,
 ) -> SubtaskResult: ...
 
 
 @overload
 async def bash(
-    command: str, *, run_in_subtask: Literal[False], **options: Unpack[BashOptions]
+    command: str,
+    *,
+    run_in_subtask: Literal[False],
+    timeout: float | None = None,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+    cancel: anyio.Event | None = None,
 ) -> CommandResult: ...
 
 
 async def bash(
-    command: str, *, run_in_subtask: bool = True, **options: Unpack[BashOptions]
-) -> SubtaskResult | CommandResult:
-    """Run one shell command; see the module docstring for the two shapes and
-    :class:`BashOptions` for the options. Live events go to ``on_event``: ``terminal``, and
-    with ``long_shell`` (the default profile here) ``terminal_output``."""
-    _check_options(options)
-    if not run_in_subtask:
-        config = options.get("config")
-        loaded = config if config is not None else load_config()
-        sink = EventSink(options.get("on_event"), options.get("observe_profile") or "long_shell")
-        return await _run_configured_command(command, loaded, sink, current_depth(), options)
-
-    async def body(ctx: SubtaskContext, loaded: LoadedConfig) -> SubtaskResult:
-        sink = EventSink(
-            options.get("on_event"),
-            options.get("observe_profile") or "long_shell",
-            task_id=ctx.task_id,
-            started=ctx.started,
-        )
-        result = await _run_configured_command(command, loaded, sink, ctx.depth, options)
-        return result.envelope(task_id=ctx.task_id)
-
-    return await run_configured("bash", options.get("config"), body)
-
-
-def bash_sync(command: str, **options: Unpack[BashOptions]) -> SubtaskResult:
-    """``bash(command, run_in_subtask=True, ...)`` for callers without an event loop (it
-    starts one)."""
-
-    async def call() -> SubtaskResult:
-        return await bash(command, **options)
-
-    return anyio.run(call)
-
-
-def _check_options(options: BashOptions) -> None:
-    # **options is typed for checkers only; a misspelt option must not pass unnoticed.
-    unknown = set(options) - set(BashOptions.__annotations__)
-    if unknown:
-        raise TypeError(f"bash() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
-
-
-async def _run_configured_command(
-    command: str, loaded: LoadedConfig, sink: EventSink, depth: int, options: BashOptions
-) -> CommandResult:
-    settings = loaded.config.tools.bash
-    time_limit = options.get("timeout")
-    keep = options.get("max_output_bytes")
-    limit = settings.timeout if time_limit is None else time_limit
-    keep = settings.max_output_bytes if keep is None else keep
-    if limit <= 0:
-        raise ConfigError(f"timeout must be a positive number of seconds, got {limit}")
-    if keep < 2:
-        raise ConfigError(f"max_output_bytes must be at least 2, got {keep}")
-    return await run_command(
-        command,
-        time_limit=limit,
-        cwd=options.get("cwd"),
-        env=options.get("env"),
-        max_output_bytes=keep,
-        sink=sink,
-        depth=depth,
-    )
-
-
-# --- running one command ------------------------------------------------------------------
-
-
-async def run_command(
     command: str,
     *,
-    time_limit: float,
+    run_in_subtask: bool = True,
+    timeout: float | None = None,
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
-    max_output_bytes: int,
-    sink: EventSink | None = None,
-    depth: int,
-) -> CommandResult:
-    """Run ``command`` under ``bash -c`` in its own process group; never leaves a process.
+    max_output_bytes: int | None = None,
+    observe_profile: str | None = None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+    cancel: anyio.Event | None = None,
+) -> SubtaskResult | CommandResult:
+    """Run one shell command; see the module docstring for the two shapes.
 
-    ``depth`` is the subtask level the command runs at (passed down in ``ACP_BRIDGE_DEPTH``
-    so a bridge started by the command knows it).
+    ``timeout`` (default ``tools.bash.timeout``) kills the command's group; ``env`` adds
+    explicit variables to the constructed environment; ``max_output_bytes`` (default
+    ``tools.bash.max_output_bytes``) is kept per stream, head and tail. Live events go to
+    ``on_event``: ``terminal``, and with ``long_shell`` (the default here) ``terminal_output``.
     """
-    sink = sink or EventSink(None)
-    environment = constructed_env(depth=depth, extra=env)
-    shell = shutil.which("bash", path=environment["PATH"])
-    if shell is None:
-        return _not_started(f"bash not found on PATH ({environment['PATH']})")
-    if cwd is not None and not await anyio.Path(cwd).is_dir():
-        return _not_started(f"working directory does not exist: {cwd}")
-    try:
-        process = await anyio.open_process(
-            [shell, "-c", command],
-            stdin=subprocess.DEVNULL,
-            cwd=cwd,
-            env=environment,
-            start_new_session=True,  # its own process group: one signal reaches every child
+    profile = observe_profile or "long_shell"
+    if not run_in_subtask:
+        loaded = config if config is not None else load_config()
+        shell = _Shell(command, cwd, env, EventSink(on_event, profile), cancel)
+        return await shell.run(loaded, timeout, max_output_bytes, current_depth())
+
+    async def body(ctx: RunContext) -> SubtaskResult:
+        sink = EventSink(on_event, profile, task_id=ctx.task_id, started=ctx.started)
+        shell = _Shell(command, cwd, env, sink, cancel)
+        result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth)
+        return result.envelope(task_id=ctx.task_id)
+
+    return await run_enveloped("bash", body, config=config)
+
+
+bash_sync = synchronous(bash)
+
+
+@dataclass
+class _Shell:
+    command: str
+    cwd: str | Path | None
+    env: Mapping[str, str] | None
+    sink: EventSink
+    cancel: anyio.Event | None
+
+    async def run(
+        self, loaded: LoadedConfig, timeout: float | None, keep: int | None, depth: int
+    ) -> CommandResult:
+        settings = loaded.config.tools.bash
+        limit = resolve_timeout(timeout, settings.timeout)
+        keep = settings.max_output_bytes if keep is None else keep
+        if keep < 2:
+            raise ConfigError(f"max_output_bytes must be at least 2, got {keep}")
+        environment = constructed_env(depth=depth, max_depth=inherited_max_depth(), extra=self.env)
+        shell = shutil.which("bash", path=environment["PATH"])
+        if shell is None:
+            return _not_started(f"bash not found on PATH ({environment['PATH']})")
+        if self.cwd is not None and not await anyio.Path(self.cwd).is_dir():
+            return _not_started(f"working directory does not exist: {self.cwd}")
+        try:
+            group = await ProcessGroup.start(
+                [shell, "-c", self.command], env=environment, cwd=self.cwd
+            )
+        except OSError as exc:
+            return _not_started(f"{shell}: {exc.strerror or exc}")
+        return await self._supervise(group, limit, keep)
+
+    async def _supervise(self, group: ProcessGroup, limit: float, keep: int) -> CommandResult:
+        sink, command = self.sink, self.command
+        sink.emit("terminal", state="started", command=command, pid=group.pid)
+        stdout, stderr = HeadTail(keep), HeadTail(keep)
+        try:
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(_drain, group.process.stdout, stdout, "stdout", sink)
+                readers.start_soon(_drain, group.process.stderr, stderr, "stderr", sink)
+                raced = await race(
+                    group.process.wait, lambda: wait_event(self.cancel), timeout=limit
+                )
+                if not raced.finished:
+                    await group.terminate(TERM_GRACE)
+                # The command is over; whatever it started in the background goes with it (and
+                # lets go of the pipes, so the readers see their end).
+                await group.sweep()
+                readers.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE
+        finally:
+            # Also on cancellation by the caller: no process outlives the call.
+            with anyio.CancelScope(shield=True):
+                if group.returncode is None:
+                    await group.terminate(TERM_GRACE)
+                await group.aclose()
+        exit_code = TIMEOUT_EXIT_CODE if raced.timed_out else _exit_code(group.returncode)
+        sink.emit(
+            "terminal",
+            state="exited",
+            command=command,
+            exit_code=exit_code,
+            timed_out=raced.timed_out,
         )
-    except OSError as exc:
-        return _not_started(f"{shell}: {exc.strerror or exc}")
-    sink.emit("terminal", state="started", command=command, pid=process.pid)
-    stdout, stderr = HeadTail(max_output_bytes), HeadTail(max_output_bytes)
-    try:
-        async with anyio.create_task_group() as readers:
-            readers.start_soon(_drain, process.stdout, stdout, "stdout", sink)
-            readers.start_soon(_drain, process.stderr, stderr, "stderr", sink)
-            exit_code, timed_out = await _wait(process, time_limit)
-            # The command is over; whatever it started in the background goes with it (and
-            # lets go of the pipes, so the readers see their end).
-            _signal_group(process.pid, signal.SIGKILL)
-            readers.cancel_scope.deadline = anyio.current_time() + DRAIN_GRACE
-    finally:
-        # Also on cancellation by the caller: no process outlives the call.
-        with anyio.CancelScope(shield=True):
-            _signal_group(process.pid, signal.SIGKILL)
-            await process.aclose()
-    sink.emit("terminal", state="exited", command=command, exit_code=exit_code, timed_out=timed_out)
-    return CommandResult(
-        exit_code=exit_code,
-        stdout=stdout.text(),
-        stderr=stderr.text(),
-        stdout_truncated=stdout.truncated,
-        stderr_truncated=stderr.truncated,
-        timed_out_after=time_limit if timed_out else None,
-    )
+        return CommandResult(
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            stdout_truncated=stdout.truncated,
+            stderr_truncated=stderr.truncated,
+            timed_out_after=limit if raced.timed_out else None,
+            cancelled=raced.stopped_by is not None,
+        )
 
 
 def _not_started(reason: str) -> CommandResult:
     return CommandResult(exit_code=NOT_STARTED_EXIT_CODE, start_error=reason)
 
 
-async def _wait(process: Process, time_limit: float) -> tuple[int, bool]:
-    """The command's exit code and whether it timed out (then the code is 124)."""
-    with anyio.move_on_after(time_limit):
-        return _exit_code(await process.wait()), False
-    _signal_group(process.pid, signal.SIGTERM)  # a chance to clean up, then no more
-    with anyio.move_on_after(TERM_GRACE):
-        await process.wait()
-        return TIMEOUT_EXIT_CODE, True
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-    return TIMEOUT_EXIT_CODE, True
-
-
-def _exit_code(returncode: int) -> int:
+def _exit_code(returncode: int | None) -> int:
     # Killed by signal N: report 128 + N as a shell would, keeping -1 for "never started".
+    if returncode is None:
+        return NOT_STARTED_EXIT_CODE
     return 128 - returncode if returncode < 0 else returncode
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-        os.killpg(pgid, signum)
 
 
 async def _drain(

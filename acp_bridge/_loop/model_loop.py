@@ -1,4 +1,4 @@
-"""A local model loop over a ToolRegistry: the engine under ``spawn`` and ``ask``.
+"""A local model loop over a ToolSet: the engine under ``spawn`` and ``ask``.
 
 pydantic-ai's ``Agent`` runs the loop (model request → tool calls → results → …). This module
 adapts a registry's tools to it, records each call for ``meta.tool_calls`` (and each subtask
@@ -22,25 +22,29 @@ from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded, UserError
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RunUsage, UsageLimits
 
-from acp_bridge._entries.tools import Selection, Tool, ToolRegistry
 from acp_bridge._loop.models import ModelChoice, build_model
+from acp_bridge._loop.registry import Selection, Tool, ToolSet
+from acp_bridge._os.race import race, wait_event
+from acp_bridge._output import (
+    SchemaRegistry,
+    parse_structured_output,
+    structured_output_instruction,
+)
 from acp_bridge.envelope import (
     Meta,
-    SchemaRegistry,
     SubtaskResult,
     ToolCallRecord,
     done,
     first_line,
     from_error,
     is_envelope,
-    parse_structured_output,
-    structured_output_instruction,
 )
 from acp_bridge.errors import (
     BridgeError,
     ConfigError,
     ModelError,
     OutputSchemaError,
+    RunCancelled,
     RunTimeout,
     TurnLimitError,
 )
@@ -70,10 +74,11 @@ class LoopTask:
 
     prompt: str
     max_requests: int
-    time_limit: float
+    timeout: float
     output_schema: str = ""
     schemas: SchemaRegistry | None = None
     repair_turns: int = 0
+    cancel: anyio.Event | None = None
 
 
 class ModelLoop:
@@ -81,7 +86,7 @@ class ModelLoop:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        registry: ToolSet,
         choice: ModelChoice,
         *,
         instructions: str,
@@ -196,28 +201,34 @@ async def run_to_envelope(
     if task.output_schema:
         schema = task.schemas.schema(task.output_schema) if task.schemas else None
         prompt += "\n" + structured_output_instruction(task.output_schema, schema)
+
+    async def answer() -> tuple[str, Any]:
+        text = await loop.run(prompt, max_requests=task.max_requests)
+        return text, (await _structured(loop, text, task) if task.output_schema else None)
+
+    error: BridgeError
     try:
-        with anyio.fail_after(task.time_limit):
-            text = await loop.run(prompt, max_requests=task.max_requests)
-            if task.output_schema:
-                value = await _structured(loop, text, task)
-    except TimeoutError:
-        error: BridgeError = RunTimeout(
-            f"the model loop did not finish within {task.time_limit:g}s"
-        )
+        raced = await race(answer, lambda: wait_event(task.cancel), timeout=task.timeout)
     except BridgeError as exc:
         error = exc
     else:
-        meta = _with_progress(meta, loop)
-        if task.output_schema:
-            return done(
-                value,
-                output_kind="json",
-                output_schema=task.output_schema,
-                meta=meta,
-                task_id=task_id,
-            )
-        return done(text, meta=meta, task_id=task_id)
+        if raced.value is not None:
+            text, value = raced.value
+            meta = _with_progress(meta, loop)
+            if task.output_schema:
+                return done(
+                    value,
+                    output_kind="json",
+                    output_schema=task.output_schema,
+                    meta=meta,
+                    task_id=task_id,
+                )
+            return done(text, meta=meta, task_id=task_id)
+        error = (
+            RunTimeout(f"the model loop did not finish within {task.timeout:g}s")
+            if raced.timed_out
+            else RunCancelled("the run was cancelled")
+        )
     return from_error(
         error,
         output=loop.last_text,

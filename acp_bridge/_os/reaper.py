@@ -1,10 +1,11 @@
 """Finding and ending the processes that carry a marker variable in their environment.
 
-Why: a command run in a terminal lives in its own process group, and ``killpg`` ends the
-group — but a child that called ``setsid`` (a daemon, ``nohup … &`` under some shells,
-``setsid sleep 1000 &``) has left the group. It still carries the environment it was started
-with, though, and every terminal's environment holds a unique ``ACP_BRIDGE_TERMINAL`` value,
-so ``/proc/*/environ`` finds it.
+Why: every process we start leads its own process group, and ``killpg`` ends the group —
+but a child that called ``setsid`` (a daemon, ``nohup … &`` under some shells,
+``setsid sleep 1000 &``) has left the group, and once the leader is reaped the group may no
+longer be signalled by id (procgroup.py). Such a child still carries the environment it was
+started with, though, and every group's environment holds a unique ``ACP_BRIDGE_MARKER``
+value, so ``/proc/*/environ`` finds it.
 
 Linux only (no ``/proc`` elsewhere: nothing is found). Best effort by nature: a process that
 scrubs its environment before ``exec`` (``env -i``), or that was started by some other

@@ -1,10 +1,4 @@
-"""What the bridge confines: filesystem roots, confined path resolution, constructed
-environments (DESIGN §5).
-
-Agents and the terminals we run for them never get the whole host environment: only a small
-base list, the profile's explicit ``env``, the host variables it names in ``env_passthrough``,
-and ``ACP_BRIDGE_DEPTH`` / ``ACP_BRIDGE_MAX_DEPTH`` so a bridge started inside refuses to go
-deeper than the limit its host set.
+"""Filesystem roots and confined path resolution beneath them (DESIGN §5).
 
 File requests are resolved by :meth:`Roots.resolve`, one component at a time, relative to an
 open directory (``openat``-style, ``dir_fd=``), never by handing a whole path to the kernel:
@@ -36,40 +30,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from acp_bridge._entries.runner import DEPTH_ENV, MAX_DEPTH_ENV, inherited_max_depth
 from acp_bridge.errors import SandboxViolation
-
-BASE_ENV_NAMES: tuple[str, ...] = ("PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR")
-BASE_ENV_PREFIXES: tuple[str, ...] = ("LC_",)
 
 MAX_STEPS = 256  # symlinks followed + races retried + roots re-entered, per request (ELOOP)
 MAX_DEPTH = 256  # directories held open at once by one walk (an fd each): no fd exhaustion
 # O_PATH (Linux): a directory we only walk through needs search permission, not read.
 _DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
-
-
-def constructed_env(
-    *,
-    depth: int,
-    extra: Mapping[str, str] | None = None,
-    passthrough: Iterable[str] = (),
-    environ: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The environment for a process we start on an agent's behalf (or for the agent)."""
-    host = os.environ if environ is None else environ
-    env = {
-        name: value
-        for name, value in host.items()
-        if name in BASE_ENV_NAMES or name.startswith(BASE_ENV_PREFIXES)
-    }
-    env.setdefault("PATH", os.defpath)  # a host without PATH: commands still resolve
-    env.update({name: host[name] for name in passthrough if name in host})
-    env.update(extra or {})
-    env[DEPTH_ENV] = str(depth)
-    limit = inherited_max_depth()
-    if limit is not None:  # the limit travels with the depth: a nested bridge cannot raise it
-        env[MAX_DEPTH_ENV] = str(limit)
-    return env
 
 
 @dataclass

@@ -18,13 +18,15 @@ from typing import Literal
 
 import anyio
 
+from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._os.race import race
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError
 from acp_bridge.smoke._expect import check
 from acp_bridge.smoke._suite import CaseRun
 
-Verdict = Literal["passed", "failed", "error", "skipped"]
+CaseVerdict = Literal["passed", "failed", "error", "skipped"]
 DEFAULT_CASE_TIMEOUT = 600.0
 GUARD_MARGIN = 30.0  # beyond a case's own timeout: startup, shutdown grace, cleanup
 
@@ -32,7 +34,7 @@ GUARD_MARGIN = 30.0  # beyond a case's own timeout: startup, shutdown grace, cle
 @dataclass
 class CaseOutcome:
     run: CaseRun
-    verdict: Verdict
+    verdict: CaseVerdict
     failures: list[str] = field(default_factory=list)
     envelope: SubtaskResult | None = None
     duration: float = 0.0
@@ -108,7 +110,7 @@ class SmokeRunner:
             duration = time.monotonic() - started
             if envelope is None:
                 limit = (run.case.timeout or DEFAULT_CASE_TIMEOUT) + GUARD_MARGIN
-                verdict: Verdict = "skipped" if cancel.is_set() else "error"
+                verdict: CaseVerdict = "skipped" if cancel.is_set() else "error"
                 why = (
                     "interrupted"
                     if cancel.is_set()
@@ -156,64 +158,28 @@ class SmokeRunner:
     async def _guarded(
         self, run: CaseRun, workspace: Path, cancel: anyio.Event
     ) -> SubtaskResult | None:
-        """The case's envelope; None when the guard or a cancel stopped it outright."""
+        """The case's envelope; None when the runner's guard stopped it outright. Every
+        entry takes ``cancel`` and ends gracefully with an envelope of its own."""
         limit = (run.case.timeout or DEFAULT_CASE_TIMEOUT) + GUARD_MARGIN
-        result: SubtaskResult | None = None
-        with anyio.move_on_after(limit):
-            async with anyio.create_task_group() as tg:
-                if run.case.entry != "acp_spawn":  # no graceful cancel: stop it outright
-
-                    async def stop_on_cancel() -> None:
-                        await cancel.wait()
-                        tg.cancel_scope.cancel()
-
-                    tg.start_soon(stop_on_cancel)
-                result = await self._entry(run, workspace, cancel)
-                tg.cancel_scope.cancel()
-        return result
+        raced = await race(lambda: self._entry(run, workspace, cancel), timeout=limit)
+        return raced.value
 
     def _entry(
         self, run: CaseRun, workspace: Path, cancel: anyio.Event
     ) -> Awaitable[SubtaskResult]:
-        case, config, timeout = run.case, self.config, run.case.timeout
-        if case.entry == "acp_spawn":
-            from acp_bridge._entries.acp_agent import acp_spawn
-
-            assert run.agent is not None and case.task is not None
-            return acp_spawn(
-                run.agent,
-                case.task,
-                cwd=workspace,
-                timeout=timeout,
-                config=config,
-                output_schema=case.output_schema,
-                cancel=cancel,
-            )
-        if case.entry == "bash":
-            from acp_bridge._entries.shell import bash
-
-            assert case.command is not None
-            return bash(case.command, cwd=workspace, timeout=timeout, config=config)
-        model = self.settings.model or case.model
-        if case.entry == "spawn":
-            from acp_bridge._entries.inner import spawn
-
-            assert case.task is not None
-            return spawn(
-                case.task,
-                case.tools or [],
-                model=model,
-                cwd=workspace,
-                timeout=timeout,
-                config=config,
-                output_schema=case.output_schema,
-            )
-        from acp_bridge._entries.host import ask
-
-        assert case.task is not None
-        return ask(
-            case.task, tools=case.tools, model=model, cwd=workspace, timeout=timeout, config=config
+        case = run.case
+        loop_entry = case.entry in ("spawn", "ask")
+        request = EntryRequest(
+            entry=case.entry,
+            task=(case.command if case.entry == "bash" else case.task) or "",
+            agent=run.agent,
+            tools=case.tools,
+            model=(self.settings.model or case.model) if loop_entry else None,
+            output_schema=case.output_schema,
+            timeout=case.timeout,
+            cwd=str(workspace),
         )
+        return run_entry(request, config=self.config, cancel=cancel)
 
 
 def _write_setup_files(run: CaseRun, workspace: Path) -> None:

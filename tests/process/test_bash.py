@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._entries.runner import DEPTH_ENV, subtask_level
+from acp_bridge._entries.depth import subtask_level
 from acp_bridge._entries.shell import CommandResult, bash, bash_sync
-from acp_bridge._os.roots import constructed_env
+from acp_bridge._os.environment import DEPTH_ENV, constructed_env
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event

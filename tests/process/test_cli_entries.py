@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._entries.runner import DEPTH_ENV
 from acp_bridge._loop.passthrough import call_tool_directive as call
+from acp_bridge._os.environment import DEPTH_ENV
 from acp_bridge.cli import main
 from tests.helpers import read_pids, wait_all_dead
 

@@ -15,13 +15,14 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._acp.connection import RpcFailure
 from acp_bridge._acp.schema import INVALID_PARAMS
 from acp_bridge._acp.services.files import FileService
 from acp_bridge._acp.services.terminals import TerminalService
-from acp_bridge._os.roots import Roots, constructed_env
+from acp_bridge._os.environment import constructed_env
+from acp_bridge._os.roots import Roots
 from acp_bridge.config import TerminalSettings
 from acp_bridge.events import EventSink
+from tests.helpers import RpcFailure, serve
 
 SECRET = "TOP SECRET: outside the roots\n"
 
@@ -107,7 +108,7 @@ def make_world(tmp_path: Path) -> Iterator[World]:
 
 
 async def call(handler: Any, **params: Any) -> Any:
-    return await handler(sessionId="s", **params)
+    return await serve(handler, sessionId="s", **params)
 
 
 async def refused(handler: Any, match: str, **params: Any) -> RpcFailure:

@@ -11,14 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._acp.connection import RpcFailure
 from acp_bridge._acp.schema import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from acp_bridge._acp.services import terminals as terminals_module
-from acp_bridge._acp.services.terminals import TERMINAL_MARKER_ENV, TerminalService
-from acp_bridge._entries.runner import DEPTH_ENV
+from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._os.environment import DEPTH_ENV, constructed_env
+from acp_bridge._os.procgroup import MARKER_ENV
 from acp_bridge._os.reaper import marked_processes
-from acp_bridge._os.roots import constructed_env
 from acp_bridge.events import Event, EventSink
+from tests.helpers import RpcFailure
 
 from .conftest import World, alive, call, refused, run_command, terminals
 
@@ -62,7 +62,6 @@ async def test_cwd_outside_the_roots_is_refused(world: World, spelling: str, why
     async with terminals(world) as service:
         failure = await refused(service.create, why, command=f"touch {world.outside}/ran", cwd=cwd)
         assert failure.message.startswith("terminal cwd refused")
-        assert service.refusals[0].method == "terminal/create"
     assert not (world.outside / "ran").exists()  # nothing was started
 
 
@@ -97,17 +96,17 @@ async def test_host_secret_does_not_reach_a_terminal(
     names = {line.split("=", 1)[0] for line in env_lines if "=" in line}
     allowed = {"PATH", "HOME", "LANG", "TERM", "USER", "SHELL", "TMPDIR", "PWD", "SHLVL", "_"}
     unexpected = {n for n in names - allowed if not n.startswith("LC_")}
-    assert unexpected == {"PROFILE_VAR", DEPTH_ENV, TERMINAL_MARKER_ENV}
+    assert unexpected == {"PROFILE_VAR", DEPTH_ENV, MARKER_ENV}
 
 
 async def test_request_env_cannot_lower_the_depth_or_hide_the_marker(world: World) -> None:
     async with terminals(world) as service:
         result = await run_command(
             service,
-            f'echo "${DEPTH_ENV} ${TERMINAL_MARKER_ENV} $EXTRA"',
+            f'echo "${DEPTH_ENV} ${MARKER_ENV} $EXTRA"',
             env=[
                 {"name": DEPTH_ENV, "value": "0"},
-                {"name": TERMINAL_MARKER_ENV, "value": "nope"},
+                {"name": MARKER_ENV, "value": "nope"},
                 {"name": "EXTRA", "value": "ok"},
             ],
         )
@@ -175,7 +174,7 @@ async def test_session_end_releases_everything(world: World) -> None:
         await call(service.create, command="sleep 300")
         await start_daemon(service, pidfile)
         daemon = int(pidfile.read_text())
-        running = [t.process.pid for t in service._terminals.values()]
+        running = [t.group.pid for t in service._terminals.values()]
     # The context manager ended the session: release_all ran.
     assert not alive(daemon)
     assert not any(alive(pid) for pid in running)
@@ -282,7 +281,7 @@ async def test_marker_scan_sees_only_our_processes(world: World) -> None:
     async with terminals(world) as service:
         created = await call(service.create, command="sleep 30")
         terminal = service._terminals[created["terminalId"]]
-        found = marked_processes(TERMINAL_MARKER_ENV, terminal.marker)  # sh and its sleep
-        assert terminal.process.pid in found
-        assert {os.getpgid(pid) for pid in found} == {terminal.process.pid}
-        assert marked_processes(TERMINAL_MARKER_ENV, "no-such-marker") == []
+        found = marked_processes(MARKER_ENV, terminal.marker)  # sh and its sleep
+        assert terminal.group.pid in found
+        assert {os.getpgid(pid) for pid in found} == {terminal.group.pid}
+        assert marked_processes(MARKER_ENV, "no-such-marker") == []

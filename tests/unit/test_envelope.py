@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge.envelope import (
-    SUMMARY_LIMIT,
+from acp_bridge._entries.shell import CommandResult
+from acp_bridge._output import (
     SchemaRegistry,
-    new_task_id,
     parse_structured_output,
     strip_code_fence,
+    structured_output_instruction,
 )
+from acp_bridge.envelope import SUMMARY_LIMIT, new_task_id
 from acp_bridge.errors import ConfigError, ErrorCode, OutputSchemaError
 
 
@@ -46,12 +47,12 @@ def test_failed_error_is_one_line_and_keeps_partial_output() -> None:
 
 
 def test_bash_result_shapes() -> None:
-    ok = envelope.bash_result(exit_code=0, stdout="", stderr="warn\n")
+    ok = CommandResult(exit_code=0, stdout="", stderr="warn\n").envelope()
     assert ok.status == "done" and ok.summary == "warn"
     assert ok.output_schema == "subtask.bash.result.v1" and ok.output_kind == "json"
-    bad = envelope.bash_result(exit_code=3, stdout="", stderr="")
+    bad = CommandResult(exit_code=3).envelope()
     assert bad.error == "bash exited with code 3"
-    late = envelope.bash_result(exit_code=124, stdout="", stderr="", timeout_s=1.5)
+    late = CommandResult(exit_code=124, timed_out_after=1.5).envelope()
     assert late.error == "bash timed out after 1.5s" and late.meta.error_code == "timeout"
 
 
@@ -116,7 +117,7 @@ def test_broken_schema_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_instruction_names_the_label_and_schema() -> None:
-    text = envelope.structured_output_instruction("demo.v1", {"type": "object"})
+    text = structured_output_instruction("demo.v1", {"type": "object"})
     assert "demo.v1" in text and '"type": "object"' in text
 
 

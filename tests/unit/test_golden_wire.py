@@ -18,7 +18,8 @@ import pytest
 from pydantic import BaseModel
 
 from acp_bridge._acp import schema as protocol
-from acp_bridge._acp.session import TurnCollector, parse_reply
+from acp_bridge._acp.schema import parse_reply
+from acp_bridge._acp.updates import TurnCollector
 from acp_bridge.events import EventSink
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "wire"

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from acp_bridge._acp.connection import JsonRpcConnection
+from acp_bridge._acp.router import Router
 from tests.helpers import ChunkStream, NullSink
 
 
@@ -30,7 +31,9 @@ def read_all(chunks: list[bytes]) -> tuple[list[str], JsonRpcConnection]:
         texts.append(params["update"]["content"]["text"])
 
     async def main() -> JsonRpcConnection:
-        conn = JsonRpcConnection(ChunkStream(chunks), NullSink(), on_update=on_update, methods={})
+        conn = JsonRpcConnection(
+            ChunkStream(chunks), NullSink(), on_update=on_update, router=Router()
+        )
         with anyio.fail_after(5):
             async with conn:
                 await conn.wait_closed()

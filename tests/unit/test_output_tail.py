@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from acp_bridge._acp.services import terminals
-from acp_bridge._acp.services.terminals import OutputTail, shell_argv
+from acp_bridge._acp.services.terminals import shell_argv
+from acp_bridge._os import buffers
+from acp_bridge._os.buffers import TailBuffer
 
 SAMPLE = "aé€😀"  # 1, 2, 3 and 4 bytes in UTF-8
 
@@ -22,7 +23,7 @@ def expected_tail(stream: bytes, limit: int) -> bytes:
 
 
 def test_short_output_is_kept_whole() -> None:
-    tail = OutputTail(100)
+    tail = TailBuffer(100)
     tail.append("héllo\n".encode())
     assert tail.text() == "héllo\n" and not tail.truncated
 
@@ -30,7 +31,7 @@ def test_short_output_is_kept_whole() -> None:
 @pytest.mark.parametrize("limit", range(1, 12))
 def test_cut_at_the_front_lands_on_a_character_boundary(limit: int) -> None:
     stream = (SAMPLE * 3).encode()
-    tail = OutputTail(limit)
+    tail = TailBuffer(limit)
     for byte in stream:  # one byte at a time: the worst chunking
         tail.append(bytes([byte]))
     text = tail.text(complete=True)
@@ -40,7 +41,7 @@ def test_cut_at_the_front_lands_on_a_character_boundary(limit: int) -> None:
 
 
 def test_a_character_still_being_written_is_left_for_later() -> None:
-    tail = OutputTail(100)
+    tail = TailBuffer(100)
     euro = "€".encode()
     tail.append(b"price: " + euro[:2])
     assert tail.text() == "price: "  # not "price: \ufffd"
@@ -49,23 +50,23 @@ def test_a_character_still_being_written_is_left_for_later() -> None:
 
 
 def test_an_unfinished_character_at_the_very_end_is_replaced_once_complete() -> None:
-    tail = OutputTail(100)
+    tail = TailBuffer(100)
     tail.append(b"cut " + "😀".encode()[:3])
     assert tail.text() == "cut "
     assert tail.text(complete=True) == "cut \ufffd"
 
 
 def test_invalid_bytes_are_replaced_not_dropped() -> None:
-    tail = OutputTail(100)
+    tail = TailBuffer(100)
     tail.append(b"a\xffb\xc3(c")
     assert tail.text(complete=True) == "a\ufffdb\ufffd(c"
 
 
 def test_a_chunk_larger_than_the_limit() -> None:
-    tail = OutputTail(5)
+    tail = TailBuffer(5)
     tail.append(b"0123456789")
     assert tail.truncated and tail.text() == "56789"
-    tail = OutputTail(10)
+    tail = TailBuffer(10)
     tail.append(b"0123456789")  # exactly the limit: nothing was cut
     assert not tail.truncated and tail.text() == "0123456789"
 
@@ -74,12 +75,12 @@ def test_a_chunk_larger_than_the_limit() -> None:
 def test_random_streams_keep_the_exact_last_bytes(
     small: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(terminals, "SMALL_OUTPUT", small)  # 16: every path of the ring
+    monkeypatch.setattr(buffers, "SMALL_OUTPUT", small)  # 16: every path of the ring
     rng = random.Random(4)
     for _ in range(300):
         stream = "".join(rng.choice(SAMPLE + "\n") for _ in range(rng.randint(0, 400))).encode()
         limit = rng.randint(1, 120)
-        tail = OutputTail(limit)
+        tail = TailBuffer(limit)
         position = 0
         while position < len(stream):
             size = rng.randint(1, 50)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from acp_bridge import envelope
+from acp_bridge._entries.shell import CommandResult
 from acp_bridge._loop.passthrough import (
     Directive,
     call_tool_directive,
@@ -57,7 +58,7 @@ def test_bad_directives_are_model_errors(line: str, message: str) -> None:
 
 
 def test_tool_results_are_unwrapped() -> None:
-    bash_env = envelope.bash_result(exit_code=0, stdout="three\n", stderr="")
+    bash_env = CommandResult(exit_code=0, stdout="three\n").envelope()
     assert unwrap_tool_result(bash_env.to_json()) == "three"
     json_env = envelope.done({"ok": True, "value": 42}, output_kind="json", output_schema="x")
     assert unwrap_tool_result(json_env.to_json()) == '{"ok":true,"value":42}'

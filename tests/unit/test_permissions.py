@@ -18,10 +18,11 @@ from acp_bridge._acp.services.permissions import (
     choose_option,
     named_locations,
 )
-from acp_bridge._acp.session import TurnSignals
+from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import EventSink
+from tests.helpers import serve
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +65,7 @@ def request(
 
 
 async def decide(policy: PermissionPolicy, params: RequestPermissionParams) -> str:
-    reply = await policy.answer(params)
+    reply, _record = await policy.answer(params)
     RequestPermissionResponse.model_validate(reply)  # the official schema is the oracle
     outcome = reply["outcome"]
     return outcome.get("optionId") or outcome["outcome"]
@@ -155,7 +156,7 @@ async def test_ask_goes_to_the_host_hook(roots: Roots) -> None:
         return question.title == "ok"
 
     rules = [{"decision": "ask"}]
-    checked = policy(roots, rules=rules, hook=hook)
+    checked = policy(roots, rules=rules, permission_hook=hook)
     assert await decide(checked, request("execute", title="ok")) == "yes"
     assert await decide(checked, request("execute", title="nope")) == "no"
     assert [q.title for q in asked] == ["ok", "nope"]
@@ -171,7 +172,7 @@ async def test_headless_ask_and_a_failing_hook_reject_and_say_why(roots: Roots) 
     async def broken(question: PermissionQuestion) -> bool:
         raise RuntimeError("host bug")
 
-    failing = policy(roots, rules=[{"decision": "ask"}], hook=broken)
+    failing = policy(roots, rules=[{"decision": "ask"}], permission_hook=broken)
     assert await decide(failing, request("edit")) == "no"
     assert "host hook failed (RuntimeError)" in failing.ledger.records[0].reason
 
@@ -219,7 +220,7 @@ def services(
         tg=tg,
         sink=EventSink(None),
         signals=TurnSignals(),
-        hook=hook,
+        permission_hook=hook,
     )
 
 
@@ -227,10 +228,12 @@ async def test_refusals_reach_the_summary_notes(tmp_path: Path) -> None:
     async with anyio.create_task_group() as tg:
         served = services(tmp_path, tg, permissions={"mode": "read-only"})
         assert served.summary_notes() == []
-        await served.request_permission(**request("edit").wire())
-        await served.request_permission(**request("execute").wire())
-        with pytest.raises(Exception, match="outside the read roots"):
-            await served.files.read_text_file(sessionId="s", path="/etc/hostname")
+        await serve(served.request_permission, **request("edit").wire())
+        await serve(served.request_permission, **request("execute").wire())
+        params = {"sessionId": "s", "path": "/etc/hostname"}
+        message = {"jsonrpc": "2.0", "id": 3, "method": "fs/read_text_file", "params": params}
+        reply = await served.router().answer(message)
+        assert reply is not None and "outside the read roots" in reply["error"]["message"]
         assert served.summary_notes() == [
             "2 permission requests refused",
             "1 file/terminal request refused",
@@ -252,7 +255,7 @@ async def test_a_pending_request_is_answered_cancelled_when_the_turn_is(tmp_path
         answered = anyio.Event()
 
         async def ask() -> None:
-            replies.append(await served.request_permission(**request("edit").wire()))
+            replies.append(await serve(served.request_permission, **request("edit").wire()))
             answered.set()
 
         with anyio.fail_after(5):
@@ -263,4 +266,4 @@ async def test_a_pending_request_is_answered_cancelled_when_the_turn_is(tmp_path
         assert replies == [{"outcome": {"outcome": "cancelled"}}]
         assert served.ledger.records[-1].decision == "cancelled"
         # And one that arrives after the cancel is answered at once.
-        assert await served.request_permission(**request("edit").wire()) == replies[0]
+        assert await serve(served.request_permission, **request("edit").wire()) == replies[0]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_bridge._entries.runner import DEPTH_ENV
-from acp_bridge._os.roots import Roots, constructed_env
+from acp_bridge._os.environment import DEPTH_ENV, constructed_env
+from acp_bridge._os.roots import Roots
 
 HOST = {
     "PATH": "/usr/bin",

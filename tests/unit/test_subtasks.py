@@ -6,13 +6,10 @@ import anyio
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge._entries.runner import (
-    DEPTH_ENV,
-    SubtaskContext,
-    current_depth,
-    run_subtask,
-    subtask_level,
-)
+from acp_bridge._entries.depth import current_depth, inherited_max_depth, subtask_level
+from acp_bridge._entries.runner import RunContext, run_enveloped
+from acp_bridge._os.environment import DEPTH_ENV
+from acp_bridge.config import Config, LoadedConfig, ProfileCatalog
 from acp_bridge.errors import ConfigError, ErrorCode, RunTimeout
 
 
@@ -36,7 +33,9 @@ def test_levels_nest_in_process_and_stop_at_the_limit(monkeypatch: pytest.Monkey
 
 
 def _run(body, max_depth: int = 1):  # type: ignore[no-untyped-def]
-    return anyio.run(run_subtask, "bash", max_depth, body)
+    config = Config.model_validate({"subtasks": {"max_depth": max_depth}})
+    loaded = LoadedConfig(None, config, ProfileCatalog({}))
+    return anyio.run(lambda: run_enveloped("bash", body, config=loaded))
 
 
 def test_run_subtask_returns_the_body_envelope_with_bookkeeping(
@@ -44,7 +43,7 @@ def test_run_subtask_returns_the_body_envelope_with_bookkeeping(
 ) -> None:
     monkeypatch.delenv(DEPTH_ENV, raising=False)
 
-    async def body(ctx: SubtaskContext) -> envelope.SubtaskResult:
+    async def body(ctx: RunContext) -> envelope.SubtaskResult:
         return envelope.done(f"level {ctx.depth}")
 
     result = _run(body)
@@ -56,10 +55,10 @@ def test_run_subtask_returns_the_body_envelope_with_bookkeeping(
 def test_errors_become_failed_envelopes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DEPTH_ENV, raising=False)
 
-    async def times_out(ctx: SubtaskContext) -> envelope.SubtaskResult:
+    async def times_out(ctx: RunContext) -> envelope.SubtaskResult:
         raise RunTimeout("too slow")
 
-    async def crashes(ctx: SubtaskContext) -> envelope.SubtaskResult:
+    async def crashes(ctx: RunContext) -> envelope.SubtaskResult:
         raise KeyError("bug")
 
     late = _run(times_out)
@@ -71,7 +70,7 @@ def test_errors_become_failed_envelopes(monkeypatch: pytest.MonkeyPatch) -> None
 def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(DEPTH_ENV, "1")
 
-    async def body(ctx: SubtaskContext) -> envelope.SubtaskResult:
+    async def body(ctx: RunContext) -> envelope.SubtaskResult:
         raise AssertionError("must not run")
 
     result = _run(body)
@@ -79,16 +78,15 @@ def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_limit_travels_and_cannot_be_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge._entries.runner import MAX_DEPTH_ENV
-    from acp_bridge._os.roots import constructed_env
+    from acp_bridge._os.environment import MAX_DEPTH_ENV, constructed_env
 
     monkeypatch.delenv(DEPTH_ENV, raising=False)
     monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)
     with subtask_level(3) as depth:
-        env = constructed_env(depth=depth)
+        env = constructed_env(depth=depth, max_depth=inherited_max_depth())
         assert env[DEPTH_ENV] == "1" and env[MAX_DEPTH_ENV] == "3"
         with subtask_level(5):  # a larger limit inside is capped by the outer one
-            assert constructed_env(depth=2)[MAX_DEPTH_ENV] == "3"
+            assert constructed_env(depth=2, max_depth=inherited_max_depth())[MAX_DEPTH_ENV] == "3"
     # A nested process: its own config allows 5, its host allowed 1.
     monkeypatch.setenv(DEPTH_ENV, "1")
     monkeypatch.setenv(MAX_DEPTH_ENV, "1")

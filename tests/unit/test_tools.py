@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
-from acp_bridge._entries.runner import subtask_level
-from acp_bridge._entries.tools import ToolRegistry, json_parameters
+from acp_bridge._entries.depth import subtask_level
+from acp_bridge._entries.tools import ToolRegistry
+from acp_bridge._loop.registry import json_parameters
 from acp_bridge.config import load_config
 from acp_bridge.errors import ConfigError, ErrorCode
 from tests.helpers import default_config, run_bounded

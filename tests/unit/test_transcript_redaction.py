@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from acp_bridge._acp.transcript import Transcript
+from acp_bridge._os.redact import Redactor
 
 
 def lines_of(path: Path) -> list[dict[str, object]]:
@@ -16,7 +17,7 @@ def test_env_values_that_are_json_tokens_do_not_corrupt_the_transcript(tmp_path:
     # Built-in profiles set flags like GEMINI_CLI_NO_RELAUNCH: "true"; every env value is
     # treated as a secret, and a raw replace of `true` / `1234` breaks the JSON around it.
     path = tmp_path / "t.jsonl"
-    transcript = Transcript(path, ["true", "false", "null", "1234", "0.25"])
+    transcript = Transcript(path, Redactor(["true", "false", "null", "1234", "0.25"]))
     message = {"id": 1234, "result": {"ok": True, "no": False, "none": None, "ratio": 0.25}}
     transcript.incoming(json.dumps(message, separators=(",", ":")).encode())
     transcript.close()
@@ -27,7 +28,7 @@ def test_env_values_that_are_json_tokens_do_not_corrupt_the_transcript(tmp_path:
 def test_a_secret_is_redacted_in_its_json_escaped_forms(tmp_path: Path) -> None:
     secret = 'pa"ss\\wörd-42'
     path = tmp_path / "t.jsonl"
-    transcript = Transcript(path, [secret])
+    transcript = Transcript(path, Redactor([secret]))
     for ensure_ascii in (False, True):
         text = json.dumps({"token": secret, "note": f"key={secret};"}, ensure_ascii=ensure_ascii)
         transcript.outgoing(text.encode())
@@ -38,7 +39,7 @@ def test_a_secret_is_redacted_in_its_json_escaped_forms(tmp_path: Path) -> None:
 
 def test_ordinary_secrets_are_still_redacted(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    transcript = Transcript(path, ["sk-live-abcdef", "abc"])  # "abc": too short to be one
+    transcript = Transcript(path, Redactor(["sk-live-abcdef", "abc"]))  # "abc": too short to be one
     transcript.incoming(b'{"params":{"env":"sk-live-abcdef","x":"abc"}}')
     transcript.note("started with sk-live-abcdef")
     transcript.close()

@@ -9,10 +9,13 @@ from typing import Any
 import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic import BaseModel, ConfigDict
 
-from acp_bridge._acp.connection import JsonRpcConnection, RpcFailure
-from acp_bridge._acp.session import TurnCollector
+from acp_bridge._acp.connection import JsonRpcConnection
+from acp_bridge._acp.router import RequestError, Route, Router
 from acp_bridge._acp.transcript import Transcript
+from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._os.redact import Redactor
 from acp_bridge.errors import AgentExitedError, AgentRequestError, ProtocolError
 from acp_bridge.events import EventSink
 from tests.helpers import ChunkStream
@@ -41,7 +44,7 @@ def read_all(chunks: list[bytes], **kwargs: Any) -> tuple[list[dict[str, Any]], 
             ChunkStream(chunks),
             Sink(),
             on_update=updates.append,  # type: ignore[arg-type]
-            methods={},
+            router=Router(),
             **kwargs,
         )
         async with conn:
@@ -89,7 +92,7 @@ def test_non_json_lines_are_counted_with_samples() -> None:
 
 
 def test_ceiling_fails_the_connection_not_the_process() -> None:
-    updates, conn = read_all([b"{" + b"x" * 5000, b"x" * 5000], max_line_bytes=8000)
+    updates, conn = read_all([b"{" + b"x" * 5000, b"x" * 5000], max_message_bytes=8000)
     assert isinstance(conn.failure, ProtocolError)
     assert not updates
 
@@ -100,7 +103,7 @@ def test_pending_requests_fail_when_the_agent_goes_away() -> None:
             ChunkStream([]),
             Sink(),
             on_update=lambda _: None,  # type: ignore[arg-type]
-            methods={},
+            router=Router(),
         )
         async with conn:
             await conn.wait_closed()
@@ -115,10 +118,15 @@ def test_replies_error_replies_and_requests_from_the_agent() -> None:
         send, receive = anyio.create_memory_object_stream[bytes](100)
         sink = Sink(expect=6)
 
-        async def echo(**params: Any) -> Any:
-            if params.get("fail"):
-                raise RpcFailure(-32002, "Resource not found: x")
-            return {"echo": params}
+        class EchoParams(BaseModel):
+            model_config = ConfigDict(extra="allow")
+            k: int | None = None
+            fail: bool = False
+
+        async def echo(params: EchoParams) -> dict[str, Any]:
+            if params.fail:
+                raise RequestError(-32002, "Resource not found: x")
+            return {"echo": params.model_dump(exclude_defaults=True)}
 
         class Receive:
             def __init__(self, stream: MemoryObjectReceiveStream[bytes]) -> None:
@@ -131,7 +139,7 @@ def test_replies_error_replies_and_requests_from_the_agent() -> None:
             Receive(receive),
             sink,
             on_update=lambda _: None,  # type: ignore[arg-type]
-            methods={"x/echo": echo},
+            router=Router([Route("x/echo", EchoParams, echo)]),
         )
         async with conn:
             pending = await conn.start_request("session/new", {"cwd": "/"})
@@ -253,7 +261,7 @@ def test_usage_from_updates_and_prompt_reply() -> None:
 
 
 def test_transcript_redacts_secrets_everywhere(tmp_path: Path) -> None:
-    transcript = Transcript(tmp_path / "t.jsonl", secrets=["sk-live-123456", "1"])
+    transcript = Transcript(tmp_path / "t.jsonl", Redactor(["sk-live-123456", "1"]))
     transcript.incoming(b'{"key":"sk-live-123456"}')
     transcript.outgoing(b'{"env":[{"name":"K","value":"sk-live-123456"}]}')
     transcript.non_json(b"token sk-live-123456 leaked")

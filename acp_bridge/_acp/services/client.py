@@ -1,34 +1,63 @@
-"""Everything the bridge serves to one session, and the capabilities that say so.
+"""Everything the bridge serves to one session, the capabilities that say so, and the routes.
 
 Only what the profile enables and the bridge fully serves is advertised in ``initialize``;
-a method that is not advertised is not answered either (-32601).
+a method that is not advertised has no route either (-32601).
+
+What the bridge serves is judged by the permission policy whether or not the agent asked
+first (see permissions.py): a served request the policy refuses, or one the confined
+services refuse, is recorded in ``meta.refusals`` as well as answered with an error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import anyio
 from anyio.abc import TaskGroup
+from pydantic import BaseModel
 
-from acp_bridge._acp.connection import RequestHandler, RpcFailure
+from acp_bridge._acp.router import Reply, RequestError, Route, Router
 from acp_bridge._acp.schema import (
     INVALID_PARAMS,
     ClientCapabilities,
+    CreateTerminalParams,
     FsCapabilities,
+    ReadTextFileParams,
     RequestPermissionParams,
+    TerminalIdParams,
     ToolCallUpdate,
+    WriteTextFileParams,
 )
 from acp_bridge._acp.services.files import FileService
-from acp_bridge._acp.services.permissions import PermissionHook, PermissionLedger, PermissionPolicy
+from acp_bridge._acp.services.permissions import (
+    PermissionHook,
+    PermissionLedger,
+    PermissionPolicy,
+)
 from acp_bridge._acp.services.terminals import TerminalService
-from acp_bridge._acp.session import TurnSignals
+from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._os.race import race
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile
-from acp_bridge.envelope import RefusalRecord
+from acp_bridge.envelope import PermissionRecord, RefusalRecord
+from acp_bridge.errors import LimitExceeded, SandboxViolation
 from acp_bridge.events import EventSink
+
+ParamsT = TypeVar("ParamsT", bound=BaseModel)
+
+
+def _describe_read(request: ReadTextFileParams) -> tuple[str, str, tuple[str, ...]]:
+    return f"Read {request.path}", request.path, (request.path,)
+
+
+def _describe_write(request: WriteTextFileParams) -> tuple[str, str, tuple[str, ...]]:
+    return f"Write {request.path}", request.path, (request.path,)
+
+
+def _describe_command(request: CreateTerminalParams) -> tuple[str, str, tuple[str, ...]]:
+    line = " ".join([request.command, *request.args])
+    return line, line, ()
 
 
 class ClientServices:
@@ -44,7 +73,7 @@ class ClientServices:
         tg: TaskGroup,
         sink: EventSink,
         signals: TurnSignals,
-        hook: PermissionHook | None = None,
+        permission_hook: PermissionHook | None = None,
         on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
     ) -> None:
         self.profile = profile
@@ -52,7 +81,11 @@ class ClientServices:
         self.sink = sink
         self.ledger = PermissionLedger()
         self.policy = PermissionPolicy(
-            profile.permissions, roots, hook=hook, ledger=self.ledger, cwd=cwd
+            profile.permissions,
+            roots,
+            permission_hook=permission_hook,
+            ledger=self.ledger,
+            cwd=cwd,
         )
         self.files = FileService(
             roots,
@@ -63,7 +96,8 @@ class ClientServices:
             roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
         )
         self._on_tool_call = on_tool_call
-        self._policy_refusals: list[RefusalRecord] = []
+        self.refusals: list[RefusalRecord] = []
+        """File and terminal requests refused (permission refusals are in the ledger)."""
 
     def capabilities(self) -> ClientCapabilities:
         fs = self.profile.fs
@@ -72,75 +106,78 @@ class ClientServices:
             terminal=self.profile.terminal.enabled,
         )
 
-    def methods(self) -> dict[str, RequestHandler]:
-        table: dict[str, RequestHandler] = {"session/request_permission": self.request_permission}
+    def router(self) -> Router:
+        routes: list[Route[Any]] = [
+            Route("session/request_permission", RequestPermissionParams, self.request_permission)
+        ]
         if self.profile.fs.read:
-            table["fs/read_text_file"] = self._judged(
-                "fs/read_text_file", self.files.read_text_file
-            )
+            routes.append(
+                self._served(
+                    "fs/read_text_file", "read", ReadTextFileParams, _describe_read,
+                    self.files.read_text_file,
+                )
+            )  # fmt: skip
         if self.profile.fs.write:
-            table["fs/write_text_file"] = self._judged(
-                "fs/write_text_file", self.files.write_text_file
-            )
+            routes.append(
+                self._served(
+                    "fs/write_text_file", "edit", WriteTextFileParams, _describe_write,
+                    self.files.write_text_file,
+                )
+            )  # fmt: skip
         if self.profile.terminal.enabled:
             terminals = self.terminals
-            table.update(
-                {
-                    "terminal/create": self._judged("terminal/create", terminals.create),
-                    "terminal/output": terminals.output,
-                    "terminal/wait_for_exit": terminals.wait_for_exit,
-                    "terminal/kill": terminals.kill,
-                    "terminal/release": terminals.release,
-                }
-            )
-        return table
+            routes += [
+                self._served(
+                    "terminal/create", "execute", CreateTerminalParams, _describe_command,
+                    terminals.create,
+                ),
+                Route("terminal/output", TerminalIdParams, terminals.output),
+                Route("terminal/wait_for_exit", TerminalIdParams, terminals.wait_for_exit),
+                Route("terminal/kill", TerminalIdParams, terminals.kill),
+                Route("terminal/release", TerminalIdParams, terminals.release),
+            ]  # fmt: skip
+        return Router(routes)
 
-    def _judged(self, method: str, serve: RequestHandler) -> RequestHandler:
-        """``serve`` behind the permission policy: what we serve is judged like a tool call,
-        whether or not the agent asked for permission first."""
-        kind = _SERVED_KINDS[method]
+    def _served(
+        self,
+        method: str,
+        kind: str,
+        params: type[ParamsT],
+        describe: Callable[[ParamsT], tuple[str, str, tuple[str, ...]]],
+        serve: Callable[[ParamsT], Awaitable[Reply]],
+    ) -> Route[ParamsT]:
+        """``serve`` behind the permission policy, its refusals recorded."""
 
-        async def judged(**params: Any) -> Any:
-            title, target, locations = _describe(method, params)
+        async def judged(request: ParamsT) -> Reply:
+            title, target, locations = describe(request)
             allowed, reason = await self.policy.judge_served(kind, title, locations)
             if not allowed:
-                self._policy_refusals.append(
-                    RefusalRecord(method=method, target=target, reason=reason)
-                )
-                raise RpcFailure(
+                self.refusals.append(RefusalRecord(method=method, target=target, reason=reason))
+                raise RequestError(
                     INVALID_PARAMS,
                     f"refused by the permission policy: {reason}",
                     {"reason": "permission_denied"},
                 )
-            return await serve(**params)
+            try:
+                return await serve(request)
+            except (SandboxViolation, LimitExceeded) as exc:
+                self.refusals.append(RefusalRecord(method=method, target=target, reason=str(exc)))
+                raise
 
-        return judged
+        return Route(method, params, judged)
 
-    async def request_permission(self, **params: Any) -> dict[str, Any]:
-        request = RequestPermissionParams.model_validate(params)
+    async def request_permission(self, request: RequestPermissionParams) -> Reply:
         if self._on_tool_call is not None:
             self._on_tool_call(request.tool_call)
         cancelled = self.signals.cancelled
         if cancelled.is_set():
-            return self._decided(self.policy.record_cancelled(request))
-        answer: dict[str, Any] | None = None
-        async with anyio.create_task_group() as tg:
+            return self._decided(*self.policy.answer_cancelled(request))
+        raced = await race(lambda: self.policy.answer(request), cancelled.wait)
+        if raced.value is None:  # the turn was cancelled while the host was deciding
+            return self._decided(*self.policy.answer_cancelled(request))
+        return self._decided(*raced.value)
 
-            async def decide() -> None:
-                nonlocal answer
-                answer = await self.policy.answer(request)
-                tg.cancel_scope.cancel()
-
-            async def on_cancel() -> None:
-                await cancelled.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(decide)
-            tg.start_soon(on_cancel)
-        return self._decided(answer or self.policy.record_cancelled(request))
-
-    def _decided(self, answer: dict[str, Any]) -> dict[str, Any]:
-        record = self.ledger.records[-1]
+    def _decided(self, answer: Reply, record: PermissionRecord) -> Reply:
         self.sink.emit(
             "permission",
             tool_call_id=record.tool_call_id,
@@ -150,11 +187,6 @@ class ClientServices:
             reason=record.reason,
         )
         return answer
-
-    @property
-    def refusals(self) -> list[RefusalRecord]:
-        """File and terminal requests refused (permission refusals are in the ledger)."""
-        return [*self._policy_refusals, *self.files.refusals, *self.terminals.refusals]
 
     def summary_notes(self) -> list[str]:
         """What a run's summary must say about refusals: never a silently limited run."""
@@ -166,22 +198,3 @@ class ClientServices:
 
     async def aclose(self) -> None:
         await self.terminals.release_all()
-
-
-_SERVED_KINDS = {
-    "fs/read_text_file": "read",
-    "fs/write_text_file": "edit",
-    "terminal/create": "execute",
-}
-
-
-def _describe(method: str, params: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
-    """(title, target, locations) of a served request, as the policy sees it. Malformed
-    params are left to the service, which answers them with -32602."""
-    if method == "terminal/create":
-        args = params.get("args") or []
-        line = " ".join(str(part) for part in [params.get("command", ""), *args])
-        return line, line, ()
-    path = str(params.get("path", ""))
-    verb = "Read" if method == "fs/read_text_file" else "Write"
-    return f"{verb} {path}", path, (path,) if path else ()

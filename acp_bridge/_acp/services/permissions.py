@@ -61,7 +61,7 @@ from acp_bridge.config import PermissionRule, Permissions
 from acp_bridge.envelope import PermissionRecord
 from acp_bridge.errors import SandboxViolation
 
-Verdict = Literal["allow", "reject", "ask"]
+Decision = Literal["allow", "reject", "ask"]
 LOOKING_KINDS = frozenset({"read", "search"})
 HARMLESS_KINDS = frozenset({"think", "fetch"})
 RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
@@ -143,7 +143,7 @@ def _outside(paths: tuple[str, ...], check: Callable[[Path], Path]) -> str | Non
 
 def _mode_verdict(
     settings: Permissions, roots: Roots, question: PermissionQuestion
-) -> tuple[Verdict, str]:
+) -> tuple[Decision, str]:
     mode, kind = settings.mode, question.kind or "unknown"
     if mode == "approve-all":
         return "allow", "mode approve-all"
@@ -191,19 +191,19 @@ class PermissionPolicy:
         settings: Permissions,
         roots: Roots,
         *,
-        hook: PermissionHook | None = None,
+        permission_hook: PermissionHook | None = None,
         ledger: PermissionLedger | None = None,
         cwd: Path | None = None,
     ) -> None:
         self.settings = settings
         self.roots = roots
-        self.hook = hook
+        self.permission_hook = permission_hook
         self.ledger = ledger or PermissionLedger()
         self.cwd = cwd
         self._granted: Counter[str] = Counter()
         """Per kind: asks the host granted through a permission request, not yet served."""
 
-    def static_verdict(self, question: PermissionQuestion) -> tuple[Verdict, str]:
+    def static_verdict(self, question: PermissionQuestion) -> tuple[Decision, str]:
         """Rules, then the mode: allow, reject, or ask (the hook is not called here)."""
         for index, rule in enumerate(self.settings.rules):
             if _rule_matches(rule, question.kind, question.title):
@@ -234,10 +234,10 @@ class PermissionPolicy:
         return await self._ask_host(question, reason)
 
     async def _ask_host(self, question: PermissionQuestion, reason: str) -> tuple[bool, str]:
-        if self.hook is None:
+        if self.permission_hook is None:
             return False, f"{reason}: no host hook to ask (headless), rejected"
         try:
-            allowed = bool(await self.hook(question))
+            allowed = bool(await self.permission_hook(question))
         except Exception as exc:  # the host's bug must not become the agent's permission
             log.warning("permission hook failed", exc_info=True)
             return False, f"{reason}: the host hook failed ({type(exc).__name__}), rejected"
@@ -254,8 +254,10 @@ class PermissionPolicy:
             raw_input=tool.raw_input,
         )
 
-    async def answer(self, params: RequestPermissionParams) -> dict[str, Any]:
-        """The reply to one ``session/request_permission``, recorded in the ledger."""
+    async def answer(
+        self, params: RequestPermissionParams
+    ) -> tuple[dict[str, Any], PermissionRecord]:
+        """The reply to one ``session/request_permission`` and its record in the ledger."""
         question = self.question(params)
         allowed, reason = await self.verdict(question)
         option = choose_option(question.options, allowed)
@@ -263,7 +265,7 @@ class PermissionPolicy:
             # Only reject options offered: we cannot say yes, so we say the closest no.
             allowed, reason = False, f"{reason}; no allow option offered"
             option = choose_option(question.options, False)
-        self.record(
+        record = self.record(
             question,
             "allowed" if allowed else "rejected",
             option.option_id if option else "",
@@ -271,13 +273,15 @@ class PermissionPolicy:
         )
         if option is None:
             # Nothing offered that means "no": the only refusal left is the cancelled outcome.
-            return PERMISSION_CANCELLED
-        return permission_selected(option.option_id)
+            return PERMISSION_CANCELLED, record
+        return permission_selected(option.option_id), record
 
-    def record_cancelled(self, params: RequestPermissionParams) -> dict[str, Any]:
-        """The reply for a request pending when the turn was cancelled."""
-        self.record(self.question(params), "cancelled", "", "turn cancelled")
-        return PERMISSION_CANCELLED
+    def answer_cancelled(
+        self, params: RequestPermissionParams
+    ) -> tuple[dict[str, Any], PermissionRecord]:
+        """The reply for a request pending when the turn was cancelled, and its record."""
+        record = self.record(self.question(params), "cancelled", "", "turn cancelled")
+        return PERMISSION_CANCELLED, record
 
     def record(
         self,
@@ -285,14 +289,14 @@ class PermissionPolicy:
         decision: Literal["allowed", "rejected", "cancelled"],
         option_id: str,
         reason: str,
-    ) -> None:
-        self.ledger.records.append(
-            PermissionRecord(
-                tool_call_id=question.tool_call_id,
-                title=question.title,
-                kind=question.kind,
-                decision=decision,
-                option_id=option_id,
-                reason=reason,
-            )
+    ) -> PermissionRecord:
+        record = PermissionRecord(
+            tool_call_id=question.tool_call_id,
+            title=question.title,
+            kind=question.kind,
+            decision=decision,
+            option_id=option_id,
+            reason=reason,
         )
+        self.ledger.records.append(record)
+        return record

@@ -1,0 +1,48 @@
+"""One prompt turn's shared state and how it ended.
+
+:class:`TurnSignals` is shared between the session (which cancels a turn) and the services
+(which must answer pending permission requests ``cancelled`` when it does); it lives here,
+below both, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+
+from acp_bridge._acp.connection import Response
+from acp_bridge._acp.schema import PromptResult, parse_reply
+from acp_bridge.errors import BridgeError, RunCancelled, RunTimeout
+
+
+@dataclass
+class TurnSignals:
+    """Set when the current turn is being cancelled (a new event per turn)."""
+
+    cancelled: anyio.Event = field(default_factory=anyio.Event)
+
+
+TurnEnd = Literal["response", "timeout", "cancelled"]
+
+
+@dataclass
+class TurnOutcome:
+    ended: TurnEnd
+    response: Response | None
+
+    @property
+    def result(self) -> PromptResult | None:
+        if self.response is None or self.response.failure or self.response.error:
+            return None
+        return parse_reply(PromptResult, self.response.result, "session/prompt")
+
+
+def turn_error(outcome: TurnOutcome, timeout: float) -> BridgeError | None:
+    """The error a turn ended with, if it ended other than with a reply."""
+    if outcome.ended == "timeout":
+        return RunTimeout(f"the agent did not finish within {timeout:g}s")
+    if outcome.ended == "cancelled":
+        return RunCancelled("the run was cancelled")
+    return None

@@ -1,0 +1,152 @@
+"""The envelope of an ``acp_spawn`` run: its answer, how it ended, and what ``meta`` says.
+
+Whatever stage a run reached (nothing started, the agent died in ``initialize``, the turn
+timed out, the answer broke its output schema) the same :class:`AcpResult` builds the
+envelope from what was gathered: partial output, session id, stop reason, usage, the
+permission ledger, tool calls, terminals, files, refusals, the stderr tail (redacted) and the
+transcript's path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge._acp.agent_process import AgentProcess
+from acp_bridge._acp.schema import KNOWN_STOP_REASONS
+from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.session import AcpSession
+from acp_bridge._acp.transcript import Transcript
+from acp_bridge._acp.turn import TurnOutcome
+from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._os.redact import Redactor
+from acp_bridge._output import SchemaRegistry, parse_structured_output
+from acp_bridge.config import AgentProfile
+from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
+from acp_bridge.errors import AgentExitedError, BridgeError, ErrorCode, OutputSchemaError
+
+_STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
+    "cancelled": (ErrorCode.CANCELLED, "the agent cancelled the turn"),
+    "refusal": (ErrorCode.REFUSAL, "the agent refused to continue (stop reason: refusal)"),
+    "max_tokens": (ErrorCode.MAX_TOKENS, "the agent ran out of tokens (stop reason: max_tokens)"),
+    "max_turn_requests": (
+        ErrorCode.MAX_TURN_REQUESTS,
+        "the agent hit its limit of model requests for one turn (stop reason: max_turn_requests)",
+    ),
+}
+
+
+@dataclass
+class Answer:
+    output: Any
+    kind: OutputKind
+    error: BridgeError | None = None
+
+
+@dataclass
+class AcpResult:
+    """What one run gathered; the parts that were never reached stay None."""
+
+    profile: AgentProfile
+    output_schema: str
+    schemas: SchemaRegistry
+    collector: TurnCollector
+    transcript: Transcript
+    redactor: Redactor
+    timeout: float
+    process: AgentProcess | None = None
+    session: AcpSession | None = None
+    services: ClientServices | None = None
+    outcome: TurnOutcome | None = None
+    error: BridgeError | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def answer(self) -> Answer:
+        text = self.collector.answer()
+        if not self.output_schema:
+            return Answer(text, "text")
+        try:
+            return Answer(parse_structured_output(text, self.output_schema, self.schemas), "json")
+        except OutputSchemaError as exc:
+            return Answer(text, "text", exc)
+
+    def envelope(self) -> SubtaskResult:
+        result = self.outcome.result if self.outcome else None
+        meta = self.meta(result.stop_reason if result else None)
+        notes = self.services.summary_notes() if self.services else []
+        error = self.error
+        if isinstance(error, AgentExitedError) and self.session and self.process:
+            error = AgentExitedError(
+                f"the agent {self.process.exit_description()} during {self.session.phase}"
+            )
+        common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
+        partial = self.collector.answer()
+        if error is not None:
+            return failed(str(error), error.code, output=partial, **common)
+        assert result is not None
+        stop = result.stop_reason
+        if stop in _STOP_REASON_ERRORS:
+            code, message = _STOP_REASON_ERRORS[stop]
+            return failed(message, code, output=partial, **common)
+        if stop not in KNOWN_STOP_REASONS:
+            meta.warnings = [
+                *(meta.warnings or []),
+                f"unknown stop reason {stop!r}; treated as the end of the turn",
+            ]
+        answer = self.answer()
+        if answer.error is not None:
+            return failed(str(answer.error), answer.error.code, output=answer.output, **common)
+        return done(answer.output, output_kind=answer.kind, **common)
+
+    def _warnings(self) -> list[str]:
+        warnings = [*self.warnings, *(self.session.warnings if self.session else [])]
+        if self.session is not None:
+            stats = self.session.conn.stats
+            if stats.non_json:
+                sample = stats.non_json_samples[0] if stats.non_json_samples else ""
+                warnings.append(
+                    f"skipped {stats.non_json} non-JSON line(s) on the agent's "
+                    f"stdout (first: {self.redactor.text(sample)!r})"
+                )
+        if self.collector.unknown_kinds:
+            kinds = ", ".join(sorted(self.collector.unknown_kinds))
+            warnings.append(f"ignored unknown session/update kinds: {kinds}")
+        if self.transcript.error:
+            warnings.append(self.transcript.error)
+        return warnings
+
+    def meta(self, stop_reason: str | None) -> Meta:
+        process, services = self.process, self.services
+        tail = process.stderr_tail() if process is not None and process.started else ""
+        transcript = self.transcript
+        return Meta(
+            agent=self.profile.name,
+            session_id=self.session.session_id if self.session else None,
+            stop_reason=stop_reason,
+            usage=dict(self.collector.usage) or None,
+            permissions=(services.ledger.records or None) if services else None,
+            tool_calls=self.collector.tool_call_records() or None,
+            terminals=(services.terminals.records or None) if services else None,
+            files_changed=(services.files.files_changed or None) if services else None,
+            files_read=(services.files.files_read or None) if services else None,
+            refusals=(services.refusals or None) if services else None,
+            stderr_tail=self.redactor.text(tail) or None,
+            transcript=str(transcript.path) if transcript.path and not transcript.error else None,
+            warnings=self._warnings() or None,
+        )
+
+
+def needs_repair(result: AcpResult) -> bool:
+    """Whether the turn ended normally with an answer that breaks its output schema."""
+    outcome = result.outcome.result if result.outcome else None
+    if not result.output_schema or outcome is None or outcome.stop_reason != "end_turn":
+        return False
+    return result.answer().error is not None
+
+
+def repair_prompt(label: str, error: BridgeError | None) -> str:
+    return (
+        f"Your previous answer does not satisfy the output contract {label}: {error}. "
+        "Answer again with a single JSON value only: no prose, no explanation, "
+        "no Markdown code fence."
+    )

@@ -1,0 +1,107 @@
+"""The entries table: every entry path behind one request shape, for every front end.
+
+The CLI, smoke suites, the run store's supervisor and the MCP server all describe a run as
+an :class:`EntryRequest` — plain, validated, JSON-serializable data — and start it with
+:func:`run_entry`, so an option is added, checked and passed on in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from acp_bridge._acp.services.permissions import PermissionHook
+from acp_bridge.config import LoadedConfig
+from acp_bridge.envelope import Entry, SubtaskResult
+from acp_bridge.events import EventHandler
+
+
+class EntryRequest(BaseModel):
+    """One run of any entry path, as data."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    entry: Entry
+    task: str = Field(description="the task (acp_spawn, spawn, ask) or the command line (bash)")
+    agent: str | None = Field(None, description="acp_spawn: the agent profile")
+    tools: list[str] | None = Field(None, description="spawn: required; ask: default all")
+    model: str | None = Field(None, description="spawn, ask: a model name from the config")
+    output_schema: str | None = Field(None, description="require a JSON answer under this label")
+    timeout: float | None = Field(None, description="seconds the run may take")
+    cwd: str | None = Field(None, description="working directory")
+    observe_profile: str | None = Field(None, description="which live events to report")
+    max_output_bytes: int | None = Field(None, description="bash: bytes kept per stream")
+
+    @model_validator(mode="after")
+    def _entry_needs(self) -> EntryRequest:
+        if self.entry == "acp_spawn" and not self.agent:
+            raise ValueError("acp_spawn needs an agent")
+        if self.entry == "spawn" and self.tools is None:
+            raise ValueError("spawn needs tools")
+        return self
+
+
+def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+    from acp_bridge._entries.acp_agent import acp_spawn
+
+    assert request.agent is not None
+    return acp_spawn(request.agent, request.task, output_schema=request.output_schema, **common)
+
+
+def _bash(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+    from acp_bridge._entries.shell import bash
+
+    common.pop("permission_hook")
+    return bash(request.task, max_output_bytes=request.max_output_bytes, **common)
+
+
+def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+    from acp_bridge._entries.inner import spawn
+
+    common.pop("permission_hook")
+    return spawn(
+        request.task,
+        request.tools or [],
+        model=request.model,
+        output_schema=request.output_schema,
+        **common,
+    )
+
+
+def _ask(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+    from acp_bridge._entries.host import ask
+
+    common.pop("permission_hook")
+    return ask(request.task, tools=request.tools, model=request.model, **common)
+
+
+ENTRIES: dict[str, Callable[[EntryRequest, dict[str, Any]], Awaitable[SubtaskResult]]] = {
+    "acp_spawn": _acp_spawn,
+    "bash": _bash,
+    "spawn": _spawn,
+    "ask": _ask,
+}
+
+
+async def run_entry(
+    request: EntryRequest,
+    *,
+    config: LoadedConfig | None = None,
+    on_event: EventHandler | None = None,
+    cancel: anyio.Event | None = None,
+    permission_hook: PermissionHook | None = None,
+) -> SubtaskResult:
+    """Run ``request`` on its entry path; the envelope, whatever happens."""
+    common: dict[str, Any] = {
+        "timeout": request.timeout,
+        "cwd": request.cwd,
+        "observe_profile": request.observe_profile,
+        "on_event": on_event,
+        "config": config,
+        "cancel": cancel,
+        "permission_hook": permission_hook,
+    }
+    return await ENTRIES[request.entry](request, common)

@@ -1,0 +1,78 @@
+"""The one "whichever comes first" helper: run a job until it finishes or something stops it.
+
+Every layer waits this way: a prompt reply against the caller's cancel and the deadline, a
+permission decision against the turn's cancellation, a CLI run against Ctrl-C, a smoke case
+against the suite's interrupt. Written once, with structured concurrency: the job and its
+stoppers run in one task group, and the first to finish cancels the others, so nothing is
+left running behind the caller's back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import anyio
+
+T = TypeVar("T")
+
+Stopper = Callable[[], Awaitable[object]]
+
+
+@dataclass(frozen=True)
+class Raced(Generic[T]):
+    """How a race ended: the job's value, or which stopper won (``timed_out``: the deadline)."""
+
+    value: T | None
+    finished: bool
+    stopped_by: int | None = None
+    timed_out: bool = False
+
+
+async def race(
+    job: Callable[[], Awaitable[T]],
+    *stoppers: Stopper,
+    timeout: float | None = None,
+) -> Raced[T]:
+    """Run ``job``; if a stopper returns first (or ``timeout`` seconds pass), cancel the job.
+
+    Stoppers are usually ``event.wait``. The job is cancelled, not asked to stop: a job that
+    must wind down gracefully is raced against its stopper and then told to wind down. An
+    exception of the job propagates as itself, not wrapped in an exception group.
+    """
+    outcome: Raced[T] | None = None
+    error: Exception | None = None
+    deadline = math.inf if timeout is None else anyio.current_time() + timeout
+    with anyio.CancelScope(deadline=deadline):
+        async with anyio.create_task_group() as tg:
+
+            async def watch(index: int, stopper: Stopper) -> None:
+                nonlocal outcome
+                await stopper()
+                if outcome is None:
+                    outcome = Raced(None, finished=False, stopped_by=index)
+                tg.cancel_scope.cancel()
+
+            for index, stopper in enumerate(stoppers):
+                tg.start_soon(watch, index, stopper)
+            try:
+                value = await job()
+            except Exception as exc:  # re-raised below, outside the task group
+                error = exc
+            else:
+                if outcome is None:
+                    outcome = Raced(value, finished=True)
+            tg.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return outcome if outcome is not None else Raced(None, finished=False, timed_out=True)
+
+
+async def wait_event(event: anyio.Event | None) -> None:
+    """``event.wait()``, or forever when there is no event (a stopper that never fires)."""
+    if event is None:
+        await anyio.sleep_forever()
+    else:
+        await event.wait()

@@ -1,0 +1,119 @@
+"""What ``output_schema`` means (DESIGN §2): the worker answers with one JSON value, which is
+taken out of surrounding whitespace and a Markdown code fence, parsed, and — when the label
+maps to a JSON Schema file the operator registered — validated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp_bridge.errors import ConfigError, OutputSchemaError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+_FENCE = re.compile(r"\A```[\w+.-]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
+
+
+def strip_code_fence(text: str) -> str:
+    """Surrounding whitespace and one enclosing Markdown code fence removed."""
+    text = text.strip()
+    match = _FENCE.match(text)
+    return match.group("body").strip() if match else text
+
+
+def structured_output_instruction(label: str, schema: Mapping[str, Any] | bool | None) -> str:
+    """What the worker is told when the caller wants JSON under ``label``."""
+    lines = [
+        "",
+        f"Answer with a single JSON value only (contract: {label}).",
+        "No prose, no explanation, no Markdown code fence.",
+    ]
+    if schema is not None:
+        lines.append("It must validate against this JSON Schema:")
+        lines.append(json.dumps(schema, ensure_ascii=False, indent=1))
+    return "\n".join(lines)
+
+
+class SchemaRegistry:
+    """Output-schema labels the operator mapped to JSON Schema files.
+
+    A label without a file is still a contract: the answer must be JSON, but its shape
+    is not checked. Schema files are read and checked once, on first use.
+    """
+
+    def __init__(self, files: Mapping[str, Path] | None = None) -> None:
+        self._files = dict(files or {})
+        self._validators: dict[str, Validator] = {}
+
+    @cached_property
+    def labels(self) -> list[str]:
+        return sorted(self._files)
+
+    def schema(self, label: str) -> Mapping[str, Any] | bool | None:
+        """The JSON Schema registered for ``label`` (a mapping, or a boolean schema), or None."""
+        validator = self._validator(label)
+        return None if validator is None else validator.schema
+
+    def _validator(self, label: str) -> Validator | None:
+        if label in self._validators:
+            return self._validators[label]
+        path = self._files.get(label)
+        if path is None:
+            return None
+        # Imported here: jsonschema costs ~80 ms and most runs never validate.
+        import jsonschema
+        from jsonschema.validators import validator_for
+
+        try:
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            cls = validator_for(schema)
+            cls.check_schema(schema)
+        except OSError as exc:
+            raise ConfigError(f"{path}: output schema {label!r}: cannot read: {exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{path}:{exc.lineno}:{exc.colno}: output schema {label!r}: "
+                f"not valid JSON: {exc.msg}"
+            ) from exc
+        except jsonschema.SchemaError as exc:
+            raise ConfigError(
+                f"{path}: output schema {label!r}: not a valid JSON Schema: {exc.message}"
+            ) from exc
+        validator: Validator = cls(schema)
+        self._validators[label] = validator
+        return validator
+
+    def validate(self, label: str, value: Any) -> None:
+        """Raise :class:`OutputSchemaError` when ``value`` breaks ``label``'s schema."""
+        validator = self._validator(label)
+        if validator is None:
+            return
+        from jsonschema.exceptions import best_match
+
+        error = best_match(validator.iter_errors(value))
+        if error is not None:
+            where = error.json_path if error.path else "the answer"
+            raise OutputSchemaError(f"output does not match {label}: at {where}: {error.message}")
+
+
+def parse_structured_output(text: str, label: str, registry: SchemaRegistry | None) -> Any:
+    """The JSON value in a worker's answer, validated when ``label`` has a schema."""
+    body = strip_code_fence(text)
+    if not body:
+        raise OutputSchemaError(f"output for {label} is empty; a JSON value was required")
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise OutputSchemaError(
+            f"output for {label} is not valid JSON: {exc.msg} "
+            f"(line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    if registry is not None:
+        registry.validate(label, value)
+    return value

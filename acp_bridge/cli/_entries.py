@@ -1,0 +1,152 @@
+"""``acp-bridge run | bash | spawn | ask | tools``: an entry path from the command line.
+
+Each command turns its arguments into an :class:`EntryRequest` and runs it through the
+entries table, like every other front end. A broken config is an envelope too (a run always
+answers with one), its problems listed on stderr. Ctrl-C (or SIGTERM) cancels the run
+gracefully — the ACP agent is told and may answer, a command or model loop is stopped — and
+the envelope says ``cancelled``; a second one stops waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._os.race import race
+from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._profiles import load
+from acp_bridge.cli._progress import event_printer
+from acp_bridge.config import LoadedConfig
+from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
+from acp_bridge.errors import ConfigError, ErrorCode
+
+
+def names(raw: str | None) -> list[str] | None:
+    return None if raw is None else [n.strip() for n in raw.split(",") if n.strip()]
+
+
+def _read_task(task: str) -> str:
+    return sys.stdin.read() if task == "-" else task
+
+
+async def _with_interrupts(
+    run: Callable[[anyio.Event], Awaitable[SubtaskResult]],
+) -> SubtaskResult | None:
+    """Run with Ctrl-C / SIGTERM turned into a cancel: the first sets the cancel event and
+    the run winds down by itself; a second stops waiting (None: no envelope came)."""
+    cancel = anyio.Event()
+
+    async def watch_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                if cancel.is_set():
+                    err("\ninterrupted again: stopping the run")
+                    return
+                err("\ninterrupted: cancelling the run (again to stop waiting)")
+                cancel.set()
+
+    return (await race(lambda: run(cancel), watch_signals)).value
+
+
+def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
+    """Run ``request`` with the options every entry command shares; print the envelope."""
+    try:
+        loaded: LoadedConfig = load(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            err(f"{type(exc).__name__}: {problem}")
+        envelope = from_error(exc, meta=Meta(entry=request.entry))
+        return print_envelope(envelope, pretty=args.pretty)
+    handler, finish = event_printer("none" if args.quiet else args.events)
+
+    async def run(cancel: anyio.Event) -> SubtaskResult:
+        return await run_entry(request, config=loaded, on_event=handler, cancel=cancel)
+
+    try:
+        result = anyio.run(_with_interrupts, run)
+    except KeyboardInterrupt:  # a signal before the receiver was installed
+        result = None
+    finally:
+        finish()
+    if result is None:
+        result = failed("interrupted", ErrorCode.CANCELLED, meta=Meta(entry=request.entry))
+    return print_envelope(result, pretty=args.pretty)
+
+
+def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object) -> EntryRequest:
+    return EntryRequest(
+        entry=entry,
+        task=task,
+        timeout=args.timeout,
+        cwd=str(args.cwd) if args.cwd is not None else None,
+        observe_profile=args.observe,
+        **fields,
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return run_request(
+        args,
+        _request(
+            args,
+            "acp_spawn",
+            _read_task(args.task),
+            agent=args.agent,
+            output_schema=args.output_schema,
+        ),
+    )
+
+
+def cmd_bash(args: argparse.Namespace) -> int:
+    command = " ".join(args.command)  # like ssh: the words make one shell line
+    return run_request(
+        args, _request(args, "bash", command, max_output_bytes=args.max_output_bytes)
+    )
+
+
+def cmd_spawn(args: argparse.Namespace) -> int:
+    return run_request(
+        args,
+        _request(
+            args,
+            "spawn",
+            _read_task(args.task),
+            tools=names(args.tools) or [],
+            model=args.model,
+            output_schema=args.output_schema,
+        ),
+    )
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    return run_request(
+        args,
+        _request(args, "ask", _read_task(args.prompt), tools=names(args.tools), model=args.model),
+    )
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from acp_bridge._entries.tools import ToolRegistry
+    from acp_bridge._loop.registry import ToolSet
+
+    registry: ToolSet = ToolRegistry(load(args))
+    wanted = names(args.tools)
+    if wanted is not None:
+        selection = registry.select(wanted)
+        for note in selection.warnings():
+            err(f"warning: {note}")
+        registry = selection.registry
+    out(json.dumps(registry.specs(args.format), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def cmd_demo_agent(args: argparse.Namespace) -> int:
+    from acp_bridge._demo_agent import main as demo_main
+
+    return demo_main()

@@ -1,0 +1,43 @@
+"""What the CLI writes: stdout for results, stderr for everything else; exit codes."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ErrorCode
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+EXIT_INTERRUPTED = 130
+
+
+def out(text: str = "", stream: TextIO | None = None) -> None:
+    print(text, file=stream or sys.stdout)
+
+
+def err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def exit_code_for(result: SubtaskResult) -> int:
+    """The process exit code for an envelope (DESIGN §7)."""
+    if result.status == "done":
+        return EXIT_OK
+    code = result.meta.error_code
+    if code == ErrorCode.TIMEOUT:
+        return EXIT_TIMEOUT
+    if code == ErrorCode.CANCELLED:
+        return EXIT_INTERRUPTED
+    if code == ErrorCode.CONFIG_ERROR:
+        return EXIT_USAGE
+    return EXIT_FAILED
+
+
+def print_envelope(result: SubtaskResult, *, pretty: bool = False) -> int:
+    """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
+    out(result.to_json(indent=2 if pretty or sys.stdout.isatty() else None))
+    return exit_code_for(result)

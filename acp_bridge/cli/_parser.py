@@ -1,0 +1,204 @@
+"""The argument parser of ``acp-bridge``: every command, its options and its handler."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from acp_bridge._version import __version__
+from acp_bridge.cli import _entries, _profiles, _smoke
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-bridge",
+        formatter_class=_Formatter,
+        description="Hand a subtask to an isolated worker and get back one normalized result "
+        "(a SubtaskResult JSON envelope).",
+        epilog="exit codes: 0 done, 1 failed, 2 usage or config error, 124 timeout, "
+        "130 interrupted\nconfig search: --config, $ACP_BRIDGE_CONFIG, ./acp-bridge.yaml, "
+        "~/.config/acp-bridge/config.yaml",
+    )
+    parser.add_argument("--version", action="version", version=f"acp-bridge {__version__}")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="config file (default: see the search order below)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    profiles = commands.add_parser(
+        "profiles",
+        help="list, show, validate agent profiles; export the config schema",
+        formatter_class=_Formatter,
+        description="Agent profiles say how to start an ACP agent and what it may touch.",
+    )
+    sub = profiles.add_subparsers(dest="profiles_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="every profile with its description and whether it is ready")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_profiles.cmd_profiles_list)
+
+    p = sub.add_parser("show", help="one fully resolved profile and where each value came from")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_profiles.cmd_profiles_show)
+
+    p = sub.add_parser(
+        "validate",
+        help="check config and profile files (default: the active config)",
+        description="Check config files and profile files; folders mean every *.yaml inside. "
+        "Prints one line per problem as FILE:LINE:COL: FIELD: MESSAGE and exits 2 if any.",
+    )
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE")
+    p.add_argument("-v", "--verbose", action="store_true", help="also list the valid files")
+    p.set_defaults(handler=_profiles.cmd_profiles_validate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the config file")
+    p.add_argument(
+        "--profile", action="store_true", help="the schema of a single profile file instead"
+    )
+    p.set_defaults(handler=_profiles.cmd_profiles_schema)
+
+    p = commands.add_parser(
+        "run",
+        help="run TASK on the ACP agent of profile AGENT; print the envelope",
+        formatter_class=_Formatter,
+        description="Start the agent named by profile AGENT, hand it TASK over ACP, answer its "
+        "file, terminal and permission requests inside the sandbox, and print the "
+        "SubtaskResult envelope as JSON on stdout. Progress goes to stderr.",
+        epilog="example: acp-bridge run demo 'Reply with exactly HELLO'",
+    )
+    p.add_argument("agent", metavar="AGENT", help="profile name (see: acp-bridge profiles list)")
+    p.add_argument("task", metavar="TASK", help="the prompt; '-' reads it from stdin")
+    p.add_argument(
+        "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
+    )
+    _run_options(p, observe_default="default", loop=False)
+    p.set_defaults(handler=_entries.cmd_run)
+
+    p = commands.add_parser(
+        "smoke",
+        help="run smoke-test suites against agents; JUnit and JSON reports for CI",
+        formatter_class=_Formatter,
+        description="Run every case of the SUITE files (YAML), each in a fresh temporary "
+        "workspace, up to --parallel at once; print a summary table; exit 1 if any case "
+        "failed. See docs/smoke.md for the format.",
+        epilog="example: acp-bridge smoke examples/smoke/demo.yaml --junit out.xml",
+    )
+    p.add_argument("suites", nargs="+", type=Path, metavar="SUITE")
+    p.add_argument("--agents", metavar="A,B", help="run only these agents' matrix entries")
+    p.add_argument("--parallel", type=int, default=1, metavar="N", help="cases at once (1)")
+    p.add_argument("--model", metavar="M", help="model for spawn and ask cases")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    p.add_argument(
+        "--json", type=Path, metavar="FILE", help="write a JSON report with every envelope"
+    )
+    p.add_argument(
+        "--skip-missing",
+        action="store_true",
+        help="skip cases whose agent command is not installed (default: fail)",
+    )
+    p.add_argument("--keep", action="store_true", help="keep each case's workspace")
+    p.set_defaults(handler=_smoke.cmd_smoke)
+
+    p = commands.add_parser(
+        "demo-agent",
+        help="serve the bundled offline demo ACP agent on stdin/stdout",
+        description="The bundled demo agent (profile 'demo'). It speaks ACP on stdio; it is "
+        "started by acp-bridge, not by people.",
+    )
+    p.set_defaults(handler=_entries.cmd_demo_agent)
+    _add_entry_commands(commands)
+    return parser
+
+
+def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool = True) -> None:
+    """The options of every entry command; ``loop``: those of a model loop too."""
+    if loop:
+        p.add_argument("--model", metavar="M", help="a model name from the config's models")
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds the run may take")
+    p.add_argument(
+        "--cwd",
+        type=Path,
+        metavar="DIR",
+        help="working directory (default: the profile's for run, else the current directory)",
+    )
+    p.add_argument(
+        "--observe",
+        choices=["default", "long_shell", "web_extract"],
+        metavar="PROFILE",
+        help=f"live events on stderr: default, long_shell, web_extract (default: "
+        f"{observe_default})",
+    )
+    p.add_argument(
+        "--events",
+        choices=["human", "ndjson", "none"],
+        default="human",
+        help="live progress on stderr: human lines, one JSON object per line, or none",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="same as --events none")
+    p.add_argument("--pretty", action="store_true", help="indent the envelope JSON")
+
+
+def _add_entry_commands(commands: Any) -> None:
+    envelope_note = (
+        "Prints the SubtaskResult envelope (JSON) on stdout; live progress goes to stderr."
+    )
+    p = commands.add_parser(
+        "bash",
+        help="run one shell command as an isolated subtask",
+        formatter_class=_Formatter,
+        description="Run CMD with bash -c in its own process group, as a subtask "
+        f"(subtask.bash.result.v1). {envelope_note}",
+        epilog="example: acp-bridge bash --timeout 10 -- 'make test | tail -n 20'",
+    )
+    p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
+    p.add_argument(
+        "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
+    )
+    _run_options(p, observe_default="long_shell", loop=False)
+    p.set_defaults(handler=_entries.cmd_bash)
+
+    p = commands.add_parser(
+        "spawn",
+        help="run a task in a local inner model loop limited to some tools",
+        formatter_class=_Formatter,
+        description=f"Run TASK with a local model that may use only --tools. {envelope_note}",
+        epilog="example: acp-bridge spawn 'count the TODOs in src/' --tools bash,read_file",
+    )
+    p.add_argument("task", metavar="TASK")
+    p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
+    p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=_entries.cmd_spawn)
+
+    p = commands.add_parser(
+        "ask",
+        help="a host model loop that may call spawn, acp_spawn, bash, …",
+        formatter_class=_Formatter,
+        description="Answer PROMPT with a host model loop (depth 0) offered the tool registry: "
+        f"it may call spawn, acp_spawn (if enabled), bash and the file tools. {envelope_note}",
+    )
+    p.add_argument("prompt", metavar="PROMPT")
+    p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
+    _run_options(p, observe_default="default")
+    p.set_defaults(handler=_entries.cmd_ask)
+
+    p = commands.add_parser(
+        "tools",
+        help="print the function-calling specs of the enabled tools",
+        formatter_class=_Formatter,
+        description="Print each enabled tool as a function-calling definition (JSON Schema "
+        "parameters) for a host loop to offer its model.",
+    )
+    p.add_argument("--format", choices=["openai", "anthropic"], default="openai")
+    p.add_argument("--tools", metavar="A,B", help="only these tools")
+    p.set_defaults(handler=_entries.cmd_tools)

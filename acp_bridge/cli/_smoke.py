@@ -1,0 +1,136 @@
+"""``acp-bridge smoke``: run suites, show progress, write JUnit and JSON reports."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from typing import Any, TextIO
+
+import anyio
+
+from acp_bridge._os.race import race
+from acp_bridge.cli._entries import names
+from acp_bridge.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from acp_bridge.cli._profiles import load
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
+
+
+class _SmokeProgress:
+    """One line per finished case; on a terminal, also a live block of running cases."""
+
+    def __init__(self, stream: TextIO, total: int, live: bool) -> None:
+        self.stream = stream
+        self.total = total
+        self.live = live
+        self.running: dict[str, float] = {}
+        self.done = 0
+        self._drawn = 0
+        self._frame = 0
+
+    def __call__(self, run: Any, outcome: Any) -> None:
+        if outcome is None:
+            self.running[run.id] = time.monotonic()
+            self._redraw()
+            return
+        self.running.pop(run.id, None)
+        self.done += 1
+        self._clear()
+        mark = _MARKS[outcome.verdict] if self.live else outcome.verdict.upper()
+        detail = f": {outcome.reason}" if outcome.verdict != "passed" and outcome.reason else ""
+        self.stream.write(
+            f"{mark} [{self.done}/{self.total}] {run.id} ({outcome.duration:.2f}s){detail}\n"
+        )
+        self._redraw()
+
+    def _clear(self) -> None:
+        if self.live and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")  # up N lines, clear below
+            self._drawn = 0
+
+    def _redraw(self) -> None:
+        if not self.live:
+            self.stream.flush()
+            return
+        self._clear()
+        now = time.monotonic()
+        spinner = _SPINNER[self._frame % len(_SPINNER)]
+        for case_id, since in self.running.items():
+            self.stream.write(f"{spinner} {case_id}  {now - since:.1f}s\n")
+        self._drawn = len(self.running)
+        self.stream.flush()
+
+    async def tick(self) -> None:
+        while self.live:
+            await anyio.sleep(0.1)  # animation frame, not polling for state
+            self._frame += 1
+            self._redraw()
+
+    def close(self) -> None:
+        self._clear()
+        self.stream.flush()
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from acp_bridge.smoke import _report as report
+    from acp_bridge.smoke._runner import SmokeRunner, SmokeSettings
+    from acp_bridge.smoke._suite import expand, load_suite
+
+    suites = [load_suite(path) for path in args.suites]
+    runs, filtered = expand(suites, names(args.agents))
+    if not runs:
+        err("no case to run" + (f" ({filtered} left out by --agents)" if filtered else ""))
+        return EXIT_USAGE
+    progress = _SmokeProgress(sys.stderr, len(runs), live=sys.stderr.isatty())
+    settings = SmokeSettings(
+        parallel=args.parallel,
+        model=args.model,
+        skip_missing=args.skip_missing,
+        keep_workspaces=args.keep,
+    )
+    runner = SmokeRunner(load(args), settings, progress)
+    started, clock = datetime.now(UTC), time.monotonic()
+    interrupted = False
+
+    async def main() -> None:
+        cancel = anyio.Event()
+
+        async def watch_signals() -> None:  # returns on the second signal: stop waiting
+            nonlocal interrupted
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    if interrupted:
+                        return
+                    interrupted = True
+                    progress.close()
+                    err(
+                        "interrupted: cancelling running cases, skipping the rest "
+                        "(again to stop waiting)"
+                    )
+                    cancel.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(progress.tick)
+            await race(lambda: runner.run(runs, cancel), watch_signals)
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        progress.close()
+        outcomes = runner.results(runs)
+        info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
+        if args.junit:
+            report.write_report(args.junit, report.junit_xml(outcomes, info))
+        if args.json:
+            report.write_report(args.json, report.report_json_bytes(outcomes, info))
+    for line in report.summary_lines(outcomes, info):
+        out(line)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if any(o.verdict in ("failed", "error") for o in outcomes) else EXIT_OK

@@ -1,0 +1,141 @@
+"""The catalogue of profiles: built-in files, profile folders and the config's own list."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp_bridge.config._layers import Origin, ProfileLayer, ResolvedProfile, resolve_profile
+from acp_bridge.config._yaml import DataPath, YamlDocument, load_yaml
+from acp_bridge.errors import ConfigError, Problem, ProfileError, UnknownProfileError
+
+BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"
+PROFILE_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class ProfileCatalog:
+    """Every profile by name, resolved on first use (a run pays only for its own profile).
+
+    Built-in profiles are files named after the profile, so they are parsed only when that
+    name is asked for; profiles from folders and the config file are read up front.
+    """
+
+    environ: Mapping[str, str]
+    builtin: dict[str, Path] = field(default_factory=dict)
+    layers: dict[str, list[ProfileLayer]] = field(default_factory=dict)
+    errors: dict[str, ProfileError] = field(default_factory=dict)
+    _resolved: dict[str, ResolvedProfile] = field(default_factory=dict)
+
+    def names(self) -> list[str]:
+        return sorted(set(self.builtin) | set(self.layers))
+
+    def get(self, name: str) -> ResolvedProfile:
+        """The usable profile ``name``; raises its ProfileError or UnknownProfileError."""
+        if name in self._resolved:
+            return self._resolved[name]
+        if name not in self.errors:
+            if name not in self.builtin and name not in self.layers:
+                known = ", ".join(self.names()) or "none"
+                raise UnknownProfileError(
+                    f"no agent profile named {name!r}; known profiles: {known}"
+                )
+            try:
+                self._resolved[name] = resolve_profile(self._layers_of(name), self.environ)
+                return self._resolved[name]
+            except ConfigError as exc:
+                self.errors[name] = ProfileError(exc.problems)
+        raise self.errors[name]
+
+    def _layers_of(self, name: str) -> list[ProfileLayer]:
+        layers = list(self.layers.get(name, []))
+        if name in self.builtin:
+            doc = load_yaml(self.builtin[name])
+            problems = _check_profile_root(doc, ())
+            if problems:
+                raise ProfileError(problems)
+            layers.insert(0, ProfileLayer("built-in", doc))
+        return layers
+
+    def resolve_all(self) -> dict[str, ProfileError]:
+        """Resolve every profile; returns the broken ones (for list and validate)."""
+        for name in self.names():
+            with contextlib.suppress(ConfigError):
+                self.get(name)
+        return self.errors
+
+    def usable(self) -> dict[str, ResolvedProfile]:
+        """Every profile that resolves, by name (broken ones are left out)."""
+        self.resolve_all()
+        return {name: self._resolved[name] for name in self.names() if name in self._resolved}
+
+    def add_layer(self, layer: ProfileLayer) -> None:
+        self.layers.setdefault(layer.name, []).append(layer)
+
+
+def builtin_profile_files() -> dict[str, Path]:
+    """Built-in profiles by name (each file is named after its profile)."""
+    return {p.stem: p for p in _profile_files(BUILTIN_PROFILES_DIR)}
+
+
+def _profile_files(directory: Path) -> list[Path]:
+    if (
+        not directory.is_dir()
+    ):  # only the built-in folder can be missing (profiles_dirs are checked)
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix in PROFILE_SUFFIXES and p.is_file())
+
+
+def _check_profile_root(doc: YamlDocument, prefix: DataPath) -> list[Problem]:
+    """A profile must be a mapping whose ``name``, if given, is a string."""
+    value: Any = doc.data
+    for part in prefix:
+        value = value[part]
+    if not isinstance(value, dict):
+        got = "an empty file" if value is None and not prefix else f"a {type(value).__name__}"
+        return [doc.problem(prefix, f"a profile must be a mapping, got {got}")]
+    if "name" in value and not isinstance(value["name"], str):
+        return [doc.problem((*prefix, "name"), "must be a string")]
+    return []
+
+
+def _add_group(catalog: ProfileCatalog, layers: list[ProfileLayer]) -> list[Problem]:
+    """Add one source's layers; a name twice in the same source is an error of that name."""
+    by_name: dict[str, list[ProfileLayer]] = {}
+    for layer in layers:
+        by_name.setdefault(layer.name, []).append(layer)
+    problems = []
+    for name, group in by_name.items():
+        if len(group) > 1:
+            first = group[0]
+            dup = [
+                Problem(
+                    f"duplicate profile name {name!r} (first defined at {first.location()})",
+                    later.location(("name",)) if "name" in later.data else later.location(),
+                    later.field(("name",)),
+                )
+                for later in group[1:]
+            ]
+            catalog.errors[name] = ProfileError(dup)
+            problems.extend(dup)
+        catalog.add_layer(group[-1])
+    return problems
+
+
+def _load_profile_dir(directory: Path, origin: Origin) -> tuple[list[ProfileLayer], list[Problem]]:
+    layers, problems = [], []
+    for path in _profile_files(directory):
+        try:
+            doc = load_yaml(path)
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+            continue
+        root_problems = _check_profile_root(doc, ())
+        if root_problems:
+            problems.extend(root_problems)
+            continue
+        layers.append(ProfileLayer(origin, doc))
+    return layers, problems

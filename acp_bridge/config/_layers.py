@@ -1,0 +1,149 @@
+"""Profile layers: one profile's contributions from several files, merged with provenance.
+
+A profile named in a later layer is deep-merged over the earlier one of the same name,
+mapping by mapping; lists and scalars replace. Every value remembers the layer (file, line,
+column) that set it, so ``acp-bridge profiles show`` can say where each value came from.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from acp_bridge.config._expand import expand_and_resolve
+from acp_bridge.config._profile import AgentProfile
+from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, validate_located
+from acp_bridge.errors import ConfigError, Problem, ProfileError, SourceLocation
+
+# Fields holding paths, resolved against the directory of the file that wrote them.
+_PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (("cwd",), ("read_roots", "*"), ("write_roots", "*"))
+
+Origin = Literal["built-in", "profiles dir", "config", "file"]
+
+
+@dataclass(frozen=True)
+class ProfileLayer:
+    """One file's contribution to a profile: the mapping at ``prefix`` inside ``doc``."""
+
+    origin: Origin
+    doc: YamlDocument
+    prefix: DataPath = ()
+
+    @property
+    def data(self) -> dict[str, Any]:
+        value: Any = self.doc.data
+        for part in self.prefix:
+            value = value[part]
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def name(self) -> str:
+        return str(self.data.get("name") or self.doc.path.stem)
+
+    def location(self, rel: DataPath = (), *, at_key: bool = False) -> SourceLocation:
+        path = (*self.prefix, *rel)
+        return self.doc.locate_key(path) if at_key else self.doc.locate(path)
+
+    def field(self, rel: DataPath) -> str:
+        return field_name((*self.prefix, *rel))
+
+
+@dataclass(frozen=True)
+class ValueSource:
+    """Where one resolved value came from, for ``profiles show``."""
+
+    origin: Origin | Literal["default"]
+    location: SourceLocation | None = None
+    env_vars: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.origin == "default":
+            return "default"
+        text = f"{self.origin} {self.location}" if self.location else self.origin
+        if self.env_vars:
+            text += " via env " + ", ".join(f"${v}" for v in self.env_vars)
+        return text
+
+
+@dataclass(frozen=True)
+class ResolvedProfile:
+    """A usable profile plus, for each value set in a file, the layer that set it."""
+
+    profile: AgentProfile
+    owners: Mapping[DataPath, ProfileLayer]
+    env_used: Mapping[DataPath, tuple[str, ...]]
+
+    def source_of(self, path: DataPath) -> ValueSource:
+        """Where the value at ``path`` came from (``default`` when no file set it)."""
+        for end in range(len(path), 0, -1):
+            layer = self.owners.get(path[:end])
+            if layer is not None:
+                names = tuple(
+                    dict.fromkeys(
+                        v for p, vs in self.env_used.items() if p[: len(path)] == path for v in vs
+                    )
+                )
+                return ValueSource(layer.origin, layer.location(path), names)
+        return ValueSource("default")
+
+
+class _Merged:
+    """Profile layers deep-merged, remembering which layer set each value."""
+
+    def __init__(self, layers: list[ProfileLayer]) -> None:
+        self.layers = layers
+        self.data: dict[str, Any] = {}
+        self.owner: dict[DataPath, ProfileLayer] = {}
+        for layer in layers:
+            self._merge(self.data, layer.data, (), layer)
+
+    def _merge(
+        self, target: dict[str, Any], source: dict[str, Any], path: DataPath, layer: ProfileLayer
+    ) -> None:
+        for key, value in source.items():
+            here = (*path, key)
+            if isinstance(value, dict) and isinstance(target.get(key), dict):
+                self._merge(target[key], value, here, layer)
+                continue
+            target[key] = copy.deepcopy(value)
+            for stale in [p for p in self.owner if p[: len(here)] == here]:
+                del self.owner[stale]
+            self.owner[here] = layer
+
+    def layer_of(self, path: DataPath) -> ProfileLayer:
+        for end in range(len(path), 0, -1):
+            found = self.owner.get(path[:end])
+            if found is not None:
+                return found
+        return self.layers[-1]
+
+    def locate(self, path: DataPath, at_key: bool = False) -> tuple[SourceLocation, str]:
+        layer = self.layer_of(path)
+        return layer.location(path, at_key=at_key), layer.field(path)
+
+    def problem(self, path: DataPath, message: str) -> Problem:
+        where, name = self.locate(path)
+        return Problem(message, where, name)
+
+
+def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> ResolvedProfile:
+    """Merge ``layers``, expand variables, resolve paths and validate: the usable profile."""
+    merged = _Merged(layers)
+    merged.data.setdefault("name", layers[-1].name)  # a profile file may omit it: its stem
+    problems, env_used = expand_and_resolve(
+        merged.data,
+        _PROFILE_PATH_FIELDS,
+        environ,
+        base_dir_of=lambda path: merged.layer_of(path).doc.path.parent,
+        problem_at=merged.problem,
+    )
+    if problems:
+        raise ProfileError(problems)
+    try:
+        profile = validate_located(AgentProfile, merged.data, merged.locate)
+    except ConfigError as exc:
+        raise ProfileError(exc.problems) from exc
+    profile.mark_from_environment(env_used)
+    return ResolvedProfile(profile, dict(merged.owner), env_used)

@@ -1,0 +1,181 @@
+"""Finding and loading the config file, and checking files for ``profiles validate``."""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from acp_bridge.config._catalog import (
+    ProfileCatalog,
+    _add_group,
+    _check_profile_root,
+    _load_profile_dir,
+    _profile_files,
+    builtin_profile_files,
+)
+from acp_bridge.config._expand import expand_and_resolve
+from acp_bridge.config._layers import ProfileLayer
+from acp_bridge.config._settings import Config
+from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, load_yaml, validate_located
+from acp_bridge.errors import ConfigError, Problem, SourceLocation
+
+CONFIG_ENV = "ACP_BRIDGE_CONFIG"
+LOCAL_CONFIG_NAME = "acp-bridge.yaml"
+_CONFIG_PATH_FIELDS: tuple[DataPath, ...] = (
+    ("profiles_dirs", "*"),
+    ("schemas", "*"),
+    ("transcripts", "dir"),
+)
+_CONFIG_KEYS = frozenset(Config.model_fields)
+
+
+def _with_builtin_vars(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``${VAR}`` reads, plus variables acp-bridge defines itself."""
+    return {"ACP_BRIDGE_PYTHON": sys.executable, **environ}
+
+
+def find_config_file(
+    explicit: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Path | None:
+    """The config file to use, by the search order above; None when there is none."""
+    environ = os.environ if environ is None else environ
+    if explicit is not None:
+        return explicit
+    if environ.get(CONFIG_ENV):
+        return Path(environ[CONFIG_ENV])
+    local = (cwd or Path.cwd()) / LOCAL_CONFIG_NAME
+    if local.is_file():
+        return local
+    xdg = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", "~")) / ".config")
+    user = Path(xdg).expanduser() / "acp-bridge" / "config.yaml"
+    return user if user.is_file() else None
+
+
+@dataclass
+class LoadedConfig:
+    """The settings, the profiles and the file they came from (None: defaults only)."""
+
+    path: Path | None
+    config: Config
+    profiles: ProfileCatalog
+    problems: list[Problem] = field(default_factory=list)
+    """Problems that made single profile files unusable (a broken file has no name)."""
+
+
+def _config_doc_settings(doc: YamlDocument, environ: Mapping[str, str]) -> Config:
+    if doc.data is None:
+        doc.data = {}
+    if not isinstance(doc.data, dict):
+        raise ConfigError([doc.problem((), "the config file must be a mapping")])
+    # Agent entries expand per profile (an unset variable breaks only that profile).
+    data = copy.deepcopy({k: v for k, v in doc.data.items() if k != "acp"})
+    problems, _ = expand_and_resolve(
+        data,
+        _CONFIG_PATH_FIELDS,
+        environ,
+        base_dir_of=lambda _path: doc.path.parent,
+        problem_at=doc.problem,
+    )
+    if problems:
+        raise ConfigError(problems)
+    if "acp" in doc.data:
+        data["acp"] = doc.data["acp"]
+
+    def locate(path: DataPath, at_key: bool) -> tuple[SourceLocation, str]:
+        return (doc.locate_key(path) if at_key else doc.locate(path)), field_name(path)
+
+    return validate_located(Config, data, locate)  # type: ignore[no-any-return]
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    search: bool = True,
+) -> LoadedConfig:
+    """Load settings and every profile. Raises ConfigError when the config file is broken.
+
+    With ``search`` false, ``path`` None means "no config file" (built-in profiles only).
+    """
+    environ = _with_builtin_vars(os.environ if environ is None else environ)
+    config_path = find_config_file(path, environ, cwd) if search else path
+    catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
+    problems: list[Problem] = []
+    if config_path is None:
+        return LoadedConfig(None, Config(), catalog, problems)
+
+    doc = load_yaml(config_path)
+    settings = _config_doc_settings(doc, environ)
+    for directory in settings.profiles_dirs:
+        layers, dir_problems = _load_profile_dir(directory, "profiles dir")
+        problems += dir_problems + _add_group(catalog, layers)
+    agent_layers = []
+    for index, _entry in enumerate(settings.acp.agents):
+        prefix: DataPath = ("acp", "agents", index)
+        entry_problems = _check_profile_root(doc, prefix)
+        if "name" not in doc.data["acp"]["agents"][index]:
+            entry_problems.append(doc.problem(prefix, "every agent needs a name"))
+        if entry_problems:
+            raise ConfigError(entry_problems)
+        agent_layers.append(ProfileLayer("config", doc, prefix))
+    problems += _add_group(catalog, agent_layers)
+    return LoadedConfig(config_path, settings, catalog, problems)
+
+
+def looks_like_config(doc: YamlDocument) -> bool:
+    """Whether a YAML file is a config file (vs. a single profile file)."""
+    return isinstance(doc.data, dict) and bool(_CONFIG_KEYS & set(doc.data))
+
+
+def validate_files(
+    paths: Iterable[Path], *, environ: Mapping[str, str] | None = None
+) -> dict[Path, list[Problem]]:
+    """Check config files and profile files (folders: every YAML file inside).
+
+    A profile file is checked as if it sat in a profiles dir: over the built-in profile of
+    the same name, if any. Returns the problems of each file (empty: the file is fine).
+    """
+    environ = _with_builtin_vars(os.environ if environ is None else environ)
+    files: list[Path] = []
+    for path in paths:
+        files.extend(_profile_files(path) if path.is_dir() else [path])
+    results: dict[Path, list[Problem]] = {}
+    for path in files:
+        results[path] = _validate_one(path, environ)
+    return results
+
+
+def _validate_one(path: Path, environ: Mapping[str, str]) -> list[Problem]:
+    try:
+        doc = load_yaml(path)
+    except ConfigError as exc:
+        return exc.problems
+    if looks_like_config(doc):
+        try:
+            loaded = load_config(path, environ=environ, search=False)
+        except ConfigError as exc:
+            return exc.problems
+        problems = list(loaded.problems)
+        for err in loaded.profiles.resolve_all().values():
+            problems.extend(p for p in err.problems if p not in problems)
+        return problems
+    root_problems = _check_profile_root(doc, ())
+    if root_problems:
+        return root_problems
+    catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
+    layer = ProfileLayer("file", doc)
+    if catalog.builtin.get(layer.name) == path:
+        catalog.builtin.pop(layer.name)  # validating a built-in file: not over itself
+    catalog.add_layer(layer)
+    try:
+        catalog.get(layer.name)
+    except ConfigError as exc:
+        return exc.problems
+    return []

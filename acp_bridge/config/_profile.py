@@ -1,0 +1,233 @@
+"""Agent profiles: how to start one external ACP agent and what it may touch (DESIGN §3).
+
+Every model is strict (unknown keys are errors) and every number has a documented maximum:
+a value that would exhaust memory or never end (``output_byte_limit: 1e13``) is a config
+error at load, not a crash mid-run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from acp_bridge._os.redact import looks_secret
+
+MAX_SECONDS = 7 * 24 * 3600.0
+"""The longest any timeout may be (a week): past it a run is lost, not slow."""
+MAX_BYTES = 1 << 30
+"""The most any size limit may be (1 GiB): each is memory the bridge may hold at once."""
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _existing_dir(path: Path) -> Path:
+    if not path.exists():
+        raise ValueError(f"directory does not exist: {path}")
+    if not path.is_dir():
+        raise ValueError(f"not a directory: {path}")
+    return path
+
+
+def _existing_file(path: Path) -> Path:
+    if not path.is_file():
+        raise ValueError(f"file does not exist: {path}")
+    return path
+
+
+def _profile_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
+        raise ValueError(
+            f"must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
+            f"got {name!r}"
+        )
+    return name
+
+
+def _env_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(
+            f"must be an environment variable name (letters, digits, '_'; no leading digit); "
+            f"got {name!r}"
+        )
+    return name
+
+
+ExistingDir = Annotated[Path, AfterValidator(_existing_dir)]
+ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
+PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
+Name = Annotated[str, AfterValidator(_profile_name)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
+
+ToolKind = Literal[
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+]
+PermissionMode = Literal["deny-all", "read-only", "workspace-write", "approve-all"]
+
+
+class PermissionRule(StrictModel):
+    """First matching rule decides; a rule with no matcher matches every tool call."""
+
+    kind: ToolKind | None = Field(None, description="ACP tool kind the rule applies to")
+    title: str | None = Field(
+        None, description="glob on the tool call title, case-insensitive (e.g. 'git *')"
+    )
+    decision: Literal["allow", "reject", "ask"]
+
+
+class Permissions(StrictModel):
+    mode: PermissionMode = Field(
+        "workspace-write",
+        description="deny-all | read-only | workspace-write (allow when every location of the "
+        "tool call is inside the write roots) | approve-all",
+    )
+    rules: list[PermissionRule] = Field(
+        default_factory=list, description="ordered rules, checked before the mode"
+    )
+
+
+class Timeouts(StrictModel):
+    startup: PositiveSeconds = Field(30, description="seconds from spawn to initialize reply")
+    session: PositiveSeconds = Field(60, description="seconds for auth + session setup")
+    run: PositiveSeconds = Field(600, description="seconds for the prompt turn")
+    cancel_grace: PositiveSeconds = Field(
+        5, description="seconds to wait for stopReason cancelled after session/cancel"
+    )
+    shutdown_grace: PositiveSeconds = Field(
+        3, description="seconds between each step of the shutdown sequence"
+    )
+
+
+class TerminalSettings(StrictModel):
+    enabled: bool = Field(True, description="serve the terminal/* methods to the agent")
+    output_byte_limit: int = Field(
+        1_048_576, gt=0, description="most output bytes kept per terminal (the tail is kept)"
+    )
+    timeout: PositiveSeconds = Field(600, description="seconds one command may run")
+    max_concurrent: int = Field(8, gt=0, description="terminals running at once per session")
+    max_open: int = Field(
+        64,
+        gt=0,
+        description="terminals created and not yet released per session (each keeps its "
+        "output, up to output_byte_limit, until released)",
+    )
+
+
+class FsSettings(StrictModel):
+    read: bool = Field(True, description="serve fs/read_text_file to the agent")
+    write: bool = Field(True, description="serve fs/write_text_file to the agent")
+    max_read_bytes: int = Field(16 * 1_048_576, gt=0)
+    max_write_bytes: int = Field(16 * 1_048_576, gt=0)
+
+
+class AuthSettings(StrictModel):
+    method: str | None = Field(
+        None, description="authMethods id to authenticate with before session/new"
+    )
+
+
+class McpServer(StrictModel):
+    """An MCP server handed to the agent in session/new."""
+
+    name: str
+    type: Literal["stdio", "http", "sse"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> McpServer:
+        if self.type == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs a command")
+        if self.type != "stdio" and not self.url:
+            raise ValueError(f"an {self.type} MCP server needs a url")
+        return self
+
+
+class SessionSettings(StrictModel):
+    mode: str | None = Field(None, description="session mode id to switch to, if advertised")
+    model: str | None = Field(None, description="model id to select, if advertised")
+    config_options: dict[str, str | bool | int | float] = Field(
+        default_factory=dict, description="session config option id → value, if advertised"
+    )
+
+
+class AgentProfile(StrictModel):
+    """How to start one external ACP agent and what it may touch."""
+
+    name: Name
+    description: str = ""
+    command: str = Field(min_length=1, description="executable to start; no shell is used")
+    args: list[str] = Field(default_factory=list)
+    env: dict[EnvName, str] = Field(
+        default_factory=dict, description="variables set for the agent; ${VAR} expands at load"
+    )
+    env_passthrough: list[EnvName] = Field(
+        default_factory=list, description="host variables the agent may see"
+    )
+    cwd: ExistingDir | None = Field(
+        None, description="session cwd, relative to this file; default: the caller's cwd"
+    )
+    read_roots: list[ExistingDir] | None = Field(
+        None, description="where fs reads may go; default: the session cwd"
+    )
+    write_roots: list[ExistingDir] | None = Field(
+        None, description="where fs writes may go; default: the session cwd"
+    )
+    permissions: Permissions = Field(default_factory=Permissions)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    terminal: TerminalSettings = Field(default_factory=TerminalSettings)
+    fs: FsSettings = Field(default_factory=FsSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    max_message_bytes: int = Field(
+        64 * 1_048_576,
+        gt=0,
+        description="longest JSON-RPC line accepted from the agent; past it the run fails",
+    )
+    repair_turns: int = Field(
+        1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
+    )
+    install: str = Field("", description="how to install the command (shown when it is missing)")
+
+    _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
+
+    def mark_from_environment(self, paths: Iterable[tuple[str | int, ...]]) -> None:
+        """Remember which values were expanded from ``${VAR}``s (they hold host values)."""
+        self._from_environment = frozenset(paths)
+
+    def secret_values(self) -> list[str]:
+        """Values given to the agent that must never be shown, by the one redaction policy
+        (``_os/redact.py``): in its ``env`` and in the ``env`` and ``headers`` of its MCP
+        servers, those under a secret-looking name and those expanded from the host's
+        environment."""
+        named: list[tuple[tuple[str | int, ...], str, str]] = [
+            (("env", k), k, v) for k, v in self.env.items()
+        ]
+        for index, server in enumerate(self.mcp_servers):
+            for part, mapping in (("env", server.env), ("headers", server.headers)):
+                named += [(("mcp_servers", index, part, k), k, v) for k, v in mapping.items()]
+        return [
+            value
+            for path, name, value in named
+            if looks_secret(name) or path in self._from_environment
+        ]

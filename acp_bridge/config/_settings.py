@@ -1,0 +1,156 @@
+"""The config file's settings: tools, models, subtasks, transcripts (DESIGN §3)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+
+from acp_bridge.config._profile import (
+    EnvName,
+    ExistingDir,
+    ExistingFile,
+    PositiveSeconds,
+    StrictModel,
+    _profile_name,
+)
+
+
+class ToolSwitch(StrictModel):
+    enabled: bool
+
+
+class BashToolSettings(StrictModel):
+    # No ``enabled`` switch: ``bash`` (plain or run_in_subtask) is always offered.
+    timeout: PositiveSeconds = Field(600, description="seconds one command may run by default")
+    max_output_bytes: int = Field(
+        65_536,
+        ge=64,
+        description="bytes kept per stream (stdout, stderr): the head and the tail, the middle cut",
+    )
+
+
+class SpawnToolSettings(StrictModel):
+    enabled: bool = Field(True, description="offer the explicit spawn tool to host loops")
+    timeout: PositiveSeconds = Field(600, description="seconds one spawn run may take")
+    max_requests: int = Field(
+        25, gt=0, description="model requests one loop may make before it fails"
+    )
+    repair_turns: int = Field(
+        1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
+    )
+
+
+class ToolsConfig(StrictModel):
+    bash: BashToolSettings = Field(default_factory=BashToolSettings)
+    spawn: SpawnToolSettings = Field(default_factory=SpawnToolSettings)
+    acp_spawn: ToolSwitch = Field(default_factory=lambda: ToolSwitch(enabled=False))
+
+
+PASSTHROUGH_MODEL = "passthrough"
+
+
+def _model_entry_name(name: str) -> str:
+    name = _profile_name(name)
+    if name == PASSTHROUGH_MODEL:
+        raise ValueError(f"{PASSTHROUGH_MODEL!r} is the built-in offline model; pick another name")
+    return name
+
+
+def _http_url(url: str) -> str:
+    if not re.match(r"https?://[^/\s]+", url):
+        raise ValueError(f"must be an http:// or https:// URL, got {url!r}")
+    return url.rstrip("/")
+
+
+class ModelEntry(StrictModel):
+    """One model behind an OpenAI-compatible chat-completions endpoint."""
+
+    description: str = ""
+    provider: Literal["openai", "openai-compatible"] = Field(
+        "openai-compatible",
+        description="openai: OpenAI's own API (its model profiles); anything else (Ollama, vLLM, "
+        "llama.cpp server, OpenRouter, a gateway): openai-compatible",
+    )
+    base_url: Annotated[str, AfterValidator(_http_url)] = Field(
+        description="the API root, e.g. http://127.0.0.1:11434/v1"
+    )
+    model: str = Field(min_length=1, description="the model id the endpoint knows")
+    api_key: str | None = Field(
+        None, description="the key itself; write ${VAR} (expanded at load), never the secret"
+    )
+    api_key_env: EnvName | None = Field(
+        None, description="environment variable holding the key, read when the model is used"
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="extra HTTP headers sent with every request"
+    )
+    request_timeout: PositiveSeconds = Field(120, description="seconds one model request may take")
+    max_retries: int = Field(2, ge=0, description="retries of a failed request (connection, 5xx)")
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, gt=0, description="most tokens in one answer")
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> ModelEntry:
+        if self.api_key is not None and self.api_key_env is not None:
+            raise ValueError("set api_key or api_key_env, not both")
+        return self
+
+
+class ModelsConfig(StrictModel):
+    """Models for the local loops (``spawn``, ``ask``); ``passthrough`` is always there."""
+
+    # Declared before ``default`` so that its validator can see the entries.
+    entries: dict[Annotated[str, AfterValidator(_model_entry_name)], ModelEntry] = Field(
+        default_factory=dict, description="model name → endpoint and model id"
+    )
+    default: str = Field(
+        PASSTHROUGH_MODEL,
+        description="model used when a run names none (or an unknown one); "
+        "default: the offline passthrough model",
+    )
+
+    @field_validator("default")
+    @classmethod
+    def _known_default(cls, name: str, info: ValidationInfo) -> str:
+        entries = info.data.get("entries")
+        if entries is None or name == PASSTHROUGH_MODEL or name in entries:
+            return name
+        known = ", ".join([PASSTHROUGH_MODEL, *sorted(entries)])
+        raise ValueError(f"no model named {name!r} in models.entries; known: {known}")
+
+
+class SubtasksConfig(StrictModel):
+    max_depth: int = Field(1, ge=0, description="subtask levels a run may open below the host")
+
+
+class AcpSection(StrictModel):
+    # Entries stay raw here: each is merged over earlier layers and validated on its own,
+    # so one broken profile does not make the others unusable.
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class TranscriptSettings(StrictModel):
+    enabled: bool = Field(True, description="write a JSONL transcript of every ACP run")
+    dir: Path | None = Field(
+        None, description="where; default $XDG_STATE_HOME/acp-bridge/transcripts"
+    )
+    keep: int = Field(200, ge=1, description="newest transcripts kept; older ones are deleted")
+
+
+class Config(StrictModel):
+    """The config file's settings (everything except the profiles themselves)."""
+
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    subtasks: SubtasksConfig = Field(default_factory=SubtasksConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    profiles_dirs: list[ExistingDir] = Field(
+        default_factory=list, description="extra profile folders, relative to this file"
+    )
+    schemas: dict[str, ExistingFile] = Field(
+        default_factory=dict, description="output_schema label → JSON Schema file"
+    )
+    transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    acp: AcpSection = Field(default_factory=AcpSection)

@@ -23,24 +23,14 @@ from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from tests.helpers import kill_quietly, read_pids
+from tests.helpers import processes_with as find_marked
 
 AGENTS = Path(__file__).parent / "agents"
 MARKER_VAR = "ACP_BRIDGE_TEST_MARKER"
 
 
 def processes_with(marker: str) -> list[int]:
-    """PIDs whose environment carries ``MARKER_VAR=marker`` (every descendant inherits it)."""
-    needle = f"{MARKER_VAR}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    return find_marked(MARKER_VAR, marker)
 
 
 @dataclass

@@ -41,11 +41,35 @@ def default_config() -> LoadedConfig:
     return load_config(None, search=False, environ={})
 
 
+def processes_with(name: str, value: str) -> list[int]:
+    """Live processes whose environment carries ``name=value`` (not this one): the one
+    leftover finder of the suite. Every descendant of an agent or command inherits the
+    marker a test gives it, so what is found here was left behind."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0") and alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")).decode().strip()
+    except OSError:
+        return ""
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie waiting to be reaped counts as dead)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
+    except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 

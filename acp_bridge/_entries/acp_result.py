@@ -76,8 +76,13 @@ class AcpResult:
         notes = self.services.summary_notes() if self.services else []
         error = self.error
         if isinstance(error, AgentExitedError) and self.session and self.process:
+            # Say what happened first, then how the process ended (maybe by our shutdown).
+            how, when = self.process.exit_description(), self.session.phase
+            reason = str(error)
             error = AgentExitedError(
-                f"the agent {self.process.exit_description()} during {self.session.phase}"
+                f"the agent {how} during {when}"
+                if reason in ("the agent closed its stdout", "connection closed")
+                else f"{reason} during {when} (then the agent {how})"
             )
         common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
         partial = self.collector.answer()

@@ -33,6 +33,8 @@ from acp_bridge._entries.acp_agent import acp_spawn
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import Event
+from tests.helpers import command_line
+from tests.helpers import processes_with as find_marked
 
 INTEROP_DIR = Path(
     os.environ.get("ACP_BRIDGE_INTEROP_DIR") or Path.home() / ".cache" / "acp-bridge-interop"
@@ -133,19 +135,7 @@ def run(
 
 def processes_with(marker: str) -> list[tuple[int, str]]:
     """(pid, command line) of every process whose environment carries the marker."""
-    needle = f"{MARKER_NAME}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes():
-                continue
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        found.append((int(entry.name), cmdline.strip()))
-    return found
+    return [(pid, command_line(pid)) for pid in find_marked(MARKER_NAME, marker)]
 
 
 def assert_no_leftovers(marker: str) -> None:

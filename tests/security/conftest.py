@@ -152,12 +152,3 @@ async def run_command(service: TerminalService, command: str, **params: Any) -> 
         status = await call(service.wait_for_exit, **ref)
         output = await call(service.output, **ref)
     return {**output, "status": status, "terminalId": created["terminalId"]}
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting for its reaper is dead)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] not in ("Z", "X")

@@ -18,9 +18,9 @@ from acp_bridge._os.environment import DEPTH_ENV, constructed_env
 from acp_bridge._os.procgroup import MARKER_ENV
 from acp_bridge._os.reaper import marked_processes
 from acp_bridge.events import Event, EventSink
-from tests.helpers import RpcFailure
+from tests.helpers import RpcFailure, alive
 
-from .conftest import World, alive, call, refused, run_command, terminals
+from .conftest import World, call, refused, run_command, terminals
 
 pytestmark = pytest.mark.anyio
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -116,5 +117,10 @@ def test_public_api_names_all_resolve() -> None:
     import acp_bridge
 
     assert set(acp_bridge._EXPORTS) | {"__version__"} == set(acp_bridge.__all__)
-    for name in acp_bridge.__all__:
-        assert getattr(acp_bridge, name) is not None
+    assert acp_bridge.__all__ == sorted(acp_bridge.__all__)
+    for name in acp_bridge._EXPORTS:
+        value = getattr(acp_bridge, name)
+        # Each name is the object its private module defines (never a module), so it is
+        # the same object there and here.
+        assert not isinstance(value, types.ModuleType), name
+        assert getattr(sys.modules[acp_bridge._EXPORTS[name]], name) is value

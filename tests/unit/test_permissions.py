@@ -21,7 +21,7 @@ from acp_bridge._acp.services.permissions import (
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
-from acp_bridge.events import EventSink
+from acp_bridge.events import Event, EventSink
 from tests.helpers import serve
 
 pytestmark = pytest.mark.anyio
@@ -267,3 +267,44 @@ async def test_a_pending_request_is_answered_cancelled_when_the_turn_is(tmp_path
         assert served.ledger.records[-1].decision == "cancelled"
         # And one that arrives after the cancel is answered at once.
         assert await serve(served.request_permission, **request("edit").wire()) == replies[0]
+
+
+async def test_concurrent_requests_are_decided_and_reported_each_for_its_own_tool_call(
+    tmp_path: Path,
+) -> None:
+    """Two requests pending at once, answered in the opposite order: every reply, ledger
+    record and event names its own tool call (not whichever was decided last)."""
+    release = {"first": anyio.Event(), "second": anyio.Event()}
+
+    async def host(question: PermissionQuestion) -> bool:
+        await release[question.tool_call_id].wait()
+        return question.tool_call_id == "first"
+
+    events: list[Event] = []
+    async with anyio.create_task_group() as tg:
+        served = services(tmp_path, tg, host, permissions={"rules": [{"decision": "ask"}]})
+        served.sink = EventSink(events.append, task_id="sub_x")
+        replies: dict[str, Any] = {}
+
+        async def ask(call_id: str) -> None:
+            params = request("edit", toolCallId=call_id).wire()
+            replies[call_id] = await serve(served.request_permission, **params)
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as asking:
+                asking.start_soon(ask, "first")
+                asking.start_soon(ask, "second")
+                await anyio.wait_all_tasks_blocked()
+                release["second"].set()
+                await anyio.wait_all_tasks_blocked()
+                release["first"].set()
+    assert replies["first"]["outcome"]["optionId"] == "yes"
+    assert replies["second"]["outcome"]["optionId"] == "no"
+    assert [(r.tool_call_id, r.decision) for r in served.ledger.records] == [
+        ("second", "rejected"),
+        ("first", "allowed"),
+    ]
+    assert [(e.data["tool_call_id"], e.data["decision"]) for e in events] == [
+        ("second", "rejected"),
+        ("first", "allowed"),
+    ]

@@ -14,7 +14,7 @@ with ``setsid``) is found by the marker every process of ours inherits in its en
 marker is checked again (see reaper.py), so a reused pid is never signalled either.
 
 What this cannot reach: a process that scrubbed its environment (``env -i``) after leaving
-the group. The OS sandbox (a PID namespace) closes that gap; see docs/security.md.
+the group. The OS sandbox (a PID namespace) closes that gap; see docs/explanation/security.md.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
         description="Run every case of the SUITE files (YAML), each in a fresh temporary "
         "workspace, up to --parallel at once; print a summary table; exit 1 if any case "
-        "failed. See docs/smoke.md for the format.",
+        "failed. See docs/how-to/smoke.md for the format.",
         epilog="example: acp-bridge smoke examples/smoke/demo.yaml --junit out.xml",
     )
     p.add_argument("suites", nargs="+", type=Path, metavar="SUITE")

@@ -111,7 +111,7 @@ def test_hostile_agent_is_confined_and_leaves_nothing(
 async def _start_and_stop(box: RunSandbox, scene: Scene, stop: Callable[[int], None]) -> tuple:
     launch = box.wrap(scene.argv(stay=True), scene.env())
     async with await anyio.open_process(
-        launch.argv, env=launch.env, cwd=launch.cwd, start_new_session=True
+        launch.argv, env=launch.env, cwd=launch.cwd, start_new_session=True, stderr=None
     ) as process:
         assert process.stdout is not None
         with anyio.fail_after(15):

@@ -29,6 +29,7 @@ from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.plan import plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
+from acp_bridge.errors import SpawnError
 
 DEFAULT_SHIM_GRACE = 1.0
 
@@ -105,6 +106,10 @@ class RunSandbox:
             return Launch(list(argv), dict(env), where, mode)
         if self.spec.private_tmp and self.private_tmp is None:
             raise RuntimeError("use RunSandbox as a context manager: no private /tmp yet")
+        if not argv or _find(argv[0], env, where) is None:
+            # Inside, "not found" would come back as bwrap's exit 1 or the shim's 127:
+            # say it here, as an unsandboxed spawn would.
+            raise SpawnError(f"command not found: {argv[0] if argv else '(empty argv)'}")
         plan = plan_paths(self.spec, needed=needed_paths(argv, env, where))
         out_env = dict(env)
         if mode == "bwrap":
@@ -141,6 +146,13 @@ class RunSandbox:
         if self.warnings:
             meta["warnings"] = list(self.warnings)
         return meta
+
+
+def _find(command: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    if "/" in command:
+        target = cwd / command
+        return str(target) if os.access(target, os.X_OK) and target.is_file() else None
+    return shutil.which(command, path=env.get("PATH", os.defpath))
 
 
 def _remove_tree(path: Path) -> None:

@@ -5,15 +5,21 @@ bridge starts it in the agent's place; the shim
 
 1. makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``), so every orphan of the run
    — ``setsid`` daemons, double forks, ``env -i`` children — is reparented to it rather
-   than to init, and asks for ``SIGTERM`` when the bridge dies (``PR_SET_PDEATHSIG``);
+   than to init, and asks for ``SIGHUP`` when the bridge dies (``PR_SET_PDEATHSIG``);
 2. builds the Landlock ruleset the bridge computed (rules arrive pre-decomposed: this
    file only opens paths and makes syscalls);
 3. forks the command, which sets ``no_new_privs``, restricts itself and ``exec``s with
    stdio inherited. The shim stays *outside* the Landlock domain on purpose: with ABI ≥ 6
    signal scoping the command cannot signal (so cannot kill) its keeper;
-4. waits. When the command exits — or ``SIGTERM``/``SIGINT``/``SIGHUP`` arrives (the bridge's
-   shutdown, or the bridge's death) and the command has not exited within ``grace`` — it
-   SIGKILLs and reaps every remaining descendant, then exits the way the command did.
+4. waits. When the command exits — or it is told to stop and the command has not exited
+   within ``grace`` — it SIGKILLs and reaps every remaining descendant, then exits the way
+   the command did.
+
+Stopping: the command runs in the shim's process group, so the bridge's ``SIGTERM`` (or
+``SIGINT``) to the group reaches both; the shim then only starts counting ``grace`` — it
+does not forward the signal, which would deliver it twice (a second SIGTERM/SIGINT means
+"give up cleaning, quit now" to many programs). ``SIGHUP`` — the bridge died, or was sent
+on purpose — is passed on as ``SIGTERM`` to the group, since nobody else will.
 
 What it cannot do: survive ``SIGKILL`` itself. Then the command gets ``SIGKILL`` (its own
 death signal) but descendants that left its process group live on. The bridge therefore
@@ -298,7 +304,8 @@ def _exit_like(status: int | None) -> int:
         return EXIT_SETUP
     if os.WIFSIGNALED(status):  # die of the same signal, so the bridge sees -N as usual
         sig = os.WTERMSIG(status)
-        _signal.signal(sig, _signal.SIG_DFL)
+        if sig != _signal.SIGKILL:  # SIGKILL's disposition cannot be set (EINVAL)
+            _signal.signal(sig, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, set())
         prctl(PR_SET_PDEATHSIG, 0)
         os.kill(os.getpid(), sig)
@@ -315,7 +322,7 @@ def main(argv: list[str]) -> int:
     _signal.pthread_sigmask(_signal.SIG_BLOCK, _WATCHED)  # wait for them synchronously
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
-        prctl(PR_SET_PDEATHSIG, _signal.SIGTERM)
+        prctl(PR_SET_PDEATHSIG, _signal.SIGHUP)
         if os.getppid() != config.parent:  # the bridge died before we asked to hear of it
             return EXIT_SETUP
         ruleset = build_ruleset(
@@ -346,11 +353,12 @@ def main(argv: list[str]) -> int:
                 break
         if info.si_signo == _signal.SIGCHLD:
             status = _reap(command, status)
-        elif deadline is None:  # asked to end: pass it on, then allow `grace`
-            try:  # noqa: SIM105
-                os.kill(command, _signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        elif deadline is None:  # asked to end: allow `grace` (see the module docstring)
+            if info.si_signo == _signal.SIGHUP:
+                try:  # noqa: SIM105
+                    os.killpg(os.getpgrp(), _signal.SIGTERM)  # us too: blocked, ignored
+                except ProcessLookupError:
+                    pass
             deadline = time.monotonic() + config.grace
     return _exit_like(_end_all(command, status))
 

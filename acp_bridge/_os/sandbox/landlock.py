@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_bridge._os.sandbox import shim
-from acp_bridge._os.sandbox.plan import ROOT, Access, PathPlan, PathRule
+from acp_bridge._os.sandbox.plan import Access, PathPlan, PathRule
 
 SHIM = Path(shim.__file__)
 
@@ -101,26 +101,23 @@ def landlock_rules(
     return LandlockRules(abi, write, handled_net, scoped, tuple(grants), tuple(warnings))
 
 
+def _below(path: str, parent: str) -> bool:
+    """``path`` strictly below ``parent`` (strings: ``Path.parents`` is too slow here)."""
+    return path != parent and path.startswith(parent if parent == "/" else parent + "/")
+
+
 def _grants(
     rules: list[PathRule], write: int
-) -> tuple[list[tuple[int, str]], list[tuple[Path, Access]]]:
+) -> tuple[list[tuple[int, str]], list[tuple[str, Access]]]:
     """Grants realising ``rules`` (deepest wins) with allow-only rules, and the directories
     that had to be split."""
     out: list[tuple[int, str]] = []
-    split: list[tuple[Path, Access]] = []
+    split: list[tuple[str, Access]] = []
+    rights = {Access.WRITE: write, Access.READ: READ, Access.HIDDEN: 0}
 
-    def rights(access: Access) -> int:
-        return write if access is Access.WRITE else READ if access is Access.READ else 0
-
-    def strictly_below(path: Path, among: list[PathRule]) -> list[PathRule]:
-        return [r for r in among if path in r.path.parents]
-
-    def topmost(among: list[PathRule]) -> list[PathRule]:
-        return [r for r in among if not any(o.path in r.path.parents for o in among)]
-
-    def visit(path: Path, access: Access, below: list[PathRule]) -> None:
+    def visit(path: str, access: Access, below: list[tuple[str, Access]]) -> None:
         if access is not Access.HIDDEN and not below:
-            out.append((rights(access), str(path)))
+            out.append((rights[access], path))
             return
         try:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
@@ -128,23 +125,25 @@ def _grants(
             entries = None
         if access is Access.HIDDEN or entries is None:
             # Nothing of `path` itself is granted; the deeper rules stand on their own.
-            for rule in topmost(below):
-                visit(rule.path, rule.access, strictly_below(rule.path, below))
+            for rule, kind in below:
+                if not any(_below(rule, other) for other, _ in below):
+                    visit(rule, kind, [r for r in below if _below(r[0], rule)])
             return
         split.append((path, access))
         for entry in entries:
-            child = path / entry.name
-            exact = [r for r in below if r.path == child]
-            deeper = strictly_below(child, below)
+            child = entry.path
+            exact = [kind for rule, kind in below if rule == child]
+            deeper = [r for r in below if _below(r[0], child)]
             if exact:
-                visit(child, exact[0].access, deeper)
+                visit(child, exact[0], deeper)
             elif deeper:
                 visit(child, access, deeper)
             elif not entry.is_symlink():  # a link's target is judged at its own path
-                out.append((rights(access), str(child)))
+                out.append((rights[access], child))
 
-    on_root = [r.access for r in rules if r.path == ROOT]  # a write root "/", say
-    visit(ROOT, on_root[-1] if on_root else Access.READ, [r for r in rules if r.path != ROOT])
+    flat = [(str(r.path), r.access) for r in rules]
+    on_root = [access for path, access in flat if path == "/"]  # a write root "/", say
+    visit("/", on_root[-1] if on_root else Access.READ, [r for r in flat if r[0] != "/"])
     return out, split
 
 

@@ -1,10 +1,11 @@
 """Which sandbox modes work on this machine, and if not, why and how to fix it.
 
-Each probe *runs* the mode once (bubblewrap with the namespaces a real run uses; the
-Landlock shim restricting ``true``): an installed ``bwrap`` proves nothing where user
-namespaces are blocked (Ubuntu ≥ 23.10's AppArmor default, containers without
-CAP_SYS_ADMIN). Results are cached per process: the answer does not change while the
-bridge runs, and ``auto`` asks on every run. ``doctor`` shows them with their fixes.
+The bubblewrap probe *runs* it once, with the namespaces a real run uses: an installed
+``bwrap`` proves nothing where user namespaces are blocked (Ubuntu ≥ 23.10's AppArmor
+default, containers without CAP_SYS_ADMIN). Landlock needs no binary: asking the kernel for
+its ABI is enough to choose it; ``doctor`` also runs the shim once. Results are cached per
+process: the answer does not change while the bridge runs, and ``auto`` asks on every run.
+``doctor`` shows them with their fixes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -96,11 +98,19 @@ async def probe_bwrap(*, refresh: bool = False) -> Probe:
             "pacman -S bubblewrap",
         )
     else:
-        _, version = await _run_version(path)
         argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
         argv += ["--tmpfs", "/tmp", "--", "true"]
-        code, err = await _run(argv)
+        answers: dict[str, tuple[int, str]] = {}
+
+        async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:
+            answers[key] = await call
+
+        async with anyio.create_task_group() as tg:  # a cold run pays the latency of both
+            tg.start_soon(ask, "version", _run_version(path))
+            tg.start_soon(ask, "probe", _run(argv))
+        version = answers["version"][1]
+        code, err = answers["probe"]
         detail = f"{version or 'bubblewrap'} at {path}"
         if code == 0:
             probe = Probe("bwrap", True, detail, path=path)
@@ -144,14 +154,20 @@ def _landlock_missing() -> tuple[str, str]:
     )
 
 
-async def probe_landlock(*, refresh: bool = False) -> Probe:
-    """Does the kernel offer Landlock, and does the shim confine ``true`` with it?"""
-    if not refresh and "landlock" in _cache:
-        return _cache["landlock"]
+async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
+    """Does the kernel offer Landlock (ABI ≥ 1)? With ``run``, also confine ``true`` with
+    the shim once (``doctor``): it proves this Python can run the shim, at the price of a
+    process start a cold run should not pay."""
+    key = "landlock-run" if run else "landlock"
+    if not refresh and key in _cache:
+        return _cache[key]
     abi = shim.landlock_abi()
+    detail = f"Landlock ABI {abi}"
     if abi < 1:
         problem, fix = _landlock_missing()
         probe = Probe("landlock", False, "ABI 0", problem, fix)
+    elif not run:
+        probe = Probe("landlock", True, detail, abi=abi)
     else:
         config = shim.encode_config(
             abi=abi,
@@ -163,7 +179,6 @@ async def probe_landlock(*, refresh: bool = False) -> Probe:
             rules=[(READ, "/")],
         )
         code, err = await _run([sys.executable, "-I", "-S", str(SHIM), *config, "true"])
-        detail = f"Landlock ABI {abi}"
         if code == 0:
             probe = Probe("landlock", True, detail, abi=abi)
         else:
@@ -175,10 +190,10 @@ async def probe_landlock(*, refresh: bool = False) -> Probe:
                 f"check that {sys.executable} runs with -I -S",
                 abi=abi,
             )
-    _cache["landlock"] = probe
+    _cache[key] = probe
     return probe
 
 
 async def probe_modes(*, refresh: bool = False) -> list[Probe]:
-    """Both verdicts, strongest mode first (for ``doctor``)."""
-    return [await probe_bwrap(refresh=refresh), await probe_landlock(refresh=refresh)]
+    """Both verdicts, strongest mode first, each mode actually run (for ``doctor``)."""
+    return [await probe_bwrap(refresh=refresh), await probe_landlock(refresh=refresh, run=True)]

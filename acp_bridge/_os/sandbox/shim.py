@@ -333,8 +333,8 @@ def main(argv: list[str]) -> int:
         return EXIT_SETUP
     command = _start(config, ruleset)
     os.close(ruleset)
-    # Let go of the command's stdin/stdout: the bridge's pipes see EOF exactly when the
-    # command and what it started are gone, not when this keeper is.
+    # Let go of the command's stdin/stdout: a keeper holding stdin's read end would turn
+    # the bridge's writes to a dead command into a filling pipe instead of EPIPE.
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)

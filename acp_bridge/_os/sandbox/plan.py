@@ -66,11 +66,8 @@ class PathPlan:
             return Access.READ
         return max(matching, key=lambda r: len(r.path.parts)).access
 
-    def below(self, path: Path) -> list[PathRule]:
-        """Rules strictly below ``path``."""
-        return [r for r in self.rules if path in r.path.parents]
-
     def hidden(self) -> tuple[Path, ...]:
+        """The paths the sandbox hides (each with everything below it, deeper rules aside)."""
         return tuple(r.path for r in self.rules if r.access is Access.HIDDEN)
 
 

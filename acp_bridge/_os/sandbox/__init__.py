@@ -1,0 +1,31 @@
+"""The OS sandbox around an agent process and the processes it starts (DESIGN §9).
+
+::
+
+    spec = SandboxSpec(cwd=ws, write=(ws,), network=True)        # the policy
+    choice = await choose_mode(spec.mode, network=spec.network)   # bwrap / landlock / off + why
+    with RunSandbox(spec, choice, tmp_parent=state_dir / "tmp") as box:
+        launch = box.wrap(argv, env)          # agent; box.wrap(["/bin/sh", "-c", line], env,
+        ...                                   # cwd=…) for each terminal
+    meta["sandbox"] = box.meta()
+
+Modules: ``spec`` (policy), ``plan`` (the one path policy both modes share), ``bwrap`` and
+``landlock`` + ``shim`` (the two launchers), ``probe`` and ``choose`` (which mode, why),
+``launch`` (one run's sandbox).
+"""
+
+from acp_bridge._os.sandbox.choose import SandboxChoice, SandboxUnavailable, choose_mode
+from acp_bridge._os.sandbox.launch import Launch, RunSandbox
+from acp_bridge._os.sandbox.probe import Probe, probe_modes
+from acp_bridge._os.sandbox.spec import SandboxSpec
+
+__all__ = [
+    "Launch",
+    "Probe",
+    "RunSandbox",
+    "SandboxChoice",
+    "SandboxSpec",
+    "SandboxUnavailable",
+    "choose_mode",
+    "probe_modes",
+]

@@ -1,0 +1,84 @@
+"""Pick the sandbox mode for a run, and say why (``meta.sandbox``).
+
+``auto`` takes the strongest mode that works here: bubblewrap (mount, PID, IPC namespaces:
+everything in DESIGN §9), else Landlock (files and, with ABI ≥ 4, TCP; processes kept by the
+shim), else it refuses with the fix. ``off`` is only ever chosen explicitly. A mode that was
+asked for by name and does not work is an error too, never a silent downgrade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from acp_bridge._os.sandbox.probe import Probe, probe_bwrap, probe_landlock
+from acp_bridge._os.sandbox.spec import Mode
+from acp_bridge.errors import ConfigError
+
+Chosen = Literal["bwrap", "landlock", "off"]
+OFF_HINT = "or set `sandbox: {mode: off}` in the profile to run the agent unconfined"
+
+
+class SandboxUnavailable(ConfigError):
+    """The sandbox a profile asks for (or ``auto``: any sandbox) cannot run on this machine.
+    The message says why and how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxChoice:
+    mode: Chosen
+    reason: str
+    network: bool
+    bwrap: str = ""  # the bwrap binary, in bwrap mode
+    abi: int = 0  # the Landlock ABI, in landlock mode
+
+    def meta(self) -> dict[str, object]:
+        """What goes into ``meta.sandbox``."""
+        return {"mode": self.mode, "reason": self.reason, "network": self.network}
+
+
+def _why_not(probe: Probe) -> str:
+    return f"{probe.problem} (fix: {probe.fix})"
+
+
+def _landlock(probe: Probe, network: bool, reason: str) -> SandboxChoice:
+    if not network and probe.abi < 4:
+        raise SandboxUnavailable(
+            f"sandbox: network off needs bubblewrap or Landlock ABI ≥ 4, this kernel has "
+            f"ABI {probe.abi}; {OFF_HINT}"
+        )
+    return SandboxChoice("landlock", reason, network, abi=probe.abi)
+
+
+async def choose_mode(mode: Mode, *, network: bool = True) -> SandboxChoice:
+    """The mode to run with. Raises :class:`SandboxUnavailable` when none fits."""
+    if mode == "off":
+        return SandboxChoice("off", "sandbox mode off set by the profile: not confined", network)
+    if mode == "bwrap":
+        bwrap = await probe_bwrap()
+        if not bwrap.works:
+            raise SandboxUnavailable(
+                f"sandbox mode bwrap: {_why_not(bwrap)}; or set mode landlock; {OFF_HINT}"
+            )
+        return SandboxChoice(
+            "bwrap", f"mode bwrap set by the profile; {bwrap.detail}", network, bwrap=bwrap.path
+        )
+    if mode == "landlock":
+        landlock = await probe_landlock()
+        if not landlock.works:
+            raise SandboxUnavailable(f"sandbox mode landlock: {_why_not(landlock)}; {OFF_HINT}")
+        return _landlock(landlock, network, f"mode landlock set by the profile; {landlock.detail}")
+    bwrap = await probe_bwrap()
+    if bwrap.works:
+        return SandboxChoice("bwrap", f"auto: {bwrap.detail} works here", network, bwrap=bwrap.path)
+    landlock = await probe_landlock()
+    if landlock.works:
+        return _landlock(
+            landlock,
+            network,
+            f"auto: bubblewrap unusable: {_why_not(bwrap)}; using {landlock.detail}",
+        )
+    raise SandboxUnavailable(
+        f"no OS sandbox works here. bubblewrap: {_why_not(bwrap)}. Landlock: "
+        f"{_why_not(landlock)}. {OFF_HINT[0].upper()}{OFF_HINT[1:]}"
+    )

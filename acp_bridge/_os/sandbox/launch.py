@@ -1,0 +1,172 @@
+"""One run's sandbox: the policy, the chosen mode and the run's private ``/tmp``, and the
+command line for every process the run starts — the agent and each of its terminals.
+
+Why one sandbox *per process* rather than terminals inside the agent's: the bridge starts
+terminal commands itself (``terminal/create``), outside the agent's process tree, and must
+own their lifetime (kill, timeout, exit status) as it does today. Each gets its own
+bwrap/shim with the same spec, so it sees exactly what the agent sees; and because the
+private ``/tmp`` is one *host* directory bound (bwrap) or announced (Landlock) for all of
+them, a file the agent writes to ``/tmp`` is there for its terminal. Ending a terminal ends
+its namespace (or its shim's descendants); ending the agent does not end a terminal the
+bridge still tracks — the bridge releases those when the session ends, as now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from acp_bridge._os.sandbox.bwrap import bwrap_argv
+from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
+from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
+from acp_bridge._os.sandbox.plan import plan_paths
+from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
+from acp_bridge.errors import SpawnError
+
+DEFAULT_SHIM_GRACE = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one sandboxed process: pass these to ``anyio.open_process`` unchanged
+    (with ``start_new_session=True``)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    mode: Chosen
+    warnings: tuple[str, ...] = field(default=())
+
+
+class RunSandbox:
+    """Use as ``with RunSandbox(spec, choice, tmp_parent=state_dir) as box:`` around a run;
+    leaving the block removes the private ``/tmp`` (after every process of the run ended).
+
+    ``grace`` (Landlock only) is how long the shim lets a command handle SIGTERM before it
+    kills everything the command started: keep it below the bridge's own shutdown grace,
+    so the bridge never needs SIGKILL (the one signal the shim cannot clean up after)."""
+
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        choice: SandboxChoice,
+        *,
+        tmp_parent: Path | None = None,
+        grace: float = DEFAULT_SHIM_GRACE,
+    ) -> None:
+        self.spec = spec
+        self.choice = choice
+        self.grace = grace
+        self._tmp_parent = tmp_parent
+        self.private_tmp: Path | None = None
+        self.warnings: list[str] = []
+
+    def __enter__(self) -> Self:
+        if self.choice.mode != "off" and self.spec.private_tmp:
+            parent = self._tmp_parent
+            if parent is not None:
+                parent.mkdir(parents=True, exist_ok=True)
+            made = tempfile.mkdtemp(prefix="acp-bridge-tmp-", dir=parent)  # mode 0700
+            self.private_tmp = Path(os.path.realpath(made))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.private_tmp is not None:
+            _remove_tree(self.private_tmp)
+            self.private_tmp = None
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        *,
+        cwd: Path | None = None,
+        parent: int | None = None,
+    ) -> Launch:
+        """The sandboxed form of ``argv`` run in ``cwd`` (default: the spec's) with
+        ``env`` (the constructed environment; ``TMPDIR`` is pointed at the private tmp).
+        ``parent``: the pid of the process that will start it, when not this one (the
+        Landlock shim refuses to run for a parent that is already gone)."""
+        where = self.spec.cwd if cwd is None else resolve(cwd, what="cwd")
+        mode = self.choice.mode
+        if mode == "off":
+            return Launch(list(argv), dict(env), where, mode)
+        if self.spec.private_tmp and self.private_tmp is None:
+            raise RuntimeError("use RunSandbox as a context manager: no private /tmp yet")
+        if not argv or _find(argv[0], env, where) is None:
+            # Inside, "not found" would come back as bwrap's exit 1 or the shim's 127:
+            # say it here, as an unsandboxed spawn would.
+            raise SpawnError(f"command not found: {argv[0] if argv else '(empty argv)'}")
+        plan = plan_paths(self.spec, needed=needed_paths(argv, env, where))
+        out_env = dict(env)
+        if mode == "bwrap":
+            if self.private_tmp is not None:
+                out_env["TMPDIR"] = "/tmp"
+            command = bwrap_argv(
+                argv,
+                plan=plan,
+                cwd=where,
+                network=self.choice.network,
+                private_tmp=self.private_tmp,
+                bwrap=self.choice.bwrap or "bwrap",
+            )
+            warnings = plan.warnings
+        else:
+            if self.private_tmp is not None:
+                out_env["TMPDIR"] = str(self.private_tmp)
+            rules = landlock_rules(
+                plan,
+                abi=self.choice.abi,
+                network=self.choice.network,
+                private_tmp=self.private_tmp,
+            )
+            command = shim_argv(argv, rules, grace=self.grace, parent=parent)
+            warnings = rules.warnings
+        for warning in warnings:
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+        return Launch(command, out_env, where, mode, warnings)
+
+    def meta(self) -> dict[str, object]:
+        """``meta.sandbox``: mode, reason, network, and what the mode could not do."""
+        meta = self.choice.meta()
+        if self.warnings:
+            meta["warnings"] = list(self.warnings)
+        return meta
+
+
+def _find(command: str, env: Mapping[str, str], cwd: Path) -> str | None:
+    if "/" in command:
+        target = cwd / command
+        return str(target) if os.access(target, os.X_OK) and target.is_file() else None
+    return shutil.which(command, path=env.get("PATH", os.defpath))
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove the private tmp even where the run left directories without write or
+    search permission (a non-root owner could not otherwise delete their entries)."""
+
+    def unlock(func: object, failed: str, exc_info: object) -> None:
+        where = Path(failed)
+        with contextlib.suppress(OSError):
+            where.parent.chmod(stat.S_IRWXU)
+            if where.is_dir() and not where.is_symlink():
+                where.chmod(stat.S_IRWXU)
+                shutil.rmtree(where, ignore_errors=True)
+            else:
+                where.unlink()
+
+    shutil.rmtree(path, onerror=unlock)  # `onexc` only from 3.12

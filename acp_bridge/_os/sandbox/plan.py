@@ -1,0 +1,130 @@
+"""One path policy for both launchers: which paths are hidden, readable or writable.
+
+The whole filesystem starts readable (the system is read-only inside). Rules then set the
+access of a path and everything below it, and **the deepest rule wins**: ``/tmp`` is hidden
+but the agent's venv in ``/tmp/x/venv`` is readable and its workspace ``/tmp/x/ws``
+writable; ``$HOME`` is readable, ``~/.ssh`` in it hidden, ``~/.ssh/keep`` (if a profile
+lists it as readable) visible again.
+
+bwrap turns each rule into a mount, in order of depth. Landlock can only *grant*, so
+``landlock.py`` turns a rule that has deeper rules below it into grants on its children
+(see there). Both read the same :class:`PathPlan`, so both modes show the agent the same
+tree — except where Landlock cannot, which ``landlock.py`` reports as warnings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
+from acp_bridge.errors import ConfigError
+
+ROOT = Path("/")
+
+
+class Access(IntEnum):
+    HIDDEN = 0
+    READ = 1
+    WRITE = 2
+
+
+# Which rule wins when two name the same path (higher wins): an explicit secret beats all;
+# a write root at /tmp itself means the host /tmp, writable; the command's own needs never
+# override anything.
+_SECRET, _WRITE, _READABLE, _HOST_TMP, _NEEDED = 5, 4, 3, 2, 1
+
+
+@dataclass(frozen=True, slots=True)
+class PathRule:
+    path: Path
+    access: Access
+    why: str  # "secret", "host tmp", "write root", "readable", "needed"
+    is_dir: bool
+
+
+def _inside(path: Path, parent: Path) -> bool:
+    """``path`` is ``parent`` or below it."""
+    return path == parent or parent in path.parents
+
+
+@dataclass(frozen=True, slots=True)
+class PathPlan:
+    """The effective rules, shallowest first: each one changes the access it inherits
+    (redundant rules are dropped). ``/`` is readable unless a rule says otherwise."""
+
+    rules: tuple[PathRule, ...]
+    warnings: tuple[str, ...] = ()
+
+    def access_of(self, path: Path) -> Access:
+        """The access the sandbox gives ``path`` (an absolute, resolved path)."""
+        matching = [r for r in self.rules if _inside(path, r.path)]
+        if not matching:
+            return Access.READ
+        return max(matching, key=lambda r: len(r.path.parts)).access
+
+    def hidden(self) -> tuple[Path, ...]:
+        """The paths the sandbox hides (each with everything below it, deeper rules aside)."""
+        return tuple(r.path for r in self.rules if r.access is Access.HIDDEN)
+
+
+def plan_paths(
+    spec: SandboxSpec, *, needed: Sequence[Path] = (), extra_hidden: Sequence[Path] = ()
+) -> PathPlan:
+    """The rules for ``spec`` plus what the command ``needed`` (see
+    :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
+    secrets = [p for p in (*spec.secret_paths(), *extra_hidden) if os.path.lexists(p)]
+    candidates: dict[Path, tuple[int, Access, str]] = {}
+    warnings: list[str] = []
+
+    def offer(path: Path, rank: int, access: Access, why: str) -> None:
+        held = candidates.get(path)
+        if held is None or rank > held[0]:
+            candidates[path] = (rank, access, why)
+
+    for path in needed:
+        if path.exists() and not any(_inside(path, s) for s in secrets):
+            offer(path, _NEEDED, Access.READ, "needed")
+    if spec.private_tmp:
+        for tmp in HOST_TMP_DIRS:
+            real = Path(os.path.realpath(tmp))
+            if real.is_dir():
+                offer(real, _HOST_TMP, Access.HIDDEN, "host tmp")
+    for path in spec.read:
+        if path.exists():
+            offer(path, _READABLE, Access.READ, "readable")
+    for path in spec.write:
+        if not path.is_dir() and not path.is_file():
+            raise ConfigError(f"sandbox write root does not exist: {path}")
+        offer(path, _WRITE, Access.WRITE, "write root")
+    for path in secrets:
+        if path in spec.write:
+            warnings.append(f"{path} is both a write root and hidden: it stays hidden")
+        offer(path, _SECRET, Access.HIDDEN, "secret")
+
+    kept: list[PathRule] = []
+    for path in sorted(candidates, key=lambda p: (len(p.parts), str(p))):
+        _, access, why = candidates[path]
+        inherited = _effective(kept, path)
+        redundant = (
+            access is inherited
+            if access is not Access.READ
+            else inherited is not Access.HIDDEN  # "readable" means visible, not read-only
+        )
+        if not redundant:
+            kept.append(PathRule(path, access, why, path.is_dir()))
+    return PathPlan(tuple(kept), tuple(warnings))
+
+
+def _effective(kept: list[PathRule], path: Path) -> Access:
+    """Access ``path`` inherits from the deepest kept rule above it (``/`` is readable)."""
+    best: PathRule | None = None
+    for rule in kept:
+        if rule.path in path.parents and (
+            best is None or len(rule.path.parts) > len(best.path.parts)
+        ):
+            best = rule
+    return Access.READ if best is None else best.access

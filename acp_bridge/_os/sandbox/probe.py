@@ -1,0 +1,199 @@
+"""Which sandbox modes work on this machine, and if not, why and how to fix it.
+
+The bubblewrap probe *runs* it once, with the namespaces a real run uses: an installed
+``bwrap`` proves nothing where user namespaces are blocked (Ubuntu ≥ 23.10's AppArmor
+default, containers without CAP_SYS_ADMIN). Landlock needs no binary: asking the kernel for
+its ABI is enough to choose it; ``doctor`` also runs the shim once. Results are cached per
+process: the answer does not change while the bridge runs, and ``auto`` asks on every run.
+``doctor`` shows them with their fixes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from acp_bridge._os.sandbox import shim
+from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
+
+PROBE_TIMEOUT = 10.0
+_cache: dict[str, Probe] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One mode's verdict. ``problem`` and ``fix`` are one line each, empty when it works."""
+
+    mode: Literal["bwrap", "landlock"]
+    works: bool
+    detail: str  # "bubblewrap 0.8.0 at /usr/bin/bwrap", "Landlock ABI 7"
+    problem: str = ""
+    fix: str = ""
+    path: str = ""  # the bwrap binary
+    abi: int = 0  # the Landlock ABI
+
+
+def forget_probes() -> None:
+    """Drop cached verdicts (after the operator fixed something, or in tests)."""
+    _cache.clear()
+
+
+async def _run(argv: list[str]) -> tuple[int, str]:
+    """Exit code and stderr of a probe command, bounded in time."""
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+    except TimeoutError:
+        return -1, f"timed out after {PROBE_TIMEOUT:g} s"
+    except OSError as exc:
+        return -1, exc.strerror or str(exc)
+    return done.returncode, done.stderr.decode("utf-8", "replace").strip()
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return Path("/proc/sys", name.replace(".", "/")).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _userns_blocker() -> tuple[str, str]:
+    """Why unprivileged user namespaces fail here, with the fix; empty if unknown."""
+    if _sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
+        return (
+            "AppArmor restricts unprivileged user namespaces (Ubuntu ≥ 23.10 default)",
+            "give /usr/bin/bwrap an AppArmor profile with `userns,` (docs/security.md) or "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0",
+        )
+    if _sysctl("user.max_user_namespaces") == "0":
+        return "user namespaces are disabled", "sysctl -w user.max_user_namespaces=15000"
+    if _sysctl("kernel.unprivileged_userns_clone") == "0":
+        return (
+            "unprivileged user namespaces are disabled",
+            "sysctl -w kernel.unprivileged_userns_clone=1",
+        )
+    return "", ""
+
+
+async def probe_bwrap(*, refresh: bool = False) -> Probe:
+    """Does bubblewrap work here, with a PID, IPC and network namespace and fresh /proc?"""
+    if not refresh and "bwrap" in _cache:
+        return _cache["bwrap"]
+    path = shutil.which("bwrap")
+    if path is None:
+        probe = Probe(
+            "bwrap",
+            False,
+            "not installed",
+            "bubblewrap (bwrap) is not installed",
+            "install it: apt-get install bubblewrap | dnf install bubblewrap | "
+            "pacman -S bubblewrap",
+        )
+    else:
+        argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
+        argv += ["--tmpfs", "/tmp", "--", "true"]
+        answers: dict[str, tuple[int, str]] = {}
+
+        async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:
+            answers[key] = await call
+
+        async with anyio.create_task_group() as tg:  # a cold run pays the latency of both
+            tg.start_soon(ask, "version", _run_version(path))
+            tg.start_soon(ask, "probe", _run(argv))
+        version = answers["version"][1]
+        code, err = answers["probe"]
+        detail = f"{version or 'bubblewrap'} at {path}"
+        if code == 0:
+            probe = Probe("bwrap", True, detail, path=path)
+        else:
+            problem, fix = _userns_blocker() if os.geteuid() != 0 else ("", "")
+            if not problem:
+                first = err.splitlines()[0] if err else f"exit code {code}"
+                problem = f"bwrap cannot create its namespaces: {first}"
+                fix = (
+                    "allow user namespaces (in a container: --cap-add SYS_ADMIN and "
+                    "seccomp unconfined), or use Landlock"
+                )
+            probe = Probe("bwrap", False, detail, problem, fix, path=path)
+    _cache["bwrap"] = probe
+    return probe
+
+
+async def _run_version(path: str) -> tuple[int, str]:
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            done = await anyio.run_process([path, "--version"], check=False)
+    except (TimeoutError, OSError):
+        return -1, ""
+    return done.returncode, done.stdout.decode("utf-8", "replace").strip()
+
+
+def _landlock_missing() -> tuple[str, str]:
+    release = os.uname().release
+    try:
+        lsms = Path("/sys/kernel/security/lsm").read_text().strip()
+    except OSError:
+        lsms = ""
+    if lsms and "landlock" not in lsms.split(","):
+        return (
+            f"Landlock is not enabled (kernel {release}, active LSMs: {lsms})",
+            f"boot with lsm=landlock,{lsms} (kernel ≥ 5.13 built with Landlock)",
+        )
+    return (
+        f"Landlock is not available in kernel {release}",
+        "use a kernel ≥ 5.13 built with CONFIG_SECURITY_LANDLOCK=y, booted with lsm=landlock,…",
+    )
+
+
+async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
+    """Does the kernel offer Landlock (ABI ≥ 1)? With ``run``, also confine ``true`` with
+    the shim once (``doctor``): it proves this Python can run the shim, at the price of a
+    process start a cold run should not pay."""
+    key = "landlock-run" if run else "landlock"
+    if not refresh and key in _cache:
+        return _cache[key]
+    abi = shim.landlock_abi()
+    detail = f"Landlock ABI {abi}"
+    if abi < 1:
+        problem, fix = _landlock_missing()
+        probe = Probe("landlock", False, "ABI 0", problem, fix)
+    elif not run:
+        probe = Probe("landlock", True, detail, abi=abi)
+    else:
+        config = shim.encode_config(
+            abi=abi,
+            handled_fs=fs_rights(abi),
+            handled_net=0,
+            scoped=0,
+            grace=0.5,
+            parent=os.getpid(),
+            rules=[(READ, "/")],
+        )
+        code, err = await _run([sys.executable, "-I", "-S", str(SHIM), *config, "true"])
+        if code == 0:
+            probe = Probe("landlock", True, detail, abi=abi)
+        else:
+            probe = Probe(
+                "landlock",
+                False,
+                detail,
+                f"the Landlock shim failed: {err or f'exit code {code}'}",
+                f"check that {sys.executable} runs with -I -S",
+                abi=abi,
+            )
+    _cache[key] = probe
+    return probe
+
+
+async def probe_modes(*, refresh: bool = False) -> list[Probe]:
+    """Both verdicts, strongest mode first, each mode actually run (for ``doctor``)."""
+    return [await probe_bwrap(refresh=refresh), await probe_landlock(refresh=refresh, run=True)]

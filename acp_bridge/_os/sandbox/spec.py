@@ -1,0 +1,173 @@
+"""What a run's OS sandbox must allow and hide (DESIGN §9), independent of how it is built.
+
+A :class:`SandboxSpec` is the whole policy: the mode to use, the write roots, the paths that
+must stay visible, the paths that must be hidden, network on or off, a private ``/tmp``. The
+launchers (``bwrap.py``, ``landlock.py``) turn it into mounts or Landlock rules through one
+shared :mod:`~acp_bridge._os.sandbox.plan`, so both modes agree on what is visible.
+
+Paths are made absolute and resolved (symlinks followed) once, here: a sandbox works on the
+objects paths name, and ``~/.ssh -> /data/keys`` must hide ``/data/keys``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+from acp_bridge.errors import ConfigError
+
+Mode = Literal["auto", "bwrap", "landlock", "off"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+# The user's secrets, relative to HOME. The issue names the first six; the rest are the
+# same kind of thing (cloud and cluster credentials, stored git passwords, keyrings).
+DEFAULT_HIDDEN_HOME: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gh",
+    ".netrc",
+    ".docker",
+    ".kube",
+    ".git-credentials",
+    ".config/gcloud",
+    ".azure",
+    ".local/share/keyrings",
+)
+
+# Doors out of any file sandbox: sockets of daemons that run commands for whoever connects
+# (docker/containerd/podman run containers as root; systemd's private socket and the D-Bus
+# system bus start units). /run/user/<uid> holds the session bus, gpg-agent and keyring
+# ssh-agent sockets. Not exhaustive: see docs/security.md.
+DEFAULT_HIDDEN_SYSTEM: tuple[str, ...] = (
+    "/run/user",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd",
+    "/run/podman",
+    "/run/dbus",
+    "/run/systemd/private",
+)
+
+# Host temporary directories: shared with every other user and process, so replaced.
+HOST_TMP_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp")
+
+
+def resolve(path: Path | str, *, what: str) -> Path:
+    """``path`` absolute and with symlinks resolved; relative paths are a config error
+    (relative to what? the bridge's cwd is not the agent's)."""
+    raw = Path(path).expanduser()
+    if not raw.is_absolute():
+        raise ConfigError(f"sandbox {what}: path must be absolute, got {str(path)!r}")
+    return Path(os.path.realpath(raw))
+
+
+def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(paths))
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSpec:
+    """The policy of one run's sandbox. Paths are resolved on construction.
+
+    - ``write``: writable (the write roots and the agent's declared state paths);
+    - ``read``: visible read-only even where they would be hidden (under ``/tmp`` or a
+      secret): the profile's ``readable:`` list. The launchers add what the command itself
+      needs (:func:`needed_paths`) on their own;
+    - ``hidden``: invisible, on top of :data:`DEFAULT_HIDDEN_HOME` under ``home`` and
+      :data:`DEFAULT_HIDDEN_SYSTEM` (``hide_defaults=False`` drops those two lists);
+    - a deeper path always wins over a shallower one: a write root inside a hidden
+      directory is writable, a hidden directory inside a write root is hidden.
+    """
+
+    cwd: Path
+    write: tuple[Path, ...] = ()
+    read: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    mode: Mode = "auto"
+    network: bool = True
+    private_tmp: bool = True
+    home: Path = field(default_factory=Path.home)
+    hide_defaults: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            allowed = ", ".join(MODES)
+            raise ConfigError(f"sandbox mode: must be one of {allowed}, got {self.mode!r}")
+        fix = object.__setattr__  # frozen: normalise once, in place
+        fix(self, "cwd", resolve(self.cwd, what="cwd"))
+        fix(self, "home", resolve(self.home, what="home"))
+        for name in ("write", "read", "hidden"):
+            paths = getattr(self, name)
+            if isinstance(paths, str | Path):
+                raise ConfigError(f"sandbox {name}: expected a list of paths, got one path")
+            fix(self, name, _unique(resolve(p, what=name) for p in paths))
+
+    def secret_paths(self) -> tuple[Path, ...]:
+        """Every path to hide: the defaults (unless dropped) and ``hidden``, resolved."""
+        defaults: list[Path] = []
+        if self.hide_defaults:
+            defaults += [Path(os.path.realpath(self.home / rel)) for rel in DEFAULT_HIDDEN_HOME]
+            defaults += [Path(os.path.realpath(p)) for p in DEFAULT_HIDDEN_SYSTEM]
+        return _unique([*defaults, *self.hidden])
+
+
+def _install_prefix(path: Path) -> list[Path]:
+    """``path`` and, for ``…/bin/tool``, the prefix above ``bin``: a venv or a node prefix
+    keeps the interpreter and libraries next to ``bin`` (``lib/``, ``node_modules/``)."""
+    out = [path]
+    if path.parent.name in ("bin", "sbin"):
+        out.append(path.parent.parent)
+    return out
+
+
+def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path]:
+    if "/" in command:
+        found: str | None = str(cwd / command)
+    else:
+        found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        return []  # the launch itself will report "command not found"
+    link = Path(found).absolute()
+    real = Path(os.path.realpath(link))
+    out = _install_prefix(link) + _install_prefix(real)
+    try:  # a script's interpreter (`#!/tmp/venv/bin/python`) is needed just as much
+        with real.open("rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return out
+    if first.startswith(b"#!"):
+        words = first[2:].decode("utf-8", "replace").split()
+        if words and words[0].startswith("/"):
+            out += _install_prefix(Path(os.path.realpath(words[0])))
+    return out
+
+
+def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[Path, ...]:
+    """What running ``argv`` needs to see wherever it lives, ``/tmp`` included (issue 11):
+    the command (and its install prefix and ``#!`` interpreter), absolute paths among its
+    arguments (``/x`` or ``--opt=/x``) that exist, ``PATH`` entries under the host's tmp
+    directories, this Python installation and the ``acp_bridge`` package (a nested bridge
+    must start), and ``cwd``. Never unhides a secret: the plan drops these when they lie in
+    a hidden path, unlike the explicit ``read`` list."""
+    out: list[Path] = [cwd]
+    if argv:
+        out += _command_paths(argv[0], env, cwd)
+    for arg in argv[1:]:
+        candidates = [arg]
+        if arg.startswith("-") and "=" in arg:
+            candidates.append(arg.split("=", 1)[1])
+        out += [Path(c) for c in candidates if c.startswith("/") and Path(c).exists()]
+    for entry in env.get("PATH", "").split(os.pathsep):
+        if entry.startswith("/") and any(
+            entry == tmp or entry.startswith(tmp + "/") for tmp in HOST_TMP_DIRS
+        ):
+            out += _install_prefix(Path(entry))
+    out += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
+    out.append(Path(__file__).resolve().parents[3])  # the directory holding acp_bridge/
+    return _unique(Path(os.path.realpath(p)) for p in out)

@@ -1,0 +1,167 @@
+"""``isolation: worktree``: each run works in a fresh git worktree on its own branch, so
+parallel runs on one repository never touch each other's files (issue 11).
+
+The worktree starts from the repository's ``HEAD`` commit: uncommitted changes in the
+caller's working tree are *not* carried over (the run works on what is committed). It
+lives under the bridge's state directory, on branch ``acp-bridge/<task_id>``; the caller's
+cwd is mapped to the same relative place inside it. At the end the run's changes —
+committed or not — are measured against the start commit and written as a diff; an
+unchanged worktree is removed with its branch, a changed one kept (configurable).
+
+Concurrency: runs on one repository race for git's lock files (``packed-refs.lock``,
+``config.lock``); :func:`acp_bridge._os.git.git` retries those with a bounded backoff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from acp_bridge._os.changes import FilesChanged
+from acp_bridge._os.git import DEFAULT_TIMEOUT, GitError, compare_trees, git, git_tree
+from acp_bridge.errors import ConfigError
+
+BRANCH_PREFIX = "acp-bridge/"
+Keep = Literal["changed", "always", "never"]
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    repo: Path  # top of the caller's working tree
+    path: Path  # the run's worktree
+    branch: str
+    base: str  # the commit it started from
+    cwd: Path  # the caller's cwd, mapped into the worktree
+    common_dir: Path  # the repository's shared .git directory
+    admin_dir: Path  # .git/worktrees/<name>: this worktree's HEAD, index, logs
+
+    def sandbox_write_paths(self) -> tuple[Path, ...]:
+        """What git inside the sandbox must write so the agent can commit on its branch:
+        the worktree, its admin dir, new objects, its branch ref and reflog. Not the
+        rest of ``.git`` (hooks and config stay read-only)."""
+        common = self.common_dir
+        candidates = (
+            self.path,
+            self.admin_dir,
+            common / "objects",
+            common / "refs" / "heads" / "acp-bridge",
+            common / "logs" / "refs" / "heads" / "acp-bridge",
+        )
+        return tuple(p for p in candidates if p.exists())
+
+    def sandbox_read_paths(self) -> tuple[Path, ...]:
+        """What git inside the sandbox must read: the shared ``.git`` (config, refs,
+        objects), wherever the repository lives (under ``/tmp``, say)."""
+        return (self.common_dir,)
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeResult:
+    branch: str
+    path: Path
+    kept: bool
+    changed: bool
+    files: FilesChanged
+    notes: tuple[str, ...] = ()
+
+    def meta(self) -> dict[str, object]:
+        return {
+            "branch": self.branch if self.kept else "",
+            "worktree": str(self.path) if self.kept else "",
+            "diff": str(self.files.diff) if self.files.diff else "",
+            "kept": self.kept,
+        }
+
+
+async def create_worktree(
+    cwd: Path, task_id: str, *, state_dir: Path, timeout: float = DEFAULT_TIMEOUT
+) -> Worktree:
+    """A fresh worktree on ``acp-bridge/<task_id>`` for a run whose cwd is ``cwd``."""
+    if not _TASK_ID.fullmatch(task_id) or task_id.endswith(".lock") or ".." in task_id:
+        raise ConfigError(f"isolation worktree: task id {task_id!r} cannot name a branch")
+    cwd = Path(await anyio.Path(cwd).resolve())
+    found = await git(
+        "rev-parse", "--show-toplevel", "--git-common-dir", cwd=cwd, timeout=timeout, check=False
+    )
+    if found.returncode != 0:
+        raise ConfigError(f"isolation worktree: {cwd} is not inside a git work tree")
+    top_text, common_text = found.text.splitlines()
+    top = Path(await anyio.Path(top_text).resolve())
+    common = Path(await anyio.Path(cwd / common_text).resolve())
+    head = await git(
+        "rev-parse", "--verify", "-q", "HEAD^{commit}", cwd=top, timeout=timeout, check=False
+    )
+    if head.returncode != 0:
+        raise ConfigError(f"isolation worktree: {top} has no commit to start from")
+    digest = hashlib.sha256(str(top).encode()).hexdigest()[:8]
+    path = (
+        Path(await anyio.Path(state_dir).resolve()) / "worktrees" / f"{top.name}-{digest}" / task_id
+    )
+    await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
+    branch = BRANCH_PREFIX + task_id
+    await git(
+        "worktree", "add", "--quiet", "-b", branch, str(path), head.text, cwd=top, timeout=timeout
+    )
+    admin = await git("rev-parse", "--absolute-git-dir", cwd=path, timeout=timeout)
+    mapped = path / cwd.relative_to(top)
+    await anyio.Path(mapped).mkdir(parents=True, exist_ok=True)  # an untracked cwd
+    return Worktree(top, path, branch, head.text, mapped, common, Path(admin.text))
+
+
+async def finish_worktree(
+    wt: Worktree,
+    *,
+    scratch: Path,
+    keep: Keep = "changed",
+    diff: Path | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> WorktreeResult:
+    """Measure the run's changes against the start commit (committed or not, ignored
+    files excepted), write the diff to ``diff`` (default ``scratch/worktree.diff``), then
+    keep or remove the worktree and its branch."""
+    await anyio.Path(scratch).mkdir(parents=True, exist_ok=True)
+    target = diff or scratch / "worktree.diff"
+    index = Path((await git("rev-parse", "--git-path", "index", cwd=wt.path)).text)
+    now = await git_tree(wt.path, scratch, timeout=timeout, index=wt.path / index)
+    start = (await git("rev-parse", f"{wt.base}^{{tree}}", cwd=wt.path, timeout=timeout)).text
+    head = (await git("rev-parse", "HEAD", cwd=wt.path, timeout=timeout)).text
+    created, modified, deleted = await compare_trees(
+        wt.path, wt.path, scratch, start, now, timeout=timeout, diff=target
+    )
+    # A commit that changes nothing (or is reverted later) still moved the branch.
+    changed = bool(created or modified or deleted) or head != wt.base
+    has_diff = await anyio.Path(target).exists() and (await anyio.Path(target).stat()).st_size > 0
+    files = FilesChanged(
+        tuple(sorted(created)),
+        tuple(sorted(modified)),
+        tuple(sorted(deleted)),
+        diff=target if has_diff else None,
+    )
+    kept = keep == "always" or (keep == "changed" and changed)
+    notes: list[str] = []
+    if not kept:
+        notes += await _remove(wt, timeout)
+    return WorktreeResult(wt.branch, wt.path, kept, changed, files, tuple(notes))
+
+
+async def _remove(wt: Worktree, timeout: float) -> list[str]:
+    notes = []
+    try:
+        await git("worktree", "remove", "--force", str(wt.path), cwd=wt.repo, timeout=timeout)
+    except GitError as exc:
+        notes.append(f"worktree not removed: {exc}")
+        await anyio.to_thread.run_sync(partial(shutil.rmtree, wt.path, ignore_errors=True))
+        await git("worktree", "prune", cwd=wt.repo, timeout=timeout, check=False)
+    try:
+        await git("branch", "-D", "--quiet", wt.branch, cwd=wt.repo, timeout=timeout)
+    except GitError as exc:
+        notes.append(f"branch not deleted: {exc}")
+    return notes

@@ -1,0 +1,160 @@
+"""Sandbox overhead: the latency the OS sandbox adds to starting a trivial process.
+
+    python benchmarks/sandbox_overhead.py [--rounds 40] [--json out.json]
+
+Two trivial commands — ``/bin/true`` and ``python -c pass`` (the interpreter acp-bridge runs
+on) — each started three ways, in turn round after round (bare, bwrap, landlock, bare, …)
+after a warm-up: bare; under bubblewrap (``RunSandbox.wrap``: system read-only, private
+/tmp, PID/IPC namespaces, secrets masked); under the Landlock shim (``python -I -S shim.py``:
+ruleset, subreaper, fork, exec). Each start is ``subprocess.run`` to exit, wall time.
+
+Also measured: the bridge-side cost of ``wrap()`` itself (plan + argv), and the one-off
+cost of ``choose_mode(mode)`` in a fresh process (a cold CLI run pays it once: bwrap is
+probed by running it; Landlock by asking the kernel its ABI). Wall times scale with the
+machine's load (printed); the CPU columns (user+sys of the process tree, from wait4) much
+less. Printed: medians, the added milliseconds (median of the per-round differences)
+and the ratio to bare. Budget (DESIGN §6): the sandbox adds ≤ 30 ms to a cold run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
+
+BUDGET_MS = 30.0
+COMMANDS = {"true": ["/bin/true"], "python": [sys.executable, "-c", "pass"]}
+PROBE_CHILD = """
+import sys, time, anyio
+from acp_bridge._os.sandbox import choose_mode
+async def main():  # timed inside a running loop, imports done: as in a real bridge
+    began = time.perf_counter()
+    await choose_mode(sys.argv[1])
+    print(time.perf_counter() - began)
+anyio.run(main)
+"""
+
+
+def start(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall time to exit, and user+sys CPU of the process and its descendants (the kernel's
+    accounting via wait4: far less sensitive to a busy machine than wall time)."""
+    began = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - began
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{argv[:3]}… exited with {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    ws = base / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(Path.home())}
+    spec = SandboxSpec(cwd=ws, write=(ws,))
+    boxes = {
+        mode: RunSandbox(spec, anyio.run(choose_mode, mode), tmp_parent=base / "state")
+        for mode in ("bwrap", "landlock")
+    }
+    for box in boxes.values():
+        box.__enter__()
+
+    times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    wrap_cost: dict[str, list[float]] = {mode: [] for mode in boxes}
+    for round_ in range(args.rounds + 3):  # three warm-up rounds
+        for name, argv in COMMANDS.items():
+            runs = {"bare": (argv, env)}
+            for mode, box in boxes.items():
+                began = time.perf_counter()
+                launch = box.wrap(argv, env)
+                wrap_cost[mode].append(time.perf_counter() - began)
+                runs[mode] = (launch.argv, launch.env)
+            for variant, (cmd, cmd_env) in runs.items():
+                took, used = start(cmd, cmd_env, ws)
+                if round_ >= 3:
+                    times.setdefault(f"{name}/{variant}", []).append(took)
+                    cpu.setdefault(f"{name}/{variant}", []).append(used)
+
+    probe: dict[str, list[float]] = {mode: [] for mode in boxes}
+    for _ in range(7):  # fresh interpreters: the probe cache is per process
+        for mode in boxes:
+            out = subprocess.run(
+                [sys.executable, "-c", PROBE_CHILD, mode],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            )
+            probe[mode].append(float(out.stdout))
+
+    for box in boxes.values():
+        box.__exit__(None, None, None)
+
+    ms = 1000.0
+    report: dict[str, object] = {
+        "rounds": args.rounds,
+        "budget_ms": BUDGET_MS,
+        "load_average": os.getloadavg(),
+    }
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} (wall times scale with it)")
+    print(
+        f"{'command':<8} {'variant':<9} {'median ms':>9} {'added ms':>8} {'ratio':>6} "
+        f"{'cpu ms':>7} {'added cpu':>9}"
+    )
+    for name in COMMANDS:
+        bare, bare_cpu = times[f"{name}/bare"], cpu[f"{name}/bare"]
+        for variant in ("bare", *boxes):
+            got, used = times[f"{name}/{variant}"], cpu[f"{name}/{variant}"]
+            row = {
+                "median_ms": statistics.median(got) * ms,
+                # median of the per-round differences: the two ran back to back
+                "added_ms": statistics.median(g - b for g, b in zip(got, bare, strict=True)) * ms,
+                "ratio": statistics.median(got) / statistics.median(bare),
+                "cpu_ms": statistics.median(used) * ms,
+                "added_cpu_ms": (statistics.median(used) - statistics.median(bare_cpu)) * ms,
+            }
+            print(
+                f"{name:<8} {variant:<9} {row['median_ms']:>9.2f} {row['added_ms']:>8.2f} "
+                f"{row['ratio']:>6.2f} {row['cpu_ms']:>7.2f} {row['added_cpu_ms']:>9.2f}"
+            )
+            report[f"{name}/{variant}"] = {k: round(v, 3) for k, v in row.items()}
+    for mode in boxes:
+        wrap_ms = statistics.median(wrap_cost[mode]) * ms
+        probe_ms = statistics.median(probe[mode]) * ms
+        start_ms = report[f"python/{mode}"]["added_ms"]  # type: ignore[index]
+        cold = probe_ms + wrap_ms + start_ms
+        verdict = "within" if cold <= BUDGET_MS else "OVER"
+        print(
+            f"{mode}: choose_mode once {probe_ms:.2f} ms + wrap() {wrap_ms:.2f} ms + start "
+            f"{start_ms:.2f} ms = {cold:.1f} ms added to a cold run: {verdict} the "
+            f"{BUDGET_MS:g} ms budget"
+        )
+        report[f"cold/{mode}"] = {
+            "probe_ms": round(probe_ms, 3),
+            "wrap_ms": round(wrap_ms, 3),
+            "added_ms": round(cold, 3),
+        }
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

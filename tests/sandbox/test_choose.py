@@ -1,0 +1,103 @@
+"""Which mode, and why: real probes here; a machine without bubblewrap (PATH without it),
+with a bubblewrap that cannot create namespaces (a stand-in binary printing bwrap's real
+error), or without Landlock (the kernel answer replaced: this kernel has ABI 7)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode, probe_modes
+from acp_bridge._os.sandbox import shim as shim_module
+from acp_bridge._os.sandbox.choose import SandboxChoice
+from acp_bridge._os.sandbox.probe import forget_probes
+from acp_bridge._os.sandbox.spec import Mode
+
+
+@pytest.fixture(autouse=True)
+def fresh_probes() -> Iterator[None]:
+    forget_probes()
+    yield
+    forget_probes()
+
+
+def choose(mode: Mode, network: bool = True) -> SandboxChoice:
+    return anyio.run(lambda: choose_mode(mode, network=network))
+
+
+@pytest.fixture
+def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A PATH with `true` and `env` but no bwrap."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("true", "env"):
+        (bin_dir / tool).symlink_to(f"/usr/bin/{tool}")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
+
+
+def test_both_modes_work_here_and_auto_takes_bubblewrap() -> None:
+    bwrap, landlock = anyio.run(probe_modes)
+    assert bwrap.works and bwrap.detail.startswith("bubblewrap") and bwrap.path
+    assert (
+        landlock.works and landlock.abi >= 1 and landlock.detail == f"Landlock ABI {landlock.abi}"
+    )
+    choice = choose("auto")
+    assert choice.mode == "bwrap"
+    assert choice.meta() == {
+        "mode": "bwrap",
+        "reason": f"auto: {bwrap.detail} works here",
+        "network": True,
+    }
+    assert choose("off", network=False).meta()["mode"] == "off"
+
+
+def test_without_bubblewrap_auto_falls_back_to_landlock_and_says_why(no_bwrap: Path) -> None:
+    choice = choose("auto")
+    assert choice.mode == "landlock" and choice.abi >= 1
+    assert "bubblewrap (bwrap) is not installed" in choice.reason
+    assert "apt-get install bubblewrap" in choice.reason
+    with pytest.raises(SandboxUnavailable, match=r"sandbox mode bwrap: .*mode: off"):
+        choose("bwrap")
+
+
+def test_a_bubblewrap_that_cannot_create_namespaces_is_not_used(no_bwrap: Path) -> None:
+    fake = no_bwrap / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = --version ] && { echo "bubblewrap 0.8.0"; exit 0; }\n'
+        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2; exit 1\n'
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    probe = anyio.run(probe_modes)[0]
+    assert not probe.works
+    assert "Creating new namespace failed" in probe.problem
+    assert probe.fix  # one line on how to fix it
+    assert choose("auto").mode == "landlock"
+
+
+def test_nothing_works_is_an_error_with_both_fixes(
+    no_bwrap: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shim_module, "landlock_abi", lambda: 0)
+    with pytest.raises(SandboxUnavailable) as caught:
+        choose("auto")
+    message = str(caught.value)
+    assert "bubblewrap: bubblewrap (bwrap) is not installed" in message
+    assert "Landlock: Landlock is not" in message and "lsm=landlock" in message
+    assert "sandbox: {mode: off}" in message
+    with pytest.raises(SandboxUnavailable, match="sandbox mode landlock"):
+        choose("landlock")
+
+
+def test_network_off_needs_landlock_abi_4(no_bwrap: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shim_module, "landlock_abi", lambda: 3)
+    assert choose("landlock").abi == 3  # the shim really runs with ABI-3 rules
+    with pytest.raises(SandboxUnavailable, match="network off needs bubblewrap or Landlock ABI"):
+        choose("auto", network=False)
+    assert os.environ["PATH"] == str(no_bwrap)

@@ -1,0 +1,113 @@
+"""The path policy: the deepest rule wins, the command's own needs never unhide a secret,
+and both launchers render the same plan."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_bridge._os.sandbox.bwrap import bwrap_argv
+from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
+from acp_bridge._os.sandbox.plan import Access, plan_paths
+from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths
+from acp_bridge.errors import ConfigError
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    for d in ("home/.ssh/keep", "home/.config/gh", "home/.config/other", "ws/.secret", "venv/bin"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "home/.netrc").write_text("x")
+    (tmp_path / "venv/bin/agent").write_text("#!/bin/sh\n")
+    return tmp_path
+
+
+def spec_for(tree: Path, **kw: object) -> SandboxSpec:
+    base: dict[str, object] = {"cwd": tree / "ws", "write": (tree / "ws",), "home": tree / "home"}
+    return SandboxSpec(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_the_deepest_rule_wins(tree: Path) -> None:
+    spec = spec_for(
+        tree,
+        read=(tree / "home", tree / "home/.ssh/keep"),
+        hidden=(tree / "ws/.secret",),
+    )
+    plan = plan_paths(spec)
+    assert plan.access_of(tree / "home/.bashrc") is Access.READ  # readable over hidden /tmp
+    assert plan.access_of(tree / "home/.ssh/id_rsa") is Access.HIDDEN
+    assert plan.access_of(tree / "home/.ssh/keep/pub") is Access.READ  # explicit unhides
+    assert plan.access_of(tree / "home/.config/gh/hosts.yml") is Access.HIDDEN
+    assert plan.access_of(tree / "ws/src/a.py") is Access.WRITE
+    assert plan.access_of(tree / "ws/.secret/token") is Access.HIDDEN  # inside a write root
+    if tree.is_relative_to("/tmp"):
+        assert plan.access_of(tree / "elsewhere") is Access.HIDDEN  # host /tmp
+    assert plan.access_of(Path("/usr/bin/env")) is Access.READ
+
+
+def test_what_the_command_needs_never_unhides_a_secret(tree: Path) -> None:
+    spec = spec_for(tree, read=(tree / "home",))
+    needed = needed_paths(
+        [str(tree / "venv/bin/agent"), f"--key={tree / 'home/.ssh'}", str(tree / "home/.netrc")],
+        {"PATH": os.defpath},
+        spec.cwd,
+    )
+    assert tree / "venv" in needed  # the install prefix of the command under /tmp
+    plan = plan_paths(spec, needed=needed)
+    assert plan.access_of(tree / "venv/lib/python3/site.py") is Access.READ
+    assert plan.access_of(tree / "home/.ssh") is Access.HIDDEN
+    assert plan.access_of(tree / "home/.netrc") is Access.HIDDEN
+    assert Path(sys.prefix).resolve() in needed
+
+
+def test_redundant_rules_are_dropped(tree: Path) -> None:
+    spec = spec_for(tree, read=(tree / "ws/sub", Path("/usr")))
+    (tree / "ws/sub").mkdir()
+    paths = {rule.path for rule in plan_paths(spec).rules}
+    assert tree / "ws/sub" not in paths  # readable inside writable: nothing to do
+    assert Path("/usr") not in paths  # readable already
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"mode": "sandboxed"}, "must be one of auto, bwrap, landlock, off"),
+        ({"write": ("relative/dir",)}, "path must be absolute"),
+        ({"hidden": "/one/path"}, "expected a list of paths"),
+    ],
+)
+def test_bad_specs_are_config_errors(tree: Path, kw: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        spec_for(tree, **kw)
+
+
+def test_a_missing_write_root_is_a_config_error(tree: Path) -> None:
+    with pytest.raises(ConfigError, match="write root does not exist"):
+        plan_paths(spec_for(tree, write=(tree / "nope",)))
+
+
+def test_both_launchers_render_the_same_plan(tree: Path) -> None:
+    spec = spec_for(tree, read=(tree / "home",))
+    plan = plan_paths(spec)
+    argv = bwrap_argv(["true"], plan=plan, cwd=spec.cwd, network=False, private_tmp=tree)
+    text = " ".join(argv)
+    assert f"--bind {tree} /tmp" in text
+    assert f"--ro-bind {tree / 'home'} {tree / 'home'}" in text
+    assert f"--tmpfs {tree / 'home/.ssh'}" in text
+    assert f"--remount-ro {tree / 'home/.ssh'}" in text
+    assert f"--ro-bind /dev/null {tree / 'home/.netrc'}" in text
+    assert f"--bind {tree / 'ws'} {tree / 'ws'}" in text
+    assert "--unshare-net" in argv and "--new-session" not in argv
+
+    rules = landlock_rules(plan, abi=7, network=False, private_tmp=None)
+    grants = {path: access for access, path in rules.grants}
+    home = tree / "home"
+    assert str(home) not in grants  # split: .ssh and .netrc are simply not granted
+    assert grants[str(home / ".config/other")] == READ
+    assert str(home / ".config/gh") not in grants and str(home / ".ssh") not in grants
+    assert grants[str(tree / "ws")] == fs_rights(7)
+    assert "/tmp" not in grants and "/" not in grants
+    assert rules.handled_net and rules.scoped  # ABI ≥ 4 network, ABI ≥ 6 scopes

@@ -44,6 +44,7 @@ from acp_bridge.config._profile import (
     Timeouts,
     ToolKind,
 )
+from acp_bridge.config._sandbox import ResolvedSandbox, SandboxMode, SandboxSettings
 from acp_bridge.config._schema import config_json_schema, profile_json_schema
 from acp_bridge.config._settings import (
     PASSTHROUGH_MODEL,
@@ -81,6 +82,9 @@ __all__ = [
     "ProfileCatalog",
     "ProfileLayer",
     "ResolvedProfile",
+    "ResolvedSandbox",
+    "SandboxMode",
+    "SandboxSettings",
     "SessionSettings",
     "SpawnToolSettings",
     "StrictModel",

@@ -18,7 +18,14 @@ from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, validate
 from acp_bridge.errors import ConfigError, Problem, ProfileError, SourceLocation
 
 # Fields holding paths, resolved against the directory of the file that wrote them.
-_PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (("cwd",), ("read_roots", "*"), ("write_roots", "*"))
+_PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (
+    ("cwd",),
+    ("read_roots", "*"),
+    ("write_roots", "*"),
+    ("sandbox", "state", "*"),
+    ("sandbox", "readable", "*"),
+    ("sandbox", "hidden", "*"),
+)
 
 Origin = Literal["built-in", "profiles dir", "config", "file"]
 

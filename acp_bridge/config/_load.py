@@ -29,6 +29,9 @@ _CONFIG_PATH_FIELDS: tuple[DataPath, ...] = (
     ("profiles_dirs", "*"),
     ("schemas", "*"),
     ("transcripts", "dir"),
+    ("sandbox", "state", "*"),
+    ("sandbox", "readable", "*"),
+    ("sandbox", "hidden", "*"),
 )
 _CONFIG_KEYS = frozenset(Config.model_fields)
 

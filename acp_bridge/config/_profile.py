@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from acp_bridge._os.redact import looks_secret
+from acp_bridge.config._sandbox import IsolationMode, KeepWorktree, SandboxSettings
 
 MAX_SECONDS = 7 * 24 * 3600.0
 """The longest any timeout may be (a week): past it a run is lost, not slow."""
@@ -140,6 +141,11 @@ class AuthSettings(StrictModel):
     method: str | None = Field(
         None, description="authMethods id to authenticate with before session/new"
     )
+    env: list[EnvName] = Field(
+        default_factory=list,
+        description="variables that authenticate the agent (any one of them will do); "
+        "acp-bridge doctor says whether one is set",
+    )
 
 
 class McpServer(StrictModel):
@@ -208,6 +214,25 @@ class AgentProfile(StrictModel):
         1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
+    min_version: str | None = Field(
+        None, description="oldest version of the command known to work (acp-bridge doctor)"
+    )
+    version_args: list[str] = Field(
+        default_factory=lambda: ["--version"],
+        description="arguments that make the command print its version",
+    )
+    sandbox: SandboxSettings = Field(
+        default_factory=SandboxSettings,
+        description="how the agent process is confined by the OS, over the config's sandbox",
+    )
+    isolation: IsolationMode = Field(
+        "none",
+        description="worktree: in a git repository, each run works in a fresh worktree on its "
+        "own branch acp-bridge/<task_id>",
+    )
+    keep_worktree: KeepWorktree = Field(
+        "changed", description="which worktrees are kept after a run: changed | always | never"
+    )
 
     _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
 

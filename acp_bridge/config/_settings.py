@@ -16,6 +16,7 @@ from acp_bridge.config._profile import (
     StrictModel,
     _profile_name,
 )
+from acp_bridge.config._sandbox import SandboxSettings
 
 
 class ToolSwitch(StrictModel):
@@ -153,4 +154,8 @@ class Config(StrictModel):
         default_factory=dict, description="output_schema label → JSON Schema file"
     )
     transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    sandbox: SandboxSettings = Field(
+        default_factory=SandboxSettings,
+        description="the default sandbox of every profile, and the bash entry's",
+    )
     acp: AcpSection = Field(default_factory=AcpSection)

@@ -13,8 +13,8 @@ Why a shell rather than a double ``os.fork``: forking a host that runs threads (
 program does) is unsafe in the child until ``exec``; ``subprocess`` forks and ``exec``s the
 shell in C, so no Python code of this process ever runs in a forked copy.
 
-The supervisor inherits this process's environment and working directory, exactly what an
-entry called here would have used; :func:`env_key` digests that environment, so a supervisor
+The supervisor gets this process's environment (``os.environ``) and working directory, exactly
+what an entry called here would have used; :func:`env_key` digests that environment, so a supervisor
 only ever adopts runs started from the same one.
 """
 
@@ -60,6 +60,10 @@ def launch(store_path: Path, run_id: str, log: Path) -> Identity:
     try:
         shell = subprocess.run(
             argv,
+            # Exactly os.environ, not the C-level environment a plain spawn would inherit:
+            # native code may set variables there behind Python's back (ncurses adds
+            # COLUMNS and LINES under pytest), and the env_key digest must match.
+            env=os.environ,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             start_new_session=True,

@@ -23,14 +23,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 PROC = "/proc"
 
 
-@dataclass(frozen=True)
-class ProcStat:
+class ProcStat(NamedTuple):
     """The fields of ``/proc/PID/stat`` the run store needs."""
 
     state: str
@@ -43,8 +42,7 @@ class ProcStat:
         return self.state in ("Z", "X")  # a zombie has exited; only its parent's wait is due
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     """One process, for good: its pid, start time and the boot it belongs to."""
 
     pid: int

@@ -1,15 +1,16 @@
 """What the run store holds, as Python values: a run, a run to create, how a run ended.
 
 Kept apart from :mod:`acp_bridge._runs.store` so readers of runs (``ps``, ``wait``) and the
-store itself share one definition, and no pydantic is needed to look at a run.
+store itself share one definition, and no pydantic is needed to look at a run. Named tuples,
+not dataclasses: ``dataclasses`` (with ``inspect``) is a tenth of a queued supervisor's
+start-up, and a run may wait in the queue behind hundreds of others.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, NamedTuple, cast
 
 from acp_bridge._runs.procs import Identity
 
@@ -25,8 +26,7 @@ LIST_COLUMNS = (
 FULL_COLUMNS = LIST_COLUMNS + ", caller_cwd, spec, config_path, envelope"
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """One run as the store knows it. Listings leave the heavy columns (spec, envelope) out."""
 
     id: str
@@ -124,8 +124,7 @@ def row_to_run(row: sqlite3.Row) -> Run:
     )
 
 
-@dataclass(frozen=True)
-class NewRun:
+class NewRun(NamedTuple):
     """What :meth:`Store.create` records for a run that is about to be queued."""
 
     id: str
@@ -143,8 +142,7 @@ class NewRun:
     max_cost: float | None = None
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """How a run ended: written in one transaction with its final status."""
 
     status: RunStatus

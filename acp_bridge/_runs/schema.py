@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from acp_bridge.errors import ConfigError
-
 _V1 = """
 CREATE TABLE runs (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,  -- creation order: FIFO of the lanes
@@ -119,6 +117,9 @@ def migrate(db: sqlite3.Connection, where: str) -> None:
 
 def _refuse_newer(current: int, where: str) -> None:
     if current > VERSION:
+        # Imported here: a queued run's supervisor opens the store and must start light.
+        from acp_bridge.errors import ConfigError
+
         raise ConfigError(
             f"{where}: run store schema version {current} is newer than this acp-bridge "
             f"understands ({VERSION}); upgrade acp-bridge or use another store"

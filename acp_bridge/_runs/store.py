@@ -348,3 +348,11 @@ def open_store(path: str | Path | None = None) -> Store:
     if store is None:
         store = cache[key] = Store(resolved)
     return store
+
+
+def close_stores() -> None:
+    """Close the calling thread's cached connections (tests; hosts that switch stores)."""
+    cache: dict[tuple[int, str], Store] = _local.__dict__.get("stores", {})
+    for store in cache.values():
+        store.close()
+    cache.clear()

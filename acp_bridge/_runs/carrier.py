@@ -116,7 +116,13 @@ class Carrier:
             return None
         self._current = run_id
         with Bell(self.store, [run_id]) as bell:
-            envelope, stopped, guard = await self._run(run, bell)
+            try:
+                envelope, stopped, guard = await self._run(run, bell)
+            except Exception as exc:  # a bug here must still end the run, not lose it
+                log.exception("%s: the supervisor failed", run_id)
+                error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
+                envelope = envelopes.failed(run, error, "internal_error")
+                stopped, guard = False, BudgetGuard(Budget())
         self._current, self._control = "", None
         meta = envelope.get("meta", {})
         outcome = Outcome(

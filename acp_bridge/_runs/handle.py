@@ -255,7 +255,7 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> Run:
         with db.write() as conn:
             written = db.finish(conn, run_id, outcome, only_queued=True)
         if written:
-            ring(db, [run_id])
+            ring(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
             return get_checked(db, run_id)
         run = get_checked(db, run_id)  # claimed meanwhile: stop it running
     if run.status == "running":

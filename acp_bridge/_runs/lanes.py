@@ -98,6 +98,14 @@ def claim(store: Store, run_id: str, me: Identity) -> Claim:
     ``gone``: the run is no longer this process's to start (stopped while queued, adopted
     by another supervisor, lost).
     """
+    # A read first: most looks find the lane still full, and need not queue for the write
+    # lock behind every other waiting supervisor. A stale "no" is safe: whoever makes room
+    # rings the new heads after committing.
+    if run_id not in heads(store):
+        current = store.get(run_id)
+        if current is None or current.status != "queued" or current.supervisor != me:
+            return "gone"
+        return "waiting"
     with store.write() as db:
         row = db.execute(
             "SELECT status, supervisor_pid, supervisor_start FROM runs WHERE id = ?", (run_id,)

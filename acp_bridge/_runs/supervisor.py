@@ -28,7 +28,7 @@ from types import FrameType
 from acp_bridge._runs import envelopes, lanes, liveness, procs
 from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import Outcome, Run
+from acp_bridge._runs.records import Outcome, Run, RunStatus
 from acp_bridge._runs.store import Store
 
 ROW_WAIT = 5.0
@@ -78,13 +78,17 @@ def _wait_for_slot(store: Store, run: Run, me: Identity) -> lanes.Claim:
                 look = min(look * 2, LOOK_MAX)
 
 
-def _end_unstarted(store: Store, run_id: str, me: Identity, why: str) -> None:
-    """Record ``run_id`` (still ours, not yet carried) as cancelled."""
+def _end_unstarted(
+    store: Store, run_id: str, me: Identity, why: str, code: str = envelopes.CANCELLED
+) -> None:
+    """Record ``run_id`` (still ours, its entry not carried) as ended: cancelled, or failed
+    with ``code``."""
     run = store.get(run_id)
     if run is None:
         return
-    envelope = envelopes.failed(run, why, envelopes.CANCELLED)
-    outcome = Outcome("cancelled", envelope, envelope["summary"], envelopes.CANCELLED)
+    envelope = envelopes.failed(run, why, code)
+    status: RunStatus = "cancelled" if code == envelopes.CANCELLED else "failed"
+    outcome = Outcome(status, envelope, envelope["summary"], code)
     with store.write() as db:
         written = store.finish(db, run_id, outcome, supervisor=me)
     if written:
@@ -117,6 +121,14 @@ def supervise(store: Store, run_id: str) -> int:
         anyio.run(Carrier(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
     except _Stopped as stop:
         _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})")
+    except Exception as exc:  # e.g. a broken install: the entry code does not import
+        import traceback
+
+        traceback.print_exc()  # into the run's log, named in the envelope
+        log = store.logs_dir / f"{run_id}.log"
+        why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
+        _end_unstarted(store, run_id, me, why, code="internal_error")
+        return 1
     return 0
 
 

@@ -10,7 +10,14 @@ import time
 
 import anyio
 
-from acp_bridge._runs.handle import list_runs, open_run, start, start_sync, wait_all
+from acp_bridge._runs.handle import (
+    RunOptions,
+    list_runs,
+    open_run,
+    start,
+    start_sync,
+    wait_all,
+)
 from tests.runs.conftest import RunsEnv
 
 
@@ -106,3 +113,13 @@ def test_wait_times_out_with_the_run_as_it_is(runs: RunsEnv) -> None:
     assert not run.finished and run.status in ("queued", "running")
     assert handle.stop_sync().status in ("running", "cancelled")
     assert handle.wait_sync(timeout=10).status == "cancelled"
+
+
+def test_a_broken_config_is_a_config_error_envelope(runs: RunsEnv) -> None:
+    broken = runs.root / "broken.yaml"
+    broken.write_text("acp: {agents: [{name: x, command: 7, surprise: true}]}\n")
+    handle = start_sync("acp_spawn", "x", "hello", options=RunOptions(config_path=broken))
+    run = handle.wait_sync(timeout=20)
+    assert run.status == "failed", run.envelope
+    assert run.error_code == "config_error"
+    assert run.envelope is not None and "broken.yaml" in run.envelope["error"]

@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from acp_bridge._runs import envelopes, lanes, liveness, procs
 from acp_bridge._runs.bell import Bell, ring
@@ -31,10 +32,22 @@ from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import Outcome, Run, RunStatus
 from acp_bridge._runs.store import Store
 
+if TYPE_CHECKING:
+    import logging
+
 ROW_WAIT = 5.0
 """Seconds to wait for the starter to record the run (it does so ~2 ms after starting us)."""
 LOOK_FIRST, LOOK_MAX = 0.1, 2.0
 """Fallback looks while queued: after 0.1 s, doubling to at most every 2 s."""
+
+
+def _log() -> logging.Logger:
+    """The supervisor's logger; its stderr is the run's log file, never a terminal.
+    Imported on first use: ``logging`` costs a queued supervisor ~13 ms of start-up."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    return logging.getLogger("acp_bridge.runs")
 
 
 class _Stopped(Exception):
@@ -99,7 +112,7 @@ def supervise(store: Store, run_id: str) -> int:
     me = procs.own_identity()
     run = _find_run(store, run_id)
     if run is None or run.supervisor != me:
-        sys.stderr.write(f"{run_id}: not this process's run to supervise; exiting\n")
+        _log().warning("%s: not this process's run to supervise; exiting", run_id)
         return 0
     signal.signal(signal.SIGTERM, _raise_stopped)
     signal.signal(signal.SIGINT, _raise_stopped)
@@ -109,22 +122,18 @@ def supervise(store: Store, run_id: str) -> int:
         # Claimed: from here the heavy half; a signal is now a graceful stop of the run.
         signal.signal(signal.SIGTERM, _note_signal)
         signal.signal(signal.SIGINT, _note_signal)
-        import logging
-
         import anyio
 
         from acp_bridge._runs.carrier import Carrier
         from acp_bridge._runs.launch import env_key
 
-        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+        _log()  # the carrier logs through it
 
         anyio.run(Carrier(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
     except _Stopped as stop:
         _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})")
     except Exception as exc:  # e.g. a broken install: the entry code does not import
-        import traceback
-
-        traceback.print_exc()  # into the run's log, named in the envelope
+        _log().exception("%s: the supervisor failed", run_id)  # the log named in the envelope
         log = store.logs_dir / f"{run_id}.log"
         why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
         _end_unstarted(store, run_id, me, why, code="internal_error")
@@ -138,7 +147,7 @@ def _remove_if_empty(path: Path) -> None:
             path.unlink()
 
 
-USAGE = "usage: python -m acp_bridge._runs.supervisor --db PATH RUN_ID\n"
+USAGE = "usage: python -m acp_bridge._runs.supervisor --db PATH RUN_ID"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     # No argparse: it costs a queued supervisor 20 ms of start-up, for two fixed arguments.
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] != "--db":
-        sys.stderr.write(USAGE)
+        _log().error(USAGE)
         return 2
     store = Store(Path(args[1]))
     run_id = args[2]

@@ -123,3 +123,18 @@ def test_a_broken_config_is_a_config_error_envelope(runs: RunsEnv) -> None:
     assert run.status == "failed", run.envelope
     assert run.error_code == "config_error"
     assert run.envelope is not None and "broken.yaml" in run.envelope["error"]
+
+
+def test_starting_and_listing_runs_stays_light(runs: RunsEnv) -> None:
+    # `run --detach`, `wait` and `ps` must not pay for pydantic (over 0.3 s of import).
+    code = (
+        "import sys\n"
+        "from acp_bridge._runs.handle import list_runs, start_sync\n"
+        "handle = start_sync('bash', 'true')\n"
+        "handle.wait_sync(timeout=20)\n"
+        "list_runs()\n"
+        "print(sorted(m for m in ('pydantic', 'anyio', 'acp_bridge.envelope') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -59,7 +59,8 @@ class Store:
     """One connection to the run store (use it from the thread that opened it)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_path()
+        # Absolute: a supervisor changes directory to each run's caller's.
+        self.path = (Path(path) if path is not None else default_path()).absolute()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():  # private from the first byte (SQLite would use 0644)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))

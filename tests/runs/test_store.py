@@ -156,3 +156,14 @@ def test_budget_figures_and_group_totals() -> None:
     assert "group 'g' budget exceeded" in (group.observe({"cost": {"amount": 0.5}}) or "")
     with pytest.raises(ConfigError):
         Budget(max_tokens=0)
+
+
+def test_a_relative_store_path_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = Store("here/runs.db")
+    assert store.path == tmp_path / "here" / "runs.db"
+    monkeypatch.chdir("/")
+    assert store.logs_dir == tmp_path / "here" / "run-logs"
+    store.close()

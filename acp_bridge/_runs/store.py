@@ -131,13 +131,10 @@ class Store:
         query = f"SELECT {LIST_COLUMNS} FROM runs {where} ORDER BY seq DESC{bound}"
         return [row_to_run(row) for row in self.db.execute(query)]
 
-    def active(self, lane: str | None = None) -> list[Run]:
+    def active(self) -> list[Run]:
         """Queued and running runs, oldest first."""
         query = f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running')"
-        args: tuple[str, ...] = ()
-        if lane is not None:
-            query, args = query + " AND lane = ?", (lane,)
-        return [row_to_run(row) for row in self.db.execute(query + " ORDER BY seq", args)]
+        return [row_to_run(row) for row in self.db.execute(query + " ORDER BY seq")]
 
     def stop_requested(self, run_id: str) -> bool:
         row = self.db.execute("SELECT stop_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -150,17 +147,6 @@ class Store:
                 " WHERE id = ? AND status IN ('queued', 'running')",
                 (time.time(), run_id),
             )
-
-    def note_progress(
-        self,
-        run_id: str,
-        *,
-        session_id: str | None = None,
-        tokens: int | None = None,
-        cost: float | None = None,
-    ) -> None:
-        with self.write() as db:
-            _progress(db, run_id, session_id, tokens, cost)
 
     def finish(
         self,

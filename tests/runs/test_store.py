@@ -167,3 +167,16 @@ def test_a_relative_store_path_is_made_absolute(
     monkeypatch.chdir("/")
     assert store.logs_dir == tmp_path / "here" / "run-logs"
     store.close()
+
+
+def test_limits_and_group_budgets_can_be_changed_without_a_run(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 2)
+    store.set_limit(lanes.GLOBAL, 8)
+    assert store.limits() == {"agent:demo": 2, "*": 8}
+    store.set_limit("agent:demo", None)
+    assert store.limits() == {"*": 8}
+    store.set_group_budget("g", 100, None)
+    assert store.group_budget("g") == (100, None)
+    assert store.group_budget("nobody") == (None, None)
+    store.close()

@@ -1,0 +1,149 @@
+"""Lanes: how many runs may run at once, and which queued run goes next.
+
+A run's lane is its agent profile for ``acp_spawn`` (``agent:NAME``), else its entry
+(``entry:bash``, ``entry:spawn``), unless the caller names one. Limits live in the store's
+``limits`` table: a lane's ``max_concurrent`` (a profile's ``max_concurrent``) and the lane
+``*`` for all runs together (``runs.max_concurrent``).
+
+The rule, decided inside one ``BEGIN IMMEDIATE`` transaction so that every process agrees:
+a queued run may start when no older queued run of its lane is waiting (FIFO), its lane runs
+fewer than its limit, and fewer than the global limit run in all, with older lane heads served
+first. Lanes without a limit, when there is no global limit either, start at once.
+
+Waiting for a slot: a queued run's supervisor waits on its doorbell (:mod:`.bell`). Whoever
+ends, claims or dequeues a run rings the bells of the runs that may start now (:func:`heads`).
+A waiting supervisor also looks by itself after a bounded backoff (0.1 s doubling to 2 s),
+for the one case nobody rings: a supervisor killed outright. That look runs the liveness
+check over its lane, which turns such runs ``lost`` and frees their slots.
+
+Adoption: a supervisor that ends a run takes the next run that may start, provided that run
+was started from the same environment (``env_key``). Its entry code is imported already (about
+0.45 s of CPU per interpreter), so fifty runs through a lane of four cost four interpreters'
+worth of imports, not fifty. The adopted run's own supervisor, light while it waited, sees the
+run claimed by another process and exits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from acp_bridge._runs.procs import Identity
+from acp_bridge._runs.records import LIST_COLUMNS, Outcome, Run, row_to_run
+from acp_bridge._runs.store import Store
+
+GLOBAL = "*"
+"""The lane name of the global limit (``runs.max_concurrent``)."""
+
+
+def lane_for(entry: str, agent: str | None) -> str:
+    return f"agent:{agent}" if entry == "acp_spawn" and agent else f"entry:{entry}"
+
+
+def admissible(
+    queued: Sequence[Run], running: Mapping[str, int], limits: Mapping[str, int]
+) -> list[Run]:
+    """The queued runs (oldest first) that may start now, given how many run per lane."""
+    total_limit = limits.get(GLOBAL)
+    total = sum(running.values())
+    counts = dict(running)
+    seen_lanes: set[str] = set()
+    chosen = []
+    for run in queued:
+        lane_limit = limits.get(run.lane)
+        if lane_limit is None and total_limit is None:
+            chosen.append(run)
+            continue
+        if run.lane in seen_lanes:  # an older run of this lane is still waiting: FIFO
+            continue
+        seen_lanes.add(run.lane)
+        if lane_limit is not None and counts.get(run.lane, 0) >= lane_limit:
+            continue
+        if total_limit is not None and total >= total_limit:
+            break  # nobody younger may take the global slot an older run waits for
+        chosen.append(run)
+        counts[run.lane] = counts.get(run.lane, 0) + 1
+        total += 1
+    return chosen
+
+
+def _admissible_now(db: sqlite3.Connection) -> list[Run]:
+    queued: list[Run] = []
+    running: dict[str, int] = {}
+    for row in db.execute(
+        f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running') ORDER BY seq"
+    ):
+        run = row_to_run(row)
+        if run.status == "queued":
+            queued.append(run)
+        else:
+            running[run.lane] = running.get(run.lane, 0) + 1
+    limits = dict(db.execute("SELECT lane, max_concurrent FROM limits"))
+    return admissible(queued, running, limits)
+
+
+def heads(store: Store) -> list[str]:
+    """Ids of the queued runs that may start now (whose supervisors should look again)."""
+    return [run.id for run in _admissible_now(store.db)]
+
+
+Claim = Literal["claimed", "waiting", "gone"]
+
+
+def claim(store: Store, run_id: str, me: Identity) -> Claim:
+    """Start ``run_id`` in this supervisor if the lanes allow it now.
+
+    ``gone``: the run is no longer this process's to start (stopped while queued, adopted
+    by another supervisor, lost).
+    """
+    # A read first: most looks find the lane still full, and need not queue for the write
+    # lock behind every other waiting supervisor. A stale "no" is safe: whoever makes room
+    # rings the new heads after committing.
+    if run_id not in heads(store):
+        current = store.get(run_id)
+        if current is None or current.status != "queued" or current.supervisor != me:
+            return "gone"
+        return "waiting"
+    with store.write() as db:
+        row = db.execute(
+            "SELECT status, supervisor_pid, supervisor_start FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[0] != "queued" or (row[1], row[2]) != (me.pid, me.start):
+            return "gone"
+        if run_id not in {run.id for run in _admissible_now(db)}:
+            return "waiting"
+        db.execute(
+            "UPDATE runs SET status = 'running', started_at = ? WHERE id = ?",
+            (time.time(), run_id),
+        )
+        return "claimed"
+
+
+def finish(
+    store: Store,
+    run_id: str,
+    outcome: Outcome,
+    me: Identity,
+    *,
+    adopt_env: str | None,
+) -> tuple[bool, str | None]:
+    """Commit how ``run_id`` ended (if this process still carries it) and, when ``adopt_env``
+    is given, take the next run that may start from that environment — one transaction.
+    Returns (whether the outcome was written, the adopted run's id)."""
+    with store.write() as db:
+        if not store.finish(db, run_id, outcome, supervisor=me):
+            return False, None
+        if adopt_env is None:
+            return True, None
+        for run in _admissible_now(db):
+            if run.env_key != adopt_env or run.stop_requested is not None:
+                continue
+            db.execute(
+                "UPDATE runs SET status = 'running', started_at = ?, supervisor_pid = ?,"
+                " supervisor_start = ?, supervisor_boot = ? WHERE id = ? AND status = 'queued'",
+                (time.time(), me.pid, me.start, me.boot, run.id),
+            )
+            return True, run.id
+        return True, None

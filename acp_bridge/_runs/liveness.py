@@ -1,0 +1,65 @@
+"""Lost runs: a run whose supervisor died is never left ``queued`` or ``running``.
+
+Every run records the identity of the process carrying it (pid, start time, boot id: see
+:mod:`.procs`). Any reader that looks at an active run (``wait``, ``ps``, ``show``, ``logs``,
+a supervisor waiting in the same lane) checks that identity first; if the process is gone,
+or the pid now belongs to another process, or the host rebooted, the reader ends the run
+itself: a failed envelope with ``meta.error_code: "lost"`` and status ``lost``, written with
+a compare-and-set on that same identity (so a run a live supervisor just finished or adopted
+is never marked lost by a reader working from a stale row).
+
+Then whatever the run started is ended: the supervisor records the process groups it starts
+(agents, commands and terminals lead their own groups), and each is killed under the rule in
+:mod:`.procs` — only while its leader is provably the recorded process. A ``wait`` notices a
+SIGKILLed supervisor at once (it watches the supervisor's pidfd); ``ps`` and ``show`` at their
+next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from acp_bridge._runs import envelopes, procs
+from acp_bridge._runs.bell import ring
+from acp_bridge._runs.lanes import heads
+from acp_bridge._runs.records import Outcome, Run
+from acp_bridge._runs.store import Store
+
+
+def check(store: Store, run: Run) -> Run:
+    """``run`` as it really is: an active run whose supervisor is gone comes back lost."""
+    if run.finished or run.supervisor is None or procs.alive(run.supervisor):
+        return run
+    return mark_lost(store, run)
+
+
+def reap(store: Store, runs: Iterable[Run] | None = None) -> list[Run]:
+    """:func:`check` every active run (or the given ones); the runs found lost."""
+    found = []
+    for run in store.active() if runs is None else runs:
+        checked = check(store, run)
+        if checked.status == "lost" and not run.finished:
+            found.append(checked)
+    return found
+
+
+def mark_lost(store: Store, run: Run) -> Run:
+    """End ``run`` as lost, if it is still carried by the supervisor recorded in ``run``."""
+    assert run.supervisor is not None
+    error = (
+        f"the run was lost: its supervisor (pid {run.supervisor.pid}) ended without "
+        "recording a result (killed, crashed, or the host restarted)"
+    )
+    envelope = envelopes.failed(run, error, envelopes.LOST)
+    outcome = Outcome("lost", envelope, envelope["summary"], envelopes.LOST)
+    with store.write() as db:
+        changed = store.finish(db, run.id, outcome, supervisor=run.supervisor)
+    if changed:
+        end_processes(store, run.id)
+        ring(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
+    return store.get(run.id) or run
+
+
+def end_processes(store: Store, run_id: str) -> int:
+    """Kill the process groups ``run_id`` started that are provably still its own; how many."""
+    return sum(procs.kill_group(leader) for leader in store.groups(run_id))

@@ -1,0 +1,155 @@
+"""What the run store holds, as Python values: a run, a run to create, how a run ended.
+
+Kept apart from :mod:`acp_bridge._runs.store` so readers of runs (``ps``, ``wait``) and the
+store itself share one definition, and no pydantic is needed to look at a run. Named tuples,
+not dataclasses: ``dataclasses`` (with ``inspect``) is a tenth of a queued supervisor's
+start-up, and a run may wait in the queue behind hundreds of others.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Literal, NamedTuple, cast
+
+from acp_bridge._runs.procs import Identity
+
+RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "lost"]
+ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
+FINAL: tuple[RunStatus, ...] = ("done", "failed", "cancelled", "lost")
+
+LIST_COLUMNS = (
+    "id, entry, agent, task, cwd, status, lane, group_name, created_at, started_at, ended_at, "
+    "supervisor_pid, supervisor_start, supervisor_boot, session_id, transcript, summary, "
+    "error_code, tokens, cost, max_tokens, max_cost, stop_requested, events_count, seq, env_key"
+)
+FULL_COLUMNS = LIST_COLUMNS + ", caller_cwd, spec, config_path, envelope"
+
+
+class Run(NamedTuple):
+    """One run as the store knows it. Listings leave the heavy columns (spec, envelope) out."""
+
+    id: str
+    entry: str
+    agent: str | None
+    task: str
+    cwd: str
+    status: RunStatus
+    lane: str
+    group: str | None
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    supervisor: Identity | None
+    session_id: str | None
+    transcript: str | None
+    summary: str
+    error_code: str | None
+    tokens: int
+    cost: float
+    max_tokens: int | None
+    max_cost: float | None
+    stop_requested: float | None
+    events_count: int
+    seq: int
+    env_key: str
+    caller_cwd: str = ""
+    spec: dict[str, Any] | None = None
+    config_path: str | None = None
+    envelope: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as JSON data (``ps --json``, ``show``); the envelope when it was loaded."""
+        data: dict[str, Any] = {
+            "task_id": self.id,
+            "status": self.status,
+            "entry": self.entry,
+            "agent": self.agent,
+            "task": self.task,
+            "cwd": self.cwd,
+            "lane": self.lane,
+            "group": self.group,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "supervisor_pid": self.supervisor.pid if self.supervisor else None,
+            "session_id": self.session_id,
+            "transcript": self.transcript,
+            "summary": self.summary,
+            "error_code": self.error_code,
+            "usage": {"tokens": self.tokens, "cost": self.cost},
+            "events": self.events_count,
+        }
+        if self.envelope is not None:
+            data["envelope"] = self.envelope
+        return data
+
+
+def row_to_run(row: sqlite3.Row) -> Run:
+    keys = row.keys()
+    pid, start, boot = row["supervisor_pid"], row["supervisor_start"], row["supervisor_boot"]
+    return Run(
+        id=row["id"],
+        entry=row["entry"],
+        agent=row["agent"],
+        task=row["task"],
+        cwd=row["cwd"],
+        status=cast(RunStatus, row["status"]),
+        lane=row["lane"],
+        group=row["group_name"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        supervisor=None if pid is None else Identity(pid, start, boot),
+        session_id=row["session_id"],
+        transcript=row["transcript"],
+        summary=row["summary"],
+        error_code=row["error_code"],
+        tokens=row["tokens"],
+        cost=row["cost"],
+        max_tokens=row["max_tokens"],
+        max_cost=row["max_cost"],
+        stop_requested=row["stop_requested"],
+        events_count=row["events_count"],
+        seq=row["seq"],
+        env_key=row["env_key"],
+        caller_cwd=row["caller_cwd"] if "caller_cwd" in keys else "",
+        spec=json.loads(row["spec"]) if "spec" in keys else None,
+        config_path=row["config_path"] if "config_path" in keys else None,
+        envelope=json.loads(row["envelope"]) if "envelope" in keys and row["envelope"] else None,
+    )
+
+
+class NewRun(NamedTuple):
+    """What :meth:`Store.create` records for a run that is about to be queued."""
+
+    id: str
+    entry: str
+    agent: str | None
+    task: str
+    cwd: str
+    caller_cwd: str
+    spec: dict[str, Any]
+    config_path: str | None
+    lane: str
+    group: str | None
+    env_key: str
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+class Outcome(NamedTuple):
+    """How a run ended: written in one transaction with its final status."""
+
+    status: RunStatus
+    envelope: dict[str, Any]
+    summary: str
+    error_code: str | None
+    session_id: str | None = None
+    transcript: str | None = None
+    tokens: int | None = None
+    cost: float | None = None

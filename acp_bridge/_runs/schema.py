@@ -1,0 +1,131 @@
+"""The run store's SQLite schema and its migrations.
+
+The schema version is SQLite's ``user_version``. Each entry of :data:`MIGRATIONS` takes the
+database from version *i* to *i + 1*; :func:`migrate` applies the missing ones in one
+``BEGIN IMMEDIATE`` transaction, so many processes opening a fresh store at once migrate it
+exactly once. A store written by a newer acp-bridge is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_V1 = """
+CREATE TABLE runs (
+    seq              INTEGER PRIMARY KEY AUTOINCREMENT,  -- creation order: FIFO of the lanes
+    id               TEXT NOT NULL UNIQUE,               -- the envelope's task_id, sub_ + 12 hex
+    entry            TEXT NOT NULL,                      -- acp_spawn | spawn | bash
+    agent            TEXT,                               -- profile name (acp_spawn)
+    task             TEXT NOT NULL,                      -- prompt or command
+    cwd              TEXT NOT NULL,                      -- the run's working directory
+    caller_cwd       TEXT NOT NULL,                      -- where the caller was (config search)
+    spec             TEXT NOT NULL,                      -- JSON: {"args": [...], "kwargs": {...}}
+    config_path      TEXT,
+    status           TEXT NOT NULL CHECK (status IN
+                         ('queued', 'running', 'done', 'failed', 'cancelled', 'lost')),
+    lane             TEXT NOT NULL,
+    group_name       TEXT,
+    created_at       REAL NOT NULL,                      -- Unix time
+    started_at       REAL,
+    ended_at         REAL,
+    supervisor_pid   INTEGER,
+    supervisor_start INTEGER,                            -- /proc/PID/stat field 22
+    supervisor_boot  TEXT,                               -- /proc/sys/kernel/random/boot_id
+    env_key          TEXT NOT NULL,                      -- digest of the caller's environment
+    session_id       TEXT,
+    transcript       TEXT,
+    max_tokens       INTEGER,
+    max_cost         REAL,
+    tokens           INTEGER NOT NULL DEFAULT 0,         -- usage so far (budgets, groups)
+    cost             REAL NOT NULL DEFAULT 0,
+    stop_requested   REAL,                               -- when someone asked it to stop
+    events_count     INTEGER NOT NULL DEFAULT 0,
+    events_dropped   INTEGER NOT NULL DEFAULT 0,
+    summary          TEXT NOT NULL DEFAULT '',
+    error_code       TEXT,
+    envelope         TEXT                                -- JSON, set with the final status
+);
+CREATE INDEX runs_active ON runs (lane, seq) WHERE status IN ('queued', 'running');
+CREATE INDEX runs_ended ON runs (ended_at) WHERE ended_at IS NOT NULL;
+CREATE INDEX runs_group ON runs (group_name) WHERE group_name IS NOT NULL;
+
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    event  TEXT NOT NULL,                                -- JSON of one Event
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+
+-- Process groups a run's supervisor started (agents, commands, terminals), by leader.
+CREATE TABLE run_groups (
+    run_id      TEXT NOT NULL,
+    pgid        INTEGER NOT NULL,
+    leader_start INTEGER NOT NULL,
+    boot        TEXT NOT NULL,
+    PRIMARY KEY (run_id, pgid)
+) WITHOUT ROWID;
+
+-- Doorbells: abstract unix datagram sockets of processes waiting for a run to change.
+CREATE TABLE bells (
+    name   TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    pid    INTEGER NOT NULL,
+    PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+
+-- max_concurrent per lane; the lane '*' is the global limit (runs.max_concurrent).
+CREATE TABLE limits (
+    lane           TEXT PRIMARY KEY,
+    max_concurrent INTEGER NOT NULL CHECK (max_concurrent > 0)
+);
+
+-- Budgets shared by every run of a group.
+CREATE TABLE groups (
+    name       TEXT PRIMARY KEY,
+    max_tokens INTEGER,
+    max_cost   REAL
+);
+
+CREATE TABLE settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection, where: str) -> None:
+    """Bring the store at ``where`` to :data:`VERSION` (no-op when it is there already)."""
+    if _version(db) == VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        current = _version(db)  # again, under the lock: another process may have done it
+        _refuse_newer(current, where)
+        for script in MIGRATIONS[current:]:
+            for statement in script.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute(f"PRAGMA user_version = {VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+
+
+def _refuse_newer(current: int, where: str) -> None:
+    if current > VERSION:
+        # Imported here: a queued run's supervisor opens the store and must start light.
+        from acp_bridge.errors import ConfigError
+
+        raise ConfigError(
+            f"{where}: run store schema version {current} is newer than this acp-bridge "
+            f"understands ({VERSION}); upgrade acp-bridge or use another store"
+        )
+
+
+def _version(db: sqlite3.Connection) -> int:
+    row = db.execute("PRAGMA user_version").fetchone()
+    return int(row[0])

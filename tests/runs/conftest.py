@@ -1,0 +1,118 @@
+"""Fixtures for durable runs: a private run store per test, and nothing left running after.
+
+Supervisors inherit the test's environment, so the suite's marker variable finds them; the
+commands and agents they start get a constructed environment instead, so tests that must see
+those gone give them a unique command line (``sleep 30.<random>``) and look for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_bridge._runs import liveness
+from acp_bridge._runs.handle import stop_run
+from acp_bridge._runs.store import Store, close_stores
+from tests.conftest import MARKER_VAR, processes_with
+
+USAGE_AGENT = Path(__file__).parent / "usage_agent.py"
+
+
+def processes_running(needle: str) -> list[int]:
+    """Pids whose command line contains ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_until_gone(needle: str, limit: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + limit
+    while (alive := processes_running(needle)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+@dataclass
+class RunsEnv:
+    root: Path
+    marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def db(self) -> Path:
+        return self.root / "state" / "runs.db"
+
+    def store(self) -> Store:
+        return Store(self.db)
+
+    def sleeper(self, seconds: int = 30) -> str:
+        """A ``sleep`` argument no other process on the host has: findable in /proc."""
+        return f"{seconds}.{random.randrange(10**8, 10**9)}"
+
+    def config(self, agents: dict[str, dict[str, Any]]) -> Path:
+        entries = [
+            {"name": name, "timeouts": {"shutdown_grace": 1, "cancel_grace": 1}, **profile}
+            for name, profile in agents.items()
+        ]
+        path = self.root / "acp-bridge.yaml"
+        path.write_text(json.dumps({"acp": {"agents": entries}}))  # JSON is YAML
+        return path
+
+    def usage_agent_config(self) -> Path:
+        return self.config({"usage": {"command": sys.executable, "args": [str(USAGE_AGENT)]}})
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
+    env = RunsEnv(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(env.db))
+    monkeypatch.setenv(MARKER_VAR, env.marker)  # every supervisor inherits it
+    yield env
+    _clean_up(env)
+
+
+def _clean_up(env: RunsEnv) -> None:
+    """Stop whatever a test left running (even a failing one), then insist nothing is left."""
+    close_stores()
+    if env.db.exists():
+        store = env.store()
+        for run in store.active():
+            with contextlib.suppress(Exception):
+                stop_run(run.id, store=env.db)
+        deadline = time.monotonic() + 5
+        while store.active() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        leftover_runs = store.active()
+        for pid in processes_with(env.marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+        liveness.reap(store)  # the killed supervisors' runs: lost, their groups killed
+        store.close()
+        assert not leftover_runs, f"runs still active after the test: {leftover_runs}"
+    deadline = time.monotonic() + 2
+    while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive, f"supervisors left behind: {alive}"

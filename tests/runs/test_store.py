@@ -1,0 +1,182 @@
+"""The run store, lanes and budgets on a real SQLite file (no supervisor processes)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_bridge._runs import envelopes, lanes, procs, retention
+from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
+from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
+from acp_bridge._runs.records import NewRun, Outcome, Run
+from acp_bridge._runs.schema import VERSION
+from acp_bridge._runs.store import Store
+from acp_bridge.errors import ConfigError
+
+
+def new_run(run_id: str, lane: str = "entry:bash", group: str | None = None) -> NewRun:
+    return NewRun(
+        id=run_id, entry="bash", agent=None, task="true", cwd="/", caller_cwd="/",
+        spec={"args": ["true"], "kwargs": {}}, config_path=None, lane=lane, group=group,
+        env_key="k",
+    )  # fmt: skip
+
+
+def end(store: Store, run_id: str, status: str = "done", tokens: int = 0) -> None:
+    run = store.get(run_id)
+    assert run is not None
+    envelope = envelopes.failed(run, "x", "agent_error")
+    with store.write() as db:
+        outcome = Outcome(status, envelope, "s", None, tokens=tokens)  # type: ignore[arg-type]
+        assert store.finish(db, run_id, outcome)
+
+
+def test_a_new_store_is_private_and_at_the_current_schema(tmp_path: Path) -> None:
+    store = Store(tmp_path / "state" / "runs.db")
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.path.parent.stat().st_mode) == 0o700
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    Store(store.path).close()  # opening again migrates nothing
+    store.close()
+
+
+def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {VERSION + 1}")
+    with pytest.raises(ConfigError, match="newer than this acp-bridge"):
+        Store(path)
+
+
+def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    me = procs.own_identity()
+    store.create(new_run("sub_000000000001"), me)
+    run = store.get("sub_000000000001")
+    assert run is not None and run.supervisor == me and run.status == "queued"
+    other = procs.Identity(me.pid, me.start + 1, me.boot)
+    outcome = Outcome("lost", envelopes.failed(run, "gone", "lost"), "s", "lost")
+    with store.write() as db:
+        assert not store.finish(db, run.id, outcome, supervisor=other)
+        assert store.finish(db, run.id, outcome, supervisor=me)
+        assert not store.finish(db, run.id, outcome, supervisor=me)  # ended once, for good
+    ended = store.get(run.id)
+    assert ended is not None and ended.status == "lost" and ended.envelope is not None
+    assert ended.envelope["meta"]["error_code"] == "lost"
+    store.close()
+
+
+def test_prune_by_age_and_count_never_touches_active_runs(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    me = procs.own_identity()
+    for n in range(6):
+        store.create(new_run(f"sub_00000000000{n}"), me)
+    for n in range(4):
+        end(store, f"sub_00000000000{n}")
+    store.add_events("sub_000000000000", ['{"kind": "status"}'], 0)
+    assert retention.prune(store, keep=2) == ["sub_000000000000", "sub_000000000001"]
+    assert store.events("sub_000000000000") == []
+    later = time.time() + 40 * 86400  # the default retention: 30 days
+    assert retention.prune(store, now=later) == ["sub_000000000002", "sub_000000000003"]
+    assert sorted(run.id for run in store.runs()) == ["sub_000000000004", "sub_000000000005"]
+    retention.set_retention(store, retention.Retention(days=None, keep=5))
+    assert retention.retention(store) == retention.Retention(days=None, keep=5)
+    store.close()
+
+
+def test_the_event_log_is_capped_with_a_marker(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_0000000000aa"), procs.own_identity())
+
+    async def record() -> None:
+        recorder = EventRecorder(store, "sub_0000000000aa", max_events=5)
+        for n in range(12):
+            recorder.add({"kind": "message", "task_id": "sub_0000000000aa", "text": str(n)})
+        recorder.flush()
+
+    anyio.run(record)
+    kept = [json.loads(text) for _, text in store.events("sub_0000000000aa")]
+    assert [e.get("text") for e in kept[:4]] == ["0", "1", "2", "3"]
+    assert kept[4]["kind"] == "warning" and "event log full" in kept[4]["message"]
+    assert len(kept) == 5
+    row = store.db.execute("SELECT events_dropped FROM runs").fetchone()
+    assert row[0] == 8
+    store.close()
+
+
+def test_one_event_is_bounded() -> None:
+    text = encode({"kind": "message", "task_id": "t", "text": "x" * (3 * MAX_EVENT_CHARS)})
+    assert len(text) <= MAX_EVENT_CHARS
+    assert json.loads(text)["clipped_from"] > MAX_EVENT_CHARS
+
+
+def queued(run_id: str, lane: str) -> Run:
+    return Run(
+        id=run_id, entry="bash", agent=None, task="", cwd="", status="queued", lane=lane,
+        group=None, created_at=0, started_at=None, ended_at=None, supervisor=None,
+        session_id=None, transcript=None, summary="", error_code=None, tokens=0, cost=0,
+        max_tokens=None, max_cost=None, stop_requested=None, events_count=0, seq=0, env_key="",
+    )  # fmt: skip
+
+
+def test_lanes_admit_in_order_within_their_limits() -> None:
+    a1, a2, b1, c1 = queued("a1", "a"), queued("a2", "a"), queued("b1", "b"), queued("c1", "c")
+    ids = lambda runs: [r.id for r in runs]  # noqa: E731
+    # No limits: everyone starts.
+    assert ids(lanes.admissible([a1, a2, b1], {}, {})) == ["a1", "a2", "b1"]
+    # A lane limit: only the head of its lane, and only while there is room.
+    assert ids(lanes.admissible([a1, a2, b1], {}, {"a": 2})) == ["a1", "b1"]
+    assert ids(lanes.admissible([a1, a2, b1], {"a": 2}, {"a": 2})) == ["b1"]
+    # A global limit: older lane heads first; nobody passes a head waiting for a global slot.
+    assert ids(lanes.admissible([a1, b1, c1], {"x": 1}, {"*": 2})) == ["a1"]
+    # A head blocked by its own lane's limit does not hold up other lanes.
+    assert ids(lanes.admissible([a1, b1, c1], {"a": 1}, {"*": 3, "a": 1})) == ["b1", "c1"]
+    assert ids(lanes.admissible([a1, b1, c1], {"a": 1}, {"*": 2, "a": 1})) == ["b1"]
+
+
+def test_budget_figures_and_group_totals() -> None:
+    assert usage_figures({"total_tokens": 7}) == (7, None)
+    assert usage_figures({"input_tokens": 3, "output_tokens": 2}) == (5, None)
+    assert usage_figures({"context_used": 9, "cost": {"amount": 0.25}}) == (9, 0.25)
+    guard = BudgetGuard(Budget(max_tokens=10))
+    assert guard.observe({"context_used": 10}) is None
+    assert "max_tokens is 10" in (guard.observe({"context_used": 11}) or "")
+    group = BudgetGuard(
+        Budget(), group="g", group_budget=Budget(max_cost=1.0), spent_by_others=lambda: (0, 0.75)
+    )
+    assert group.spent_before_start() is None
+    assert "group 'g' budget exceeded" in (group.observe({"cost": {"amount": 0.5}}) or "")
+    with pytest.raises(ConfigError):
+        Budget(max_tokens=0)
+
+
+def test_a_relative_store_path_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = Store("here/runs.db")
+    assert store.path == tmp_path / "here" / "runs.db"
+    monkeypatch.chdir("/")
+    assert store.logs_dir == tmp_path / "here" / "run-logs"
+    store.close()
+
+
+def test_limits_and_group_budgets_can_be_changed_without_a_run(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 2)
+    store.set_limit(lanes.GLOBAL, 8)
+    assert store.limits() == {"agent:demo": 2, "*": 8}
+    store.set_limit("agent:demo", None)
+    assert store.limits() == {"*": 8}
+    store.set_group_budget("g", 100, None)
+    assert store.group_budget("g") == (100, None)
+    assert store.group_budget("nobody") == (None, None)
+    store.close()

@@ -15,6 +15,7 @@ purpose from inside the package.
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
     ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
+    ├── BudgetExceeded              budget            a run used more tokens or cost than allowed
     ├── RunTimeout                  timeout           a phase ran past its deadline
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
@@ -54,6 +55,8 @@ class ErrorCode(StrEnum):
     NONZERO_EXIT = "nonzero_exit"
     MODEL_ERROR = "model_error"
     LIMIT_EXCEEDED = "limit_exceeded"
+    LOST = "lost"
+    BUDGET = "budget"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -139,6 +142,12 @@ class LimitExceeded(BridgeError):
     """A request or an input went past a size or count limit (the limit is in the message)."""
 
     code = ErrorCode.LIMIT_EXCEEDED
+
+
+class BudgetExceeded(BridgeError):
+    """A run used more tokens or more cost than its budget (or its group's) allows."""
+
+    code = ErrorCode.BUDGET
 
 
 class RunTimeout(BridgeError):

@@ -35,8 +35,10 @@ async def race(
     job: Callable[[], Awaitable[T]],
     *stoppers: Stopper,
     timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Raced[T]:
-    """Run ``job``; if a stopper returns first (or ``timeout`` seconds pass), cancel the job.
+    """Run ``job``; if a stopper returns first (or ``timeout`` seconds pass, or the absolute
+    ``deadline`` in ``anyio.current_time()`` comes), cancel the job.
 
     Stoppers are usually ``event.wait``. The job is cancelled, not asked to stop: a job that
     must wind down gracefully is raced against its stopper and then told to wind down. An
@@ -44,8 +46,9 @@ async def race(
     """
     outcome: Raced[T] | None = None
     error: Exception | None = None
-    deadline = math.inf if timeout is None else anyio.current_time() + timeout
-    with anyio.CancelScope(deadline=deadline):
+    if timeout is not None:
+        deadline = min(deadline or math.inf, anyio.current_time() + timeout)
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
         async with anyio.create_task_group() as tg:
 
             async def watch(index: int, stopper: Stopper) -> None:
@@ -76,3 +79,18 @@ async def wait_event(event: anyio.Event | None) -> None:
         await anyio.sleep_forever()
     else:
         await event.wait()
+
+
+async def wait_any(*events: anyio.Event | None) -> None:
+    """Until any of ``events`` is set (forever when there are none)."""
+    present = [event for event in events if event is not None]
+    if not present:
+        await anyio.sleep_forever()
+    async with anyio.create_task_group() as tg:
+
+        async def one(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in present:
+            tg.start_soon(one, event)

@@ -20,39 +20,46 @@ import os
 import select
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 PROC = Path("/proc")
 MAX_ROUNDS = 16  # a process forking while we kill: each round takes the new children
 
 
-def _environ_has(pid: int, needle: bytes) -> bool:
+def _environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
     try:
         data = (PROC / str(pid) / "environ").read_bytes()
     except OSError:  # gone, a kernel thread, or not ours to read
         return False
-    return needle in data.split(b"\0")
+    return not needles.isdisjoint(data.split(b"\0"))
 
 
-def marked_processes(name: str, value: str) -> list[int]:
-    """Pids of live processes whose environment has ``name=value`` (not this process)."""
-    needle = f"{name}={value}".encode()
+def marked_processes(name: str, value: str | Sequence[str]) -> list[int]:
+    """Pids of live processes whose environment has ``name=value`` (or ``name=`` any of
+    the values), not this process."""
+    needles = _needles(name, value)
     own = os.getpid()
     try:
         entries = [e.name for e in os.scandir(PROC) if e.name.isdigit()]
     except OSError:
         return []
-    return [int(pid) for pid in entries if int(pid) != own and _environ_has(int(pid), needle)]
+    return [int(pid) for pid in entries if int(pid) != own and _environ_has_any(int(pid), needles)]
 
 
-def _signal(pid: int, needle: bytes, sig: signal.Signals) -> int | None:
-    """Send ``sig`` to ``pid`` if it still carries ``needle``; its pidfd if sent."""
+def _needles(name: str, value: str | Sequence[str]) -> frozenset[bytes]:
+    values = [value] if isinstance(value, str) else list(value)
+    return frozenset(f"{name}={v}".encode() for v in values)
+
+
+def _signal(pid: int, needles: frozenset[bytes], sig: signal.Signals) -> int | None:
+    """Send ``sig`` to ``pid`` if it still carries a needle; its pidfd if sent."""
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:  # gone already (or no pidfds: kernel < 5.3)
         return None
     try:
-        if _environ_has(pid, needle):  # else the pid now names some other process
+        if _environ_has_any(pid, needles):  # else the pid now names some other process
             signal.pidfd_send_signal(pidfd, sig)
             return pidfd
     except OSError:  # gone meanwhile, or not ours to signal
@@ -75,13 +82,17 @@ def _wait_gone(pidfds: list[int], timeout: float) -> None:
 
 
 def kill_marked(
-    name: str, value: str, sig: signal.Signals = signal.SIGKILL, *, wait: float = 5.0
+    name: str,
+    value: str | Sequence[str],
+    sig: signal.Signals = signal.SIGKILL,
+    *,
+    wait: float = 5.0,
 ) -> int:
-    """Signal every process carrying ``name=value``, again for the children they fork
-    meanwhile, until a round finds no process it has not signalled; then wait up to
-    ``wait`` seconds for them to be gone (signals are delivered asynchronously).
+    """Signal every process carrying ``name=value`` (any of the values), again for the
+    children they fork meanwhile, until a round finds no process it has not signalled; then
+    wait up to ``wait`` seconds for them to be gone (signals are delivered asynchronously).
     Returns how many were signalled."""
-    needle = f"{name}={value}".encode()
+    needles = _needles(name, value)
     seen: set[int] = set()
     pidfds: list[int] = []
     try:
@@ -90,7 +101,7 @@ def kill_marked(
             if not fresh:
                 break
             seen.update(fresh)
-            pidfds += [fd for fd in (_signal(pid, needle, sig) for pid in fresh) if fd is not None]
+            pidfds += [fd for fd in (_signal(pid, needles, sig) for pid in fresh) if fd is not None]
         _wait_gone(pidfds, wait)
     finally:
         for fd in pidfds:

@@ -4,9 +4,12 @@ sure (DESIGN §4, shutdown).
 Why drain stderr: an agent blocked writing to a full stderr pipe stops answering on stdout,
 so stderr is read continuously into a bounded tail.
 
-Shutdown: close stdin (a well-behaved agent exits on EOF) → wait ``grace`` → SIGTERM to the
-group → wait ``grace`` → SIGKILL to the group; then whatever outlived the agent (an MCP
-server, a daemon that left the group) is ended too — procgroup.py has the safety rule.
+Shutdown (:meth:`AgentProcess.end`): close stdin (a well-behaved agent exits on EOF) →
+wait ``grace`` → SIGTERM to the group → wait ``grace`` → SIGKILL to the group; then whatever
+outlived the agent (an MCP server, a daemon that left the group) is ended too — procgroup.py
+has the safety rule. All of it by one absolute deadline: the polite steps stop
+:data:`KILL_RESERVE` seconds before it (or at once when the caller hurries), and what is left
+is SIGKILLed, whatever the polite steps managed.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._os.buffers import TailBuffer
 from acp_bridge._os.procgroup import ProcessGroup, signal_name
+from acp_bridge._os.race import race, wait_event
 from acp_bridge.errors import SpawnError
 from acp_bridge.events import EventSink
 
 STDERR_TAIL_BYTES = 64 * 1024
 STDERR_TAIL_CHARS = 4000
+KILL_RESERVE = 1.0
+"""Seconds at the end of a shutdown kept for SIGKILL and reaping, whatever came before."""
+STRAGGLER_WAIT = 0.5
+"""Seconds the polite shutdown waits for SIGKILLed stragglers to be gone."""
 
 
 class AgentProcess:
@@ -42,6 +50,7 @@ class AgentProcess:
         grace: float,
         sink: EventSink | None = None,
         install_hint: str = "",
+        origin: str = "",
     ) -> None:
         self.argv = list(argv)
         self._env = dict(env)
@@ -49,6 +58,8 @@ class AgentProcess:
         self._grace = grace
         self._sink = sink
         self._install_hint = install_hint
+        self._origin = f" ({origin})" if origin else ""
+        self._ended = False
         self._group: ProcessGroup | None = None
         self._tg: TaskGroup | None = None
         self._exited = anyio.Event()
@@ -64,11 +75,18 @@ class AgentProcess:
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""
             missing = self.argv[0] if exc.filename in (None, self.argv[0]) else exc.filename
-            raise SpawnError(f"command not found: {missing}{hint}") from exc
+            raise SpawnError(f"command not found: {missing}{self._origin}{hint}") from exc
+        except IsADirectoryError as exc:
+            raise SpawnError(
+                f"cannot execute {exc.filename}: it is a directory{self._origin}"
+            ) from exc
         except PermissionError as exc:
-            raise SpawnError(f"cannot execute {self.argv[0]}: permission denied") from exc
+            where = exc.filename or self.argv[0]
+            raise SpawnError(f"cannot execute {where}: permission denied{self._origin}") from exc
         except OSError as exc:
-            raise SpawnError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from exc
+            raise SpawnError(
+                f"cannot start {self.argv[0]}: {exc.strerror or exc}{self._origin}"
+            ) from exc
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._drain_stderr)
@@ -82,15 +100,16 @@ class AgentProcess:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
-        # Shielded: a cancelled caller must still not leave a process behind.
+        # Shielded: a cancelled caller must still not leave a process behind. Bounded: by
+        # the default shutdown deadline, unless the owner already ended it by its own.
         with anyio.CancelScope(shield=True):
-            await self.shutdown()
+            await self.end(anyio.current_time() + 2 * self._grace + KILL_RESERVE)
         self._tg.cancel_scope.cancel()
         try:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             with anyio.CancelScope(shield=True):
-                await self.group.aclose()
+                await self.group.aclose(KILL_RESERVE)
 
     @property
     def group(self) -> ProcessGroup:
@@ -180,13 +199,33 @@ class AgentProcess:
         self._exited.set()
 
     async def close_stdin(self) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        with (
+            anyio.move_on_after(KILL_RESERVE),
+            contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError),
+        ):
             await self.stdin.aclose()
 
-    async def shutdown(self) -> None:
+    async def end(self, until: float, hurry: anyio.Event | None = None) -> None:
+        """The shutdown sequence, all of it by ``until`` (``anyio.current_time()``): polite
+        until :data:`KILL_RESERVE` before it or until ``hurry`` is set, then SIGKILL to the
+        group and to every straggler. Once is enough: later calls return at once."""
+        if self._ended:
+            return
+        polite = await race(
+            self._polite_end, lambda: wait_event(hurry), deadline=until - KILL_RESERVE
+        )
+        if not polite.finished:  # cut short: whatever is left dies now
+            await self.group.kill(wait=max(0.1, until - anyio.current_time()))
+        self._ended = True
+
+    async def _polite_end(self) -> None:
         """Close stdin → grace → SIGTERM the group → grace → SIGKILL the group; then sweep."""
         await self.close_stdin()
         if await self.group.exits_within(self._grace):
-            await self.group.sweep()
+            await self.group.sweep(wait=STRAGGLER_WAIT)
         else:
-            await self.group.terminate(self._grace, why="the agent did not exit after stdin closed")
+            await self.group.terminate(
+                self._grace,
+                why="the agent did not exit after stdin closed",
+                kill_wait=STRAGGLER_WAIT,
+            )

@@ -2,20 +2,21 @@
 
 - Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
   connection fails with ProtocolError instead of the process running out of memory).
-  Non-JSON lines (agents that log on stdout) are skipped and counted.
-- Our requests get integer ids; replies are matched by id. The agent's own request ids may
-  be integers or strings and overlap ours, so a message is classified by its keys, never by
-  its id: ``method`` + ``id`` is a request, ``method`` alone a notification, ``result`` or
-  ``error`` a response.
-- Agent→client requests each run in their own task (a blocking ``terminal/wait_for_exit``
-  must not stall ``session/update``) and are answered by the :class:`Router` (router.py).
-- ``session/update`` notifications bypass all of that: they go straight to a synchronous
+- Everything the agent writes goes through the one parse boundary (inbound.py) before
+  anything here looks at it: what does not fit is skipped and counted in :attr:`stats`.
+- Our requests get integer ids; replies are matched by id (a reply to an id we never used,
+  or to one already answered, is counted and ignored). The agent's own request ids may be
+  integers or strings and overlap ours: a message is classified by its keys, never its id.
+- Agent→client requests are answered by the :class:`Router` (router.py), concurrently but
+  boundedly (request_pool.py): a flood slows the agent down instead of growing tasks.
+- Everything we write goes through the :class:`Outbox` (outbox.py): one writer, a queue
+  bounded in bytes, each write under the current phase deadline (:meth:`set_deadline`).
+- ``session/update`` notifications bypass the router: they go straight to a synchronous
   callback. They are the hot path (100 000s per second).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from collections.abc import Callable
@@ -26,14 +27,23 @@ from typing import Any, Self
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
-from acp_bridge._acp.router import Router
-from acp_bridge._acp.schema import INTERNAL_ERROR
+from acp_bridge._acp.inbound import (
+    InboundStats,
+    NotificationMessage,
+    ReplyMessage,
+    RequestMessage,
+    Skipped,
+    decode_line,
+)
+from acp_bridge._acp.outbox import Outbox, Outgoing
+from acp_bridge._acp.request_pool import RequestPool
+from acp_bridge._acp.router import Router, error_reply
+from acp_bridge._acp.schema import INVALID_REQUEST
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
 
 READ_SIZE = 1 << 18
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
-NON_JSON_SAMPLES = 3
 log = logging.getLogger("acp_bridge._acp.connection")
 
 UpdateCallback = Callable[[dict[str, Any]], None]
@@ -55,10 +65,7 @@ class Response:
             raise self.failure
         if self.error is not None:
             raise AgentRequestError(
-                self.method,
-                int(self.error.get("code", INTERNAL_ERROR)),
-                str(self.error.get("message", "")),
-                self.error.get("data"),
+                self.method, self.error["code"], self.error["message"], self.error.get("data")
             )
         return self.result
 
@@ -88,15 +95,9 @@ class PendingRequest:
         return self.response
 
 
-@dataclass
-class LineStats:
-    lines: int = 0
-    non_json: int = 0
-    non_json_samples: list[str] = field(default_factory=list)
-
-
 class JsonRpcConnection:
-    """One JSON-RPC peer. Use as ``async with``: the reader and request handlers live inside."""
+    """One JSON-RPC peer. Use as ``async with``: the reader, the writer and the request
+    handlers live inside."""
 
     def __init__(
         self,
@@ -110,7 +111,6 @@ class JsonRpcConnection:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
         self._receive = receive
-        self._send = send
         self._on_update = on_update
         self._router = router
         self._on_notification = on_notification
@@ -118,10 +118,11 @@ class JsonRpcConnection:
         self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
-        self._write_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self._pool: RequestPool[RequestMessage | Skipped] | None = None
         self._eof = anyio.Event()
-        self.stats = LineStats()
+        self.outbox = Outbox(send, transcript, on_drop=self._unsent)
+        self.stats = InboundStats()
         self.failure: BridgeError | None = None
         """Why the connection is unusable (EOF, oversize line, broken pipe), once it is."""
 
@@ -130,6 +131,8 @@ class JsonRpcConnection:
     async def __aenter__(self) -> Self:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        self._pool = RequestPool(self._tg, self._answer)
+        self._tg.start_soon(self.outbox.run)
         self._tg.start_soon(self._read_loop)
         return self
 
@@ -139,10 +142,13 @@ class JsonRpcConnection:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()  # reader and in-flight handlers: the run is over
+        assert self._tg is not None and self._pool is not None
+        self._tg.cancel_scope.cancel()  # reader, writer, handlers: the run is over
         self._fail_pending(self.failure or AgentExitedError("connection closed"))
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        try:
+            return await self._tg.__aexit__(exc_type, exc, tb)
+        finally:
+            await self._pool.__aexit__(None, None, None)
 
     @property
     def closed(self) -> bool:
@@ -152,31 +158,48 @@ class JsonRpcConnection:
         """Until the agent's stdout reached EOF (or the reader gave up)."""
         await self._eof.wait()
 
+    def set_deadline(self, deadline: float) -> None:
+        """Every write from now on (and the one in progress) must be done by ``deadline``."""
+        self.outbox.set_deadline(deadline)
+
     # --- sending ----------------------------------------------------------------------
 
-    async def _write(self, message: dict[str, Any]) -> None:
+    async def _write(
+        self,
+        message: dict[str, Any],
+        label: str,
+        *,
+        written_within: float | None = None,
+        request_id: int | None = None,
+    ) -> bool:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-        if self._transcript is not None:
-            self._transcript.outgoing(data)
-        try:
-            async with self._write_lock:
-                await self._send.send(data + b"\n")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise AgentExitedError("the agent closed its stdin") from exc
+        return await self.outbox.put(
+            data, label, written_within=written_within, request_id=request_id
+        )
+
+    def _unsent(self, message: Outgoing, why: BridgeError) -> None:
+        """A request that was never written gets no reply: it fails now, not at a timeout."""
+        if message.request_id is not None:
+            pending = self._pending.pop(message.request_id, None)
+            if pending is not None:
+                pending.resolve(Response(pending.method, failure=why))
 
     async def start_request(self, method: str, params: dict[str, Any]) -> PendingRequest:
         """Send a request; await ``.wait()`` on the result for the reply."""
         self._next_id += 1
         pending = PendingRequest(self._next_id, method)
-        if self.failure is not None:
-            pending.resolve(Response(method, failure=self.failure))
+        failure = self.failure or self.outbox.failure
+        if failure is not None:
+            pending.resolve(Response(method, failure=failure))
             return pending
         self._pending[pending.id] = pending
         try:
             await self._write(
-                {"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params}
+                {"jsonrpc": "2.0", "id": pending.id, "method": method, "params": params},
+                f"{method} (id {pending.id})",
+                request_id=pending.id,
             )
-        except AgentExitedError as exc:
+        except BridgeError as exc:
             self._pending.pop(pending.id, None)
             pending.resolve(Response(method, failure=self.failure or exc))
         return pending
@@ -186,8 +209,12 @@ class JsonRpcConnection:
         pending = await self.start_request(method, params)
         return (await pending.wait()).unwrap()
 
-    async def notify(self, method: str, params: dict[str, Any]) -> None:
-        await self._write({"jsonrpc": "2.0", "method": method, "params": params})
+    async def notify(
+        self, method: str, params: dict[str, Any], *, written_within: float | None = None
+    ) -> bool:
+        """Send a notification. With ``written_within``: whether it was written by then."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        return await self._write(message, method, written_within=written_within)
 
     # --- receiving --------------------------------------------------------------------
 
@@ -205,12 +232,16 @@ class JsonRpcConnection:
                 while (newline := chunk.find(b"\n", start)) >= 0:
                     if parts:
                         parts.append(chunk[start:newline])
-                        handle(b"".join(parts))
+                        line = b"".join(parts)
                         parts.clear()
                         size = 0
                     else:
-                        handle(chunk[start:newline])
+                        line = chunk[start:newline]
                     start = newline + 1
+                    waiting = handle(line)
+                    if waiting is not None:  # the request backlog is full: back-pressure
+                        assert self._pool is not None
+                        await self._pool.put(waiting)
                 if start < len(chunk):
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
@@ -220,58 +251,69 @@ class JsonRpcConnection:
                             "(the transport's memory ceiling)"
                         )
                         return
-            if parts:
-                handle(b"".join(parts))  # a last line without its newline
+            if parts and (waiting := handle(b"".join(parts))) is not None:
+                assert self._pool is not None  # a last line without its newline
+                await self._pool.put(waiting)
             self.failure = self.failure or AgentExitedError("the agent closed its stdout")
         finally:
             self._eof.set()
             self._fail_pending(self.failure or AgentExitedError("the agent closed its stdout"))
 
-    def _handle_line(self, line: bytes) -> None:
+    def _handle_line(self, line: bytes) -> RequestMessage | Skipped | None:
+        """Deal with one line; a request that found no room in the backlog is returned."""
         stats = self.stats
         stats.lines += 1
         stripped = line.strip()
         if not stripped:
-            return
-        message = _parse_object(stripped) if stripped[0] == 0x7B else None  # b"{"
-        if not isinstance(message, dict):
-            self._non_json(stripped)
-            return
+            return None
+        message = decode_line(stripped, stats)
         if self._transcript is not None:
-            self._transcript.incoming(stripped)
-        method = message.get("method")
-        if method is None:
-            self._handle_response(message)
-        elif "id" in message:
-            assert self._tg is not None
-            self._tg.start_soon(self._answer, message)
-        elif method == "session/update":
-            params = message.get("params")
-            if isinstance(params, dict):
-                self._on_update(params)
-        elif self._on_notification is not None:
-            self._on_notification(method, message.get("params"))
+            if message is None:
+                self._transcript.non_json(stripped)
+            else:
+                self._transcript.incoming(stripped)
+        if message is None:
+            return None
+        try:
+            return self._dispatch(message)
+        except Exception:  # the boundary held, a consumer did not: skip, never crash
+            log.warning("could not use a message from the agent", exc_info=True)
+            stats.skip(f"a {type(message).__name__} the bridge could not use")
+            return None
 
-    def _non_json(self, line: bytes) -> None:
-        stats = self.stats
-        stats.non_json += 1
-        if len(stats.non_json_samples) < NON_JSON_SAMPLES:
-            stats.non_json_samples.append(line[:200].decode("utf-8", "replace"))
-        if self._transcript is not None:
-            self._transcript.non_json(line)
+    def _dispatch(self, message: Any) -> RequestMessage | Skipped | None:
+        if isinstance(message, NotificationMessage):
+            if message.method == "session/update":
+                if message.params is None:
+                    self.stats.skip("session/update without params")
+                else:
+                    self._on_update(message.params)
+            elif self._on_notification is not None:
+                self._on_notification(message.method, message.params)
+            return None
+        if isinstance(message, ReplyMessage):
+            self._handle_reply(message)
+            return None
+        if isinstance(message, Skipped):
+            self.stats.skip(message.reason)
+        if isinstance(message, RequestMessage) or message.answer:
+            assert self._pool is not None  # answered like any request: boundedly
+            return None if self._pool.offer(message) else message
+        return None
 
-    def _handle_response(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        pending = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
+    def _handle_reply(self, message: ReplyMessage) -> None:
+        pending = self._pending.pop(message.id, None)
         if pending is None:
-            return  # a reply to nothing we asked (or to a request we gave up on): ignore
-        error = message.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                error = {"code": INTERNAL_ERROR, "message": str(error)}
-            pending.resolve(Response(pending.method, error=error))
+            # Ours are 1…next_id: a reply there was answered already (or given up on).
+            if 0 < message.id <= self._next_id:
+                self.stats.late_replies += 1
+            else:
+                self.stats.unknown_replies += 1
+            return
+        if message.error is not None:
+            pending.resolve(Response(pending.method, error=message.error))
         else:
-            pending.resolve(Response(pending.method, result=message.get("result")))
+            pending.resolve(Response(pending.method, result=message.result))
 
     def _fail_pending(self, failure: BridgeError) -> None:
         pending, self._pending = self._pending, {}
@@ -280,27 +322,16 @@ class JsonRpcConnection:
 
     # --- answering the agent's requests -------------------------------------------------
 
-    async def _answer(self, message: dict[str, Any]) -> None:
-        reply = await self._router.answer(message)
-        if reply is None:
+    async def _answer(self, request: RequestMessage | Skipped) -> None:
+        if isinstance(request, Skipped):  # meant as a request, but its id is unusable
+            reply = error_reply(None, INVALID_REQUEST, "Invalid request", request.reason)
+        else:
+            reply = await self._router.answer(request) or {}
+        if reply:
+            await self._send_reply(reply)
+
+    async def _send_reply(self, reply: dict[str, Any]) -> None:
+        try:
+            await self._write(reply, f"reply to request {reply.get('id')!r}")
+        except BridgeError:  # the agent is gone or stopped reading: nobody waits for it
             return
-        with contextlib.suppress(AgentExitedError):  # the agent is gone: nobody waits for it
-            await self._write(reply)
-
-
-_raw_decode = json.JSONDecoder().raw_decode
-
-
-def _parse_object(line: bytes) -> Any:
-    """One JSON value spanning the whole (stripped) line, else None.
-
-    ``json.loads(bytes)`` sniffs the encoding and matches whitespace around the value on
-    every call; ACP lines are UTF-8 and already stripped, so decoding and ``raw_decode``
-    directly does the same job at about half the cost (this runs for every update).
-    """
-    try:
-        text = line.decode()
-        value, end = _raw_decode(text)
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
-        return None
-    return value if end == len(text) else None

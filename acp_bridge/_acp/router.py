@@ -3,10 +3,10 @@ become JSON-RPC errors.
 
 A :class:`Route` names a method, the pydantic model of its params and an async handler that
 takes the validated params: params are validated once, here, and handlers never see raw
-dicts. jsonrpcserver (the project's dispatcher) checks the JSON-RPC shape (-32600, -32601)
-and calls the route. Its method table is built once per connection, on the first request:
-importing jsonrpcserver costs ~0.2 s (it loads jsonschema), and many turns never see an
-agent→client request.
+dicts. The JSON-RPC shape of a request (id, method, params an object) was checked at the
+parse boundary (inbound.py); the router looks the method up (-32601 when there is no route)
+and validates the params (-32602). It used to hand requests to jsonrpcserver, which checked
+the same shape again against a JSON Schema: ~0.2 ms a request, and 0.2 s of import.
 
 Handlers raise library errors; :func:`rpc_error` maps them: a sandbox refusal or a limit is
 -32602 with ``data.reason``, a missing file -32002 "Resource not found", params that do not
@@ -23,7 +23,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
+from acp_bridge._acp.inbound import RequestMessage, Skipped, classify
+from acp_bridge._acp.schema import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+)
 from acp_bridge.errors import LimitExceeded, SandboxViolation
 
 log = logging.getLogger("acp_bridge.router")
@@ -82,40 +89,37 @@ class Router:
 
     def __init__(self, routes: Iterable[Route[Any]] = ()) -> None:
         self._routes = {route.method: route for route in routes}
-        self._table: dict[str, Callable[..., Awaitable[Any]]] | None = None
 
     @property
     def methods(self) -> list[str]:
         return list(self._routes)
 
-    async def answer(self, message: dict[str, Any]) -> Reply | None:
-        """The reply to one request message (None for what needs no reply)."""
-        from jsonrpcserver.async_main import dispatch_to_serializable
-
-        params = message.get("params")
-        if params is not None and not isinstance(params, dict):
-            # ACP params are always objects; jsonrpcserver would pass a list positionally.
+    async def answer(self, message: RequestMessage | dict[str, Any]) -> Reply | None:
+        """The reply to one request (a checked :class:`Request`, or a request message)."""
+        request = message if isinstance(message, RequestMessage) else _as_request(message)
+        if isinstance(request, dict):
+            return request  # the error reply for a message that is not a request
+        route = self._routes.get(request.method)
+        if route is None:
             return error_reply(
-                message.get("id"), INVALID_PARAMS, "Invalid params", "params must be an object"
+                request.id, METHOD_NOT_FOUND, "Method not found", {"method": request.method}
             )
-        if self._table is None:
-            self._table = {method: _as_method(route) for method, route in self._routes.items()}
-        reply = await dispatch_to_serializable(
-            message,  # already parsed: the deserializer passes it on
-            self._table,
-            deserializer=lambda parsed: parsed,
-        )
-        return reply if isinstance(reply, dict) else None
-
-
-def _as_method(route: Route[Any]) -> Callable[..., Awaitable[Any]]:
-    """A route as a jsonrpcserver method: validate the params, call, map the outcome."""
-    from jsonrpcserver import Error, Success
-
-    async def method(**params: Any) -> Any:
+        if not request.params_ok:
+            # ACP params are always objects (a list would be positional arguments).
+            return error_reply(
+                request.id, INVALID_PARAMS, "Invalid params", "params must be an object"
+            )
         try:
-            return Success(await route.handler(route.params.model_validate(params)))
+            result = await route.handler(route.params.model_validate(request.params or {}))
         except Exception as exc:  # every failure is the agent's answer, never the run's end
-            return Error(*rpc_error(exc))
+            return error_reply(request.id, *rpc_error(exc))
+        return {"jsonrpc": "2.0", "id": request.id, "result": result}
 
-    return method
+
+def _as_request(message: dict[str, Any]) -> RequestMessage | Reply:
+    """A request message (from a caller that bypassed the boundary, e.g. a test) checked."""
+    checked = classify(message)
+    if isinstance(checked, RequestMessage):
+        return checked
+    reason = checked.reason if isinstance(checked, Skipped) else "not a request"
+    return error_reply(None, INVALID_REQUEST, "Invalid request", reason)

@@ -1,6 +1,13 @@
 """One ACP session over a connection: handshake, auth, session setup, prompt turns, cancel
 (DESIGN §4). The update stream is gathered by updates.py; what a turn shares with the
 services is in turn.py.
+
+Deadlines: the caller gives each step its deadline (the connection's writes run under it,
+see outbox.py). The prompt is *sent* under the run's deadline, not before it: a 2 MiB prompt
+to an agent that does not read is a timeout like any other. ``session/cancel`` gets
+:data:`CANCEL_WRITE` seconds to be written; when it is not out by then the agent is not
+reading, so there is no point waiting for its ``stopReason: cancelled``: the turn ends
+at once and the caller goes on to the kill.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from collections.abc import Mapping
 
 import anyio
 
-from acp_bridge._acp.connection import JsonRpcConnection
+from acp_bridge._acp.connection import JsonRpcConnection, PendingRequest, Response
 from acp_bridge._acp.schema import (
     AUTH_REQUIRED,
     PROTOCOL_VERSION,
@@ -35,10 +42,13 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.updates import TurnCollector
-from acp_bridge._os.race import race, wait_event
+from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import AgentProfile
-from acp_bridge.errors import AgentRequestError, AuthRequiredError, ProtocolError
+from acp_bridge.errors import AgentRequestError, AuthRequiredError, BridgeError, ProtocolError
 from acp_bridge.events import EventSink
+
+CANCEL_WRITE = 1.0
+"""Seconds ``session/cancel`` may take to be written before the turn is given up on."""
 
 
 class AcpSession:
@@ -294,50 +304,71 @@ class AcpSession:
     # --- the turn ---------------------------------------------------------------------------
 
     async def prompt(
-        self, text: str, *, timeout: float, cancel: anyio.Event | None, grace: float
+        self,
+        text: str,
+        *,
+        deadline: float,
+        cancel: anyio.Event | None,
+        abort: anyio.Event | None,
+        grace: float,
     ) -> TurnOutcome:
-        """One prompt turn. A timeout or cancel sends ``session/cancel`` and waits ``grace``
-        for the agent's ``stopReason: cancelled`` (DESIGN §4)."""
+        """One prompt turn, sent and answered by ``deadline`` (``anyio.current_time()``). A
+        timeout or ``cancel`` sends ``session/cancel`` and waits up to ``grace`` for the
+        agent's ``stopReason: cancelled`` (DESIGN §4); ``abort`` waits for nothing."""
         assert self.session_id is not None
         self.phase = "prompt"
         self.signals.cancelled = anyio.Event()  # the services hold self.signals; new per turn
         self.collector.begin_turn()
         self.turn_in_progress = True
         self.sink.emit("status", phase="prompting")
-        params = PromptParams(session_id=self.session_id, prompt=[TextBlock(text=text)])
-        pending = await self.conn.start_request("session/prompt", params.wire())
-        raced = await race(pending.wait, lambda: wait_event(cancel), timeout=timeout)
+        params = PromptParams(session_id=self.session_id, prompt=[TextBlock(text=text)]).wire()
+        self.conn.set_deadline(deadline)
+        sent: list[PendingRequest] = []
+
+        async def send_and_wait() -> Response:
+            pending = await self.conn.start_request("session/prompt", params)
+            sent.append(pending)
+            return await pending.wait()
+
+        raced = await race(send_and_wait, lambda: wait_any(cancel, abort), deadline=deadline)
+        ended_at = anyio.current_time()
         ended: TurnEnd = (
             "response" if raced.finished else "timeout" if raced.timed_out else "cancelled"
         )
-        if ended != "response":
-            await self.cancel_turn(ended)
-            with anyio.move_on_after(grace):
-                await pending.wait()
+        pending = sent[0] if sent else None
+        hurry = abort is not None and abort.is_set()
+        if ended != "response" and not hurry:
+            until = ended_at + grace
+            self.conn.set_deadline(until)
+            if await self.cancel_turn(ended) and pending is not None:
+                await race(pending.wait, lambda: wait_event(abort), deadline=until)
         self.turn_in_progress = False
-        outcome = TurnOutcome(ended, pending.response)
+        outcome = TurnOutcome(ended, pending.response if pending else None, ended_at)
         result = outcome.result
         if result is not None:
             self.collector.add_prompt_usage(result.usage)
         return outcome
 
-    async def cancel_turn(self, why: str) -> None:
-        """``session/cancel``; pending permission requests are answered ``cancelled``."""
+    async def cancel_turn(self, why: str) -> bool:
+        """``session/cancel``; pending permission requests are answered ``cancelled``.
+        Whether the notification was written (within CANCEL_WRITE seconds)."""
         if self.signals.cancelled.is_set() or self.session_id is None:
-            return
+            return False
         self.phase = "cancel"
         self.signals.cancelled.set()
         self.sink.emit("status", phase="cancelling", reason=why)
-        try:
-            await self.conn.notify(
-                "session/cancel", SessionIdParams(session_id=self.session_id).wire()
-            )
-        except Exception:  # the agent may already be gone; cancel is best effort
-            return
+        params = SessionIdParams(session_id=self.session_id).wire()
+        with anyio.move_on_after(CANCEL_WRITE):
+            try:
+                return await self.conn.notify("session/cancel", params, written_within=CANCEL_WRITE)
+            except BridgeError:  # the agent is gone or stopped reading: cancel is best effort
+                return False
+        return False
 
     async def close(self, grace: float) -> None:
         """``session/close`` when the agent advertises it (best effort, bounded)."""
-        if self.init is None or self.session_id is None or self.conn.failure is not None:
+        conn = self.conn
+        if self.init is None or self.session_id is None or conn.failure or conn.outbox.failure:
             return
         if not self.init.agent_capabilities.session_supports("close"):
             return

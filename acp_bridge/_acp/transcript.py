@@ -10,7 +10,12 @@ Line shapes (``t`` is seconds since the run started)::
 Incoming messages are written as the raw bytes we received, spliced into the line, so the
 update stream pays no second ``json.dumps``. Secrets are replaced by ``[REDACTED]`` before
 anything reaches the disk, by the one redaction policy (``_os/redact.py``), so every line
-stays valid JSON.
+stays valid JSON. Outgoing messages are written when they were written to the agent, not
+when they were queued (outbox.py): a message the agent never read is a ``not sent`` note.
+
+A transcript is capped at ``max_bytes`` (``transcripts.max_bytes``, default
+:data:`DEFAULT_MAX_BYTES`): the line that would pass the cap is replaced by one note line
+saying so, and nothing more is written (the envelope's warnings say how much was left out).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from typing import IO
 from acp_bridge._os.redact import Redactor
 
 RAW_LINE_LIMIT = 4096
+DEFAULT_MAX_BYTES = 64 << 20
+CUT_NOTE_RESERVE = 512  # room kept under the cap for the note that says it was reached
 
 
 def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
@@ -36,12 +43,20 @@ class Transcript:
     """An append-only JSONL file for one run. Never raises on write: I/O errors disable it."""
 
     def __init__(
-        self, path: Path | None, redactor: Redactor | None = None, started: float | None = None
+        self,
+        path: Path | None,
+        redactor: Redactor | None = None,
+        started: float | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.path = path
         self._redactor = redactor or Redactor()
         self._started = time.monotonic() if started is None else started
         self._file: IO[bytes] | None = None
+        self._room = max(0, max_bytes - CUT_NOTE_RESERVE)
+        self._max_bytes = max_bytes
+        self._left_out = 0
         self.error: str = ""
         if path is None:  # transcripts switched off
             return
@@ -60,11 +75,41 @@ class Transcript:
             return
         stamp = time.monotonic() - self._started
         line = b'{"t":%.4f,"dir":%b:%b}\n' % (stamp, head, self._redactor.json_bytes(payload))
+        if len(line) > self._room:
+            self._cut(stamp)
+            return
+        self._room -= len(line)
         try:
             self._file.write(line)
         except OSError as exc:
             self.error = f"transcript stopped: {exc}"
             self._file = None
+
+    def _cut(self, stamp: float) -> None:
+        """The cap is reached: one note line, then nothing (only counted)."""
+        self._left_out += 1
+        self._room = 0  # nothing more, not even a line that would still fit
+        if self._left_out > 1 or self._file is None:
+            return
+        note = f"transcript cut here: it reached its cap of {self._max_bytes} bytes"
+        try:
+            self._file.write(
+                b'{"t":%.4f,"dir":"note","note":%b}\n' % (stamp, json.dumps(note).encode())
+            )
+            self._file.flush()
+        except OSError as exc:
+            self.error = f"transcript stopped: {exc}"
+            self._file = None
+
+    @property
+    def cut(self) -> str:
+        """Why the transcript is incomplete because of its cap ("" when it is not)."""
+        if not self._left_out:
+            return ""
+        return (
+            f"transcript cut at its cap of {self._max_bytes} bytes (transcripts.max_bytes): "
+            f"{self._left_out} later line(s) not written"
+        )
 
     def incoming(self, raw_json: bytes) -> None:
         """A JSON message received from the agent, as the bytes it arrived in."""

@@ -8,13 +8,14 @@ below both, so neither imports the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import anyio
 
 from acp_bridge._acp.connection import Response
 from acp_bridge._acp.schema import PromptResult, parse_reply
-from acp_bridge.errors import BridgeError, RunCancelled, RunTimeout
+from acp_bridge.errors import BridgeError, ProtocolError, RunCancelled, RunTimeout
 
 
 @dataclass
@@ -31,12 +32,21 @@ TurnEnd = Literal["response", "timeout", "cancelled"]
 class TurnOutcome:
     ended: TurnEnd
     response: Response | None
+    ended_at: float = 0.0
+    """When the turn stopped waiting for its reply (``anyio.current_time()``)."""
+    parse_error: ProtocolError | None = field(default=None, init=False)
+    """Set when the reply came but is not a prompt result (its ``result`` is then None)."""
 
-    @property
+    @cached_property
     def result(self) -> PromptResult | None:
+        """The prompt result, parsed once; None when there is none (or it is malformed)."""
         if self.response is None or self.response.failure or self.response.error:
             return None
-        return parse_reply(PromptResult, self.response.result, "session/prompt")
+        try:
+            return parse_reply(PromptResult, self.response.result, "session/prompt")
+        except ProtocolError as exc:
+            self.parse_error = exc
+            return None
 
 
 def turn_error(outcome: TurnOutcome, timeout: float) -> BridgeError | None:

@@ -10,18 +10,39 @@ chunks: an object per token-sized chunk cost ~60 bytes each (25 MB for 400 000 c
 Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
 (the collector keeps listening until the agent has exited); a permission request may arrive
 before its ``tool_call``; unknown update kinds are counted and kept in the transcript.
+
+Hostile input: every field is type-checked where it is read; an update that does not fit is
+skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
+is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
+(:data:`MAX_ANSWER_CHARS`), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
+the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from acp_bridge._acp.schema import PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.toolcalls import TITLE_CHARS, announced
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
+
+MAX_ANSWER_CHARS = 64 << 20
+"""Text kept from the agent's messages in one turn; past it chunks are counted, not kept."""
+MAX_MESSAGES = 4096
+"""Messages of one turn kept (by first appearance); older ones are dropped past it."""
+MAX_TOOL_CALLS = 10_000
+"""Tool calls recorded for ``meta.tool_calls``; later ones are counted, not recorded."""
+MAX_ID_CHARS = 256
+"""Longest tool call id kept (ids are names, not payloads)."""
+MAX_KINDS = 64
+"""Distinct update kinds counted; kind names are cut to 64 characters."""
 
 _USAGE_KEYS = {
     "inputTokens": "input_tokens",
@@ -36,17 +57,20 @@ _USAGE_KEYS = {
 @dataclass
 class _ToolCall:
     record: ToolCallRecord
+    seen: ToolCallUpdate | None = None
+    """What the turn announced of it, bounded (for the permission policy)."""
 
     def apply(self, update: ToolCallUpdate) -> None:
+        self.seen = seen = announced(self.seen, update)
         record = self.record
-        if update.title:
-            record.title = update.title
-        if update.kind:
-            record.kind = update.kind
-        if update.status:
-            record.status = update.status
+        if seen.title:
+            record.title = seen.title[:TITLE_CHARS]
+        if seen.kind:
+            record.kind = seen.kind[:64]
+        if seen.status:
+            record.status = seen.status[:64]
         if update.locations:
-            record.locations = [str(loc.get("path", "")) for loc in update.locations]
+            record.locations = [str(loc.get("path", "")) for loc in seen.locations or []]
 
 
 _CHUNKS_PER_BLOCK = 1024
@@ -58,11 +82,12 @@ class _Message:
     Joining every 1024 chunks keeps the total work linear (each chunk is copied once into
     its block, once into the answer) and the memory at the text plus ~0.1 %."""
 
-    __slots__ = ("blocks", "parts")
+    __slots__ = ("blocks", "key", "parts")
 
-    def __init__(self) -> None:
+    def __init__(self, key: str | None = None) -> None:
         self.blocks: list[str] = []
         self.parts: list[str] = []
+        self.key = key
 
     def compact(self) -> None:
         self.blocks.append("".join(self.parts))
@@ -88,6 +113,9 @@ class TurnCollector:
         self.kinds: Counter[str] = Counter()
         self.unknown_kinds: Counter[str] = Counter()
         self.malformed = 0
+        self.dropped_tool_calls = 0
+        self.dropped_chars = 0
+        self._chars = 0
         self.mode_id: str | None = None
         self._handlers = {
             "tool_call": self._tool_call,
@@ -110,15 +138,22 @@ class TurnCollector:
             if self._in_turn:
                 self._chunk(update)
             return
-        self.kinds[str(kind)] += 1
-        handler = self._handlers.get(kind)  # type: ignore[arg-type]
+        if not isinstance(kind, str):
+            self.malformed += 1
+            return
+        kind = kind[:64]
+        if kind in self.kinds or len(self.kinds) < MAX_KINDS:
+            self.kinds[kind] += 1
+        handler = self._handlers.get(kind)
         if handler is not None:
             try:
                 handler(update)
-            except (ValueError, TypeError):  # a malformed rare update must not end the run
+            except (ValidationError, ValueError, TypeError):  # a malformed rare update
                 self.malformed += 1
-        elif kind not in _KNOWN_IGNORED:
-            self.unknown_kinds[str(kind)] += 1
+        elif kind not in _KNOWN_IGNORED and (
+            kind in self.unknown_kinds or len(self.unknown_kinds) < MAX_KINDS
+        ):
+            self.unknown_kinds[kind] += 1
 
     def _chunk(self, update: dict[str, Any]) -> None:
         content = update.get("content")
@@ -127,18 +162,23 @@ class TurnCollector:
         text = content.get("text")
         if not isinstance(text, str) or not text:
             return
+        self._chars += len(text)
+        if self._chars > MAX_ANSWER_CHARS:
+            self.dropped_chars += len(text)
+            return
         message_id = update.get("messageId")
         if message_id is None:
             message = self._current
             if message is None:
-                message = self._current = _Message()
-                self._messages.append(message)
-        else:
+                message = self._current = self._new_message(None)
+        elif type(message_id) is str and len(message_id) <= MAX_ID_CHARS:
             message = self._by_id.get(message_id)
             if message is None:
-                message = self._by_id[message_id] = _Message()
-                self._messages.append(message)
+                message = self._by_id[message_id] = self._new_message(message_id)
             self._current = message
+        else:  # a list, an object, a number: no message id ACP knows
+            self.malformed += 1
+            return
         parts = message.parts  # inlined append: this runs for every chunk
         parts.append(text)
         if len(parts) >= _CHUNKS_PER_BLOCK:
@@ -146,13 +186,28 @@ class TurnCollector:
         if self._wants_message:
             self._sink.emit("message", text=text)
 
+    def _new_message(self, key: str | None) -> _Message:
+        message = _Message(key)
+        self._messages.append(message)
+        if len(self._messages) > MAX_MESSAGES:  # keep the newest: the answer is the last
+            for old in self._messages[: MAX_MESSAGES // 2]:
+                if old.key is not None:
+                    self._by_id.pop(old.key, None)
+            del self._messages[: MAX_MESSAGES // 2]
+        return message
+
     def _tool_call(self, update: dict[str, Any]) -> None:
         parsed = ToolCallUpdate.model_validate(update)
+        if len(parsed.tool_call_id) > MAX_ID_CHARS:
+            raise ValueError("a tool call id longer than any agent uses")
         if update.get("sessionUpdate") == "tool_call":
             self._current = None  # an agent without message ids: a tool call ends a message
         known = self.tool_calls.get(parsed.tool_call_id)
         before = known.record.status if known else None
         if known is None:
+            if len(self.tool_calls) >= MAX_TOOL_CALLS:
+                self.dropped_tool_calls += 1
+                return
             known = self.tool_calls[parsed.tool_call_id] = _ToolCall(
                 ToolCallRecord(tool_call_id=parsed.tool_call_id, status="pending")
             )
@@ -180,13 +235,20 @@ class TurnCollector:
         self._sink.emit("plan", entries=self.plan)
 
     def _usage_update(self, update: dict[str, Any]) -> None:
-        usage = UsageUpdate.model_validate(update)
+        usage = UsageUpdate.model_validate(update)  # all checked before anything is kept
+        cost = None
+        if usage.cost is not None:
+            # ACP's Cost is {amount, currency}: only that is kept (the rest could be MBs).
+            amount, currency = usage.cost.get("amount"), usage.cost.get("currency")
+            if not _number(amount) or not isinstance(currency, str):
+                raise ValueError("usage_update.cost is not {amount, currency}")
+            cost = {"amount": amount, "currency": currency[:16]}
         if usage.used is not None:
             self.usage["context_used"] = usage.used
         if usage.size is not None:
             self.usage["context_size"] = usage.size
-        if usage.cost is not None:
-            self.usage["cost"] = usage.cost
+        if cost is not None:
+            self.usage["cost"] = cost
         self._sink.emit("usage", **self.usage)
 
     def _thought(self, update: dict[str, Any]) -> None:
@@ -195,7 +257,10 @@ class TurnCollector:
             self._sink.emit("thought", text=content["text"])
 
     def _mode(self, update: dict[str, Any]) -> None:
-        self.mode_id = str(update.get("currentModeId"))
+        mode = update.get("currentModeId")
+        if not isinstance(mode, str):
+            raise TypeError("current_mode_update without a string currentModeId")
+        self.mode_id = mode[:256]
 
     # --- what the turn produced ---------------------------------------------------------
 
@@ -205,13 +270,43 @@ class TurnCollector:
         self._messages = []
         self._by_id = {}
         self._current = None
+        self._chars = 0
+
+    def warnings(self) -> list[str]:
+        """What the collector skipped or could not keep, in plain words."""
+        out = []
+        if self.unknown_kinds:
+            out.append(
+                f"ignored unknown session/update kinds: {', '.join(sorted(self.unknown_kinds))}"
+            )
+        if self.malformed:
+            out.append(f"skipped {self.malformed} malformed session/update(s)")
+        if self.dropped_tool_calls:
+            out.append(
+                f"recorded the first {MAX_TOOL_CALLS} tool calls; "
+                f"{self.dropped_tool_calls} more not recorded"
+            )
+        if self.dropped_chars:
+            out.append(
+                f"the answer was cut at {MAX_ANSWER_CHARS} characters; "
+                f"{self.dropped_chars} more not kept"
+            )
+        return out
 
     def tool_call_seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before its ``tool_call``)."""
-        if tool.tool_call_id not in self.tool_calls:
+        if tool.tool_call_id not in self.tool_calls and len(tool.tool_call_id) <= MAX_ID_CHARS:
+            if len(self.tool_calls) >= MAX_TOOL_CALLS:
+                self.dropped_tool_calls += 1
+                return
             call = _ToolCall(ToolCallRecord(tool_call_id=tool.tool_call_id, status="pending"))
             call.apply(tool)
             self.tool_calls[tool.tool_call_id] = call
+
+    def announced(self, tool_call_id: str) -> ToolCallUpdate | None:
+        """What the turn announced of a tool call so far (bounded), if anything."""
+        call = self.tool_calls.get(tool_call_id)
+        return call.seen if call is not None else None
 
     def answer(self) -> str:
         """The last non-blank agent message of the turn."""
@@ -223,11 +318,16 @@ class TurnCollector:
 
     def add_prompt_usage(self, usage: Mapping[str, Any] | None) -> None:
         for wire, name in _USAGE_KEYS.items():
-            if usage and isinstance(usage.get(wire), int | float):
+            if usage and _number(usage.get(wire)):
                 self.usage[name] = usage[wire]
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return [call.record for call in self.tool_calls.values()]
+
+
+def _number(value: object) -> bool:
+    """A JSON number that is not a boolean and is finite."""
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
 
 
 _KNOWN_IGNORED = frozenset(

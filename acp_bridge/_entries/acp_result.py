@@ -23,7 +23,13 @@ from acp_bridge._os.redact import Redactor
 from acp_bridge._output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
-from acp_bridge.errors import AgentExitedError, BridgeError, ErrorCode, OutputSchemaError
+from acp_bridge.errors import (
+    AgentExitedError,
+    BridgeError,
+    ErrorCode,
+    OutputSchemaError,
+    ProtocolError,
+)
 
 _STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
     "cancelled": (ErrorCode.CANCELLED, "the agent cancelled the turn"),
@@ -86,6 +92,8 @@ class AcpResult:
             )
         common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
         partial = self.collector.answer()
+        if error is None and result is None:  # cannot happen; if it does, say what we know
+            error = ProtocolError("the turn ended without a prompt result")
         if error is not None:
             return failed(str(error), error.code, output=partial, **common)
         assert result is not None
@@ -106,18 +114,12 @@ class AcpResult:
     def _warnings(self) -> list[str]:
         warnings = [*self.warnings, *(self.session.warnings if self.session else [])]
         if self.session is not None:
-            stats = self.session.conn.stats
-            if stats.non_json:
-                sample = stats.non_json_samples[0] if stats.non_json_samples else ""
-                warnings.append(
-                    f"skipped {stats.non_json} non-JSON line(s) on the agent's "
-                    f"stdout (first: {self.redactor.text(sample)!r})"
-                )
-        if self.collector.unknown_kinds:
-            kinds = ", ".join(sorted(self.collector.unknown_kinds))
-            warnings.append(f"ignored unknown session/update kinds: {kinds}")
+            warnings += self.session.conn.stats.warnings(self.redactor.text)
+        warnings += self.collector.warnings()
         if self.transcript.error:
             warnings.append(self.transcript.error)
+        if self.transcript.cut:
+            warnings.append(self.transcript.cut)
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:

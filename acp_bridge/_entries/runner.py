@@ -8,7 +8,12 @@ concurrency requires. The returned envelope always carries the task id, entry, d
 duration.
 
 :func:`resolve_timeout` is the one check of a ``timeout`` argument, so every entry accepts
-and refuses the same values.
+and refuses the same values. A run given ``timeout`` T ends by T + :data:`END_GRACE`,
+whatever its worker does: T bounds the work (start-up and setup included), the grace is for
+winding down (asking the worker to stop, waiting for it, then SIGKILL to everything).
+
+A run whose ``cancel`` event is already set when it starts (Ctrl-C during start-up) does no
+work: it ends at once, ``cancelled``, with the same full envelope as any other run.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import anyio
+
 from acp_bridge._entries.depth import (
     current_depth,
     inherited_max_depth,
@@ -28,9 +35,14 @@ from acp_bridge._entries.depth import (
 )
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
-from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
 
 log = logging.getLogger("acp_bridge")
+
+END_GRACE = 5.0
+"""Seconds a run may take past its timeout (or its cancel) to wind down: ask the worker to
+stop, wait for it, close, then SIGKILL to every process it started. Profile graces
+(``cancel_grace``, ``shutdown_grace``) are cut to fit inside it."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,11 @@ class RunContext:
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
+    def deadline(self, timeout: float) -> float:
+        """The absolute time (``anyio.current_time()``) ``timeout`` seconds after the run
+        started: start-up and config loading count against it too."""
+        return anyio.current_time() + timeout - (time.monotonic() - self.started)
+
 
 Body = Callable[[RunContext], Awaitable[SubtaskResult]]
 
@@ -59,6 +76,7 @@ async def run_enveloped(
     nested: bool = True,
     meta: Meta | None = None,
     task_id: str | None = None,
+    cancel: anyio.Event | None = None,
 ) -> SubtaskResult:
     """Run ``body`` one level deeper (``nested`` false: at the caller's own level, for a
     host loop, which is never refused by the depth limit) and return its envelope, whatever
@@ -69,7 +87,7 @@ async def run_enveloped(
     base = (meta or Meta()).model_copy(update={"entry": entry})
     depth = would_be_depth(nested=nested)
     try:
-        with _level(config, nested) as (depth, loaded):
+        with _level(config, nested, cancel) as (depth, loaded):
             ctx = RunContext(task_id, depth, inherited_max_depth(), started, loaded)
             result = await body(ctx)
     except BridgeError as exc:
@@ -93,9 +111,13 @@ async def run_enveloped(
 
 
 @contextmanager
-def _level(config: LoadedConfig | None, nested: bool) -> Iterator[tuple[int, LoadedConfig]]:
+def _level(
+    config: LoadedConfig | None, nested: bool, cancel: anyio.Event | None
+) -> Iterator[tuple[int, LoadedConfig]]:
     # Loading happens inside the guarded region, so a broken file becomes an envelope.
     loaded = config if config is not None else load_config()
+    if cancel is not None and cancel.is_set():  # interrupted before anything started
+        raise RunCancelled("the run was cancelled before it started")
     if not nested:
         yield current_depth(), loaded
         return

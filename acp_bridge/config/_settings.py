@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from acp_bridge.config._profile import (
+    MAX_BYTES,
     EnvName,
     ExistingDir,
     ExistingFile,
@@ -138,7 +139,16 @@ class TranscriptSettings(StrictModel):
     dir: Path | None = Field(
         None, description="where; default $XDG_STATE_HOME/acp-bridge/transcripts"
     )
-    keep: int = Field(200, ge=1, description="newest transcripts kept; older ones are deleted")
+    keep: int = Field(
+        200, ge=1, le=100_000, description="newest transcripts kept; older ones are deleted"
+    )
+    max_bytes: int = Field(
+        64 << 20,
+        ge=4096,
+        le=MAX_BYTES,
+        description="most bytes one transcript may take; past it a note line says it was cut "
+        "and the rest is left out",
+    )
 
 
 class Config(StrictModel):

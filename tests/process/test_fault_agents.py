@@ -200,9 +200,10 @@ def test_missing_command_is_spawn_failed(harness: AgentHarness) -> None:
     )
     result = harness.run("ghost", "hi", config)
     assert result.meta.error_code == ErrorCode.SPAWN_FAILED
-    assert result.error == (
-        "command not found: no-such-agent-anywhere; install it with: npm i -g ghost-agent"
-    )
+    assert result.error.startswith("command not found: no-such-agent-anywhere (set at ")
+    # The error names where the command was configured, and how to install it.
+    assert ":9:16: acp.agents[0].command)" in result.error
+    assert result.error.endswith("; install it with: npm i -g ghost-agent")
 
 
 def test_caller_cancel_is_graceful(harness: AgentHarness) -> None:

@@ -70,7 +70,9 @@ def test_write_outside_the_roots_is_refused_by_the_service(harness: AgentHarness
 
 
 def test_timeout_cancels_the_sdk_agent_cleanly(harness: AgentHarness) -> None:
-    profile = {**SDK_AGENT, "timeouts": {**SDK_AGENT["timeouts"], "run": 1}}  # type: ignore[dict-item]
+    # The run timeout bounds the whole run, start-up included: enough to start the SDK
+    # agent (it imports acp.schema), not enough for the 30 s turn.
+    profile = {**SDK_AGENT, "timeouts": {**SDK_AGENT["timeouts"], "run": 6}}  # type: ignore[dict-item]
     result = harness.run("sdk", "sleep 30", harness.config({"sdk": profile}))
     assert result.meta.error_code == ErrorCode.TIMEOUT
     assert result.meta.stop_reason == "cancelled"  # it answered the cancel in time

@@ -21,8 +21,9 @@ from acp_bridge._entries.acp_agent import acp_spawn
 from acp_bridge._os.reaper import marked_processes
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
+from tests.helpers import alive
 
-from .conftest import SECRET, World, alive
+from .conftest import SECRET, World
 
 pytestmark = pytest.mark.anyio
 

@@ -36,6 +36,7 @@ from acp_bridge._acp.services.permissions import (
     PermissionPolicy,
 )
 from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._acp.toolcalls import overlay
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.race import race
 from acp_bridge._os.roots import Roots
@@ -75,6 +76,7 @@ class ClientServices:
         signals: TurnSignals,
         permission_hook: PermissionHook | None = None,
         on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
+        announced: Callable[[str], ToolCallUpdate | None] | None = None,
     ) -> None:
         self.profile = profile
         self.signals = signals
@@ -96,6 +98,7 @@ class ClientServices:
             roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
         )
         self._on_tool_call = on_tool_call
+        self._announced = announced
         self.refusals: list[RefusalRecord] = []
         """File and terminal requests refused (permission refusals are in the ledger)."""
 
@@ -167,6 +170,11 @@ class ClientServices:
         return Route(method, params, judged)
 
     async def request_permission(self, request: RequestPermissionParams) -> Reply:
+        if self._announced is not None:
+            # Judge the whole tool call: the request laid over what the turn announced of it
+            # (claude-code-acp's request leaves out the kind its tool_call update gave).
+            known = self._announced(request.tool_call.tool_call_id)
+            request = request.model_copy(update={"tool_call": overlay(known, request.tool_call)})
         if self._on_tool_call is not None:
             self._on_tool_call(request.tool_call)
         cancelled = self.signals.cancelled

@@ -1,0 +1,257 @@
+"""The one parse boundary: every line the agent writes on stdout is checked here, once.
+
+A line becomes exactly one of: a :class:`ReplyMessage` to one of our requests (an integer id, a
+result or a well-formed error), a :class:`RequestMessage` from the agent (a string method, an
+integer or string id, object params), a :class:`NotificationMessage` (a string method, object
+params), or a :class:`Skipped` with the reason it does not fit. Nothing past this point sees
+raw agent data of the wrong type: no ``"id": true`` taken for request 1 (``bool`` is an
+``int`` in Python, not in JSON-RPC), no list where a string is expected, no object nested
+100 000 deep (``json`` raises ``RecursionError`` for that, which is not a ``ValueError``).
+
+What a line may not be:
+
+- not UTF-8, not one JSON object, or JSON with ``NaN``/``Infinity`` or a number that
+  overflows a float: non-JSON (counted, sampled, kept in the transcript);
+- nested deeper than :data:`MAX_DEPTH` objects and arrays: skipped (a value that deep would
+  make every later ``json.dumps`` or model validation recurse past the interpreter's limit);
+- strings holding lone UTF-16 surrogates (``"\\ud800"``, legal in JSON text, not encodable
+  as UTF-8): repaired to U+FFFD, so the envelope can always be written.
+
+The checks cost almost nothing on the hot path (``session/update``): depth is only walked
+when the line holds more brackets than the limit, surrogates only looked for when the line
+holds a ``\\uD8..\\uDF`` escape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge._acp.schema import INTERNAL_ERROR
+
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays accepted in one message (ACP needs about 8)."""
+ERROR_MESSAGE_CHARS = 2000
+"""An agent's error message is cut to this many characters (it ends up in one line)."""
+NON_JSON_SAMPLES = 3
+MAX_REASONS = 32
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} overflows a float")
+    return value
+
+
+_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+_raw_decode = _decoder.raw_decode
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def parse_object(line: bytes) -> Any:
+    """One JSON value spanning the whole (stripped) line, else None.
+
+    ``json.loads(bytes)`` sniffs the encoding and matches whitespace around the value on
+    every call; ACP lines are UTF-8 and already stripped, so decoding and ``raw_decode``
+    directly does the same job at about half the cost (this runs for every update).
+    """
+    try:
+        text = line.decode()
+        value, end = _raw_decode(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, too deep
+        return None
+    return value if end == len(text) else None
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests objects and arrays deeper than MAX_DEPTH (iterative)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean_text(text: str) -> str:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: JSON allows it, UTF-8 does not
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _repair_surrogates(value: Any) -> Any:
+    """``value`` with every string (keys too) encodable as UTF-8."""
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, dict):
+        return {_clean_text(k): _repair_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_repair_surrogates(v) for v in value]
+    return value
+
+
+# --- what a line is -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyMessage:
+    """The agent's answer to our request ``id``: ``error`` is None or a checked error."""
+
+    id: int
+    result: Any
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMessage:
+    """A request from the agent, its fields checked (``params`` None when absent)."""
+
+    id: int | str
+    method: str
+    params: dict[str, Any] | None
+    params_ok: bool = True
+    """False: the params were not an object (the router answers -32602)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationMessage:
+    method: str
+    params: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A message that does not fit. ``answer``: it was meant as a request, so it gets
+    -32600 with ``id: null`` (what JSON-RPC says for a request whose id cannot be used)."""
+
+    reason: str
+    answer: bool = False
+
+
+Inbound = ReplyMessage | RequestMessage | NotificationMessage | Skipped
+
+
+def _checked_error(error: Any) -> dict[str, Any]:
+    """A JSON-RPC error object whose ``code`` is an int and ``message`` a bounded str."""
+    if not isinstance(error, dict):
+        return {"code": INTERNAL_ERROR, "message": _clip(str(error))}
+    code = error.get("code")
+    message = error.get("message")
+    checked: dict[str, Any] = {
+        "code": code if type(code) is int else INTERNAL_ERROR,
+        "message": _clip(message if isinstance(message, str) else str(message or "")),
+    }
+    if error.get("data") is not None:
+        checked["data"] = error["data"]
+    return checked
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= ERROR_MESSAGE_CHARS else text[:ERROR_MESSAGE_CHARS] + "…"
+
+
+def classify(message: dict[str, Any]) -> Inbound:
+    """What one JSON object from the agent is. By its keys, never by its id: the agent's
+    request ids may be integers that overlap ours."""
+    method = message.get("method")
+    if method is None:
+        if "result" not in message and "error" not in message:
+            return Skipped("a message with neither method, result nor error")
+        reply_id = message.get("id")
+        if type(reply_id) is not int:  # bool, float, str, list: none of our ids
+            return Skipped("a reply whose id is not one of ours")
+        error = message.get("error")
+        return ReplyMessage(
+            reply_id, message.get("result"), None if error is None else _checked_error(error)
+        )
+    has_id = "id" in message
+    if type(method) is not str:
+        return Skipped("a method that is not a string", answer=has_id)
+    params = message.get("params")
+    if params is not None and type(params) is not dict:
+        if has_id and type(message["id"]) in (int, str):
+            return RequestMessage(message["id"], method, None, params_ok=False)  # -32602
+        return Skipped(f"{method}: params that are not an object", answer=has_id)
+    if not has_id:
+        return NotificationMessage(method, params)
+    request_id = message["id"]
+    if type(request_id) not in (int, str):
+        return Skipped(f"{method}: an id that is neither an integer nor a string", answer=True)
+    return RequestMessage(request_id, method, params)
+
+
+@dataclass
+class InboundStats:
+    """What the boundary saw of one agent's output, for ``meta.warnings``."""
+
+    lines: int = 0
+    non_json: int = 0
+    non_json_samples: list[str] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
+    repaired: int = 0
+    unknown_replies: int = 0
+    late_replies: int = 0
+
+    def skip(self, reason: str) -> None:
+        if reason in self.skipped or len(self.skipped) < MAX_REASONS:
+            self.skipped[reason] += 1
+        else:
+            self.skipped["other"] += 1
+
+    def sample(self, line: bytes) -> None:
+        self.non_json += 1
+        if len(self.non_json_samples) < NON_JSON_SAMPLES:
+            self.non_json_samples.append(line[:200].decode("utf-8", "replace"))
+
+    def warnings(self, redact: Any = str) -> list[str]:
+        """Plain-words warnings; ``redact`` hides secrets in the samples."""
+        out = []
+        if self.non_json:
+            first = redact(self.non_json_samples[0]) if self.non_json_samples else ""
+            out.append(
+                f"skipped {self.non_json} non-JSON line(s) on the agent's stdout (first: {first!r})"
+            )
+        if self.skipped:
+            total = sum(self.skipped.values())
+            reasons = "; ".join(f"{r} ({n})" for r, n in self.skipped.most_common(5))
+            out.append(f"skipped {total} malformed message(s) from the agent: {reasons}")
+        if self.repaired:
+            out.append(f"repaired {self.repaired} message(s) holding lone UTF-16 surrogates")
+        if self.unknown_replies:
+            out.append(f"ignored {self.unknown_replies} reply(ies) to requests never sent")
+        if self.late_replies:
+            out.append(f"ignored {self.late_replies} duplicate or late reply(ies)")
+        return out
+
+
+def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
+    """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
+    message = parse_object(line) if line[0] == 0x7B else None  # b"{"
+    if not isinstance(message, dict):
+        stats.sample(line)
+        return None
+    if line.count(b"{") + line.count(b"[") > MAX_DEPTH and _too_deep(message):
+        return Skipped(f"nested deeper than {MAX_DEPTH} levels")
+    if b"\\u" in line and _SURROGATE_ESCAPE.search(line):
+        repaired = _repair_surrogates(message)
+        if repaired != message:
+            stats.repaired += 1
+        message = repaired
+    return classify(message)

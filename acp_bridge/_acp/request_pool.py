@@ -1,0 +1,90 @@
+"""Agent→client requests, answered concurrently but boundedly: at most :data:`WORKERS` at
+once, at most :data:`BACKLOG` waiting; past that the reader waits (back-pressure).
+
+Why not one task per request: an agent can send requests faster than they are answered
+(20 000 in a burst took one task each, 130 MB, and starved the reader so that an answer
+sent in time was read too late). Why concurrency at all: a blocking
+``terminal/wait_for_exit`` must not stall a ``fs/read_text_file`` (DESIGN §4).
+
+Workers are started on demand and end when the backlog is empty, so an idle connection
+holds no task. No handler waits for the reader (none sends a request to the agent), so a
+reader waiting for room can always make progress once handlers finish — and every handler
+is bounded by the run's deadlines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Generic, Self, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
+
+WORKERS = 32
+BACKLOG = 1024
+
+T = TypeVar("T")
+
+
+class RequestPool(Generic[T]):
+    """Feeds items to ``handle`` with at most ``workers`` running and ``backlog`` queued."""
+
+    def __init__(
+        self,
+        tg: TaskGroup,
+        handle: Callable[[T], Awaitable[None]],
+        *,
+        workers: int = WORKERS,
+        backlog: int = BACKLOG,
+    ) -> None:
+        self._tg = tg
+        self._handle = handle
+        self._workers = workers
+        self._send, self._receive = anyio.create_memory_object_stream[T](backlog)
+        self.active = 0
+        self.peak_queued = 0
+
+    def offer(self, item: T) -> bool:
+        """Queue ``item`` if there is room now (the reader's fast path)."""
+        try:
+            self._send.send_nowait(item)
+        except anyio.WouldBlock:
+            return False
+        self._started()
+        return True
+
+    async def put(self, item: T) -> None:
+        """Queue ``item``, waiting for room: the back-pressure on the agent."""
+        await self._send.send(item)
+        self._started()
+
+    def _started(self) -> None:
+        queued = self._receive.statistics().current_buffer_used
+        self.peak_queued = max(self.peak_queued, queued)
+        if self.active < self._workers and queued:
+            self.active += 1
+            self._tg.start_soon(self._work)
+
+    async def _work(self) -> None:
+        try:
+            while True:
+                try:
+                    item = self._receive.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+                await self._handle(item)
+        finally:
+            self.active -= 1
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._send.close()
+        self._receive.close()

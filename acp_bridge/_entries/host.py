@@ -35,6 +35,7 @@ async def ask(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     registry: ToolSet | None = None,
+    abort: anyio.Event | None = None,
 ) -> SubtaskResult:
     """Answer ``task`` with a model that may call ``tools`` (default: every enabled tool
     of the registry); never raises. Limits are those of ``tools.spawn``."""
@@ -51,13 +52,13 @@ async def ask(
         parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(parent.names() if wanted is None else wanted)
         choice = choose_model(loaded.config.models, model)
-        job = LoopTask(task, settings.max_requests, limit, cancel=cancel)
+        job = LoopTask(task, settings.max_requests, limit, cancel=cancel, abort=abort)
         sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
         return await run_selected(
             selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_enveloped("ask", body, config=config, nested=False)
+    return await run_enveloped("ask", body, config=config, nested=False, cancel=cancel)
 
 
 ask_sync = synchronous(ask)

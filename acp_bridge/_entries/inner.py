@@ -40,6 +40,7 @@ async def spawn(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     registry: ToolSet | None = None,
+    abort: anyio.Event | None = None,
 ) -> SubtaskResult:
     """Run ``task`` in a local inner loop that may use only ``tools``; never raises.
 
@@ -81,6 +82,7 @@ async def spawn(
             schemas=SchemaRegistry(loaded.config.schemas),
             repair_turns=settings.repair_turns,
             cancel=cancel,
+            abort=abort,
         )
         sink = EventSink(
             on_event or parent.on_event, observe_profile, task_id=ctx.task_id, started=ctx.started
@@ -89,7 +91,7 @@ async def spawn(
             selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_enveloped("spawn", body, config=config)
+    return await run_enveloped("spawn", body, config=config, cancel=cancel)
 
 
 spawn_sync = synchronous(spawn)

@@ -31,7 +31,7 @@ from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.buffers import HeadTail
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import ProcessGroup
-from acp_bridge._os.race import race, wait_event
+from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, Meta, SubtaskResult, done, failed, first_line
 from acp_bridge.errors import ConfigError, ErrorCode
@@ -125,6 +125,7 @@ async def bash(
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    abort: anyio.Event | None = None,
 ) -> SubtaskResult: ...
 
 
@@ -141,6 +142,7 @@ async def bash(
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    abort: anyio.Event | None = None,
 ) -> CommandResult: ...
 
 
@@ -156,6 +158,7 @@ async def bash(
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    abort: anyio.Event | None = None,
 ) -> SubtaskResult | CommandResult:
     """Run one shell command; see the module docstring for the two shapes.
 
@@ -163,20 +166,22 @@ async def bash(
     explicit variables to the constructed environment; ``max_output_bytes`` (default
     ``tools.bash.max_output_bytes``) is kept per stream, head and tail. Live events go to
     ``on_event``: ``terminal``, and with ``long_shell`` (the default here) ``terminal_output``.
+    ``cancel`` stops the command (SIGTERM, then SIGKILL after a grace); ``abort`` SIGKILLs
+    it at once. Either way what it printed so far is kept.
     """
     profile = observe_profile or "long_shell"
     if not run_in_subtask:
         loaded = config if config is not None else load_config()
-        shell = _Shell(command, cwd, env, EventSink(on_event, profile), cancel)
+        shell = _Shell(command, cwd, env, EventSink(on_event, profile), cancel, abort)
         return await shell.run(loaded, timeout, max_output_bytes, current_depth())
 
     async def body(ctx: RunContext) -> SubtaskResult:
         sink = EventSink(on_event, profile, task_id=ctx.task_id, started=ctx.started)
-        shell = _Shell(command, cwd, env, sink, cancel)
+        shell = _Shell(command, cwd, env, sink, cancel, abort)
         result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth)
         return result.envelope(task_id=ctx.task_id)
 
-    return await run_enveloped("bash", body, config=config)
+    return await run_enveloped("bash", body, config=config, cancel=cancel)
 
 
 bash_sync = synchronous(bash)
@@ -189,6 +194,7 @@ class _Shell:
     env: Mapping[str, str] | None
     sink: EventSink
     cancel: anyio.Event | None
+    abort: anyio.Event | None = None
 
     async def run(
         self, loaded: LoadedConfig, timeout: float | None, keep: int | None, depth: int
@@ -221,10 +227,13 @@ class _Shell:
                 readers.start_soon(_drain, group.process.stdout, stdout, "stdout", sink)
                 readers.start_soon(_drain, group.process.stderr, stderr, "stderr", sink)
                 raced = await race(
-                    group.process.wait, lambda: wait_event(self.cancel), timeout=limit
+                    group.process.wait, lambda: wait_any(self.cancel, self.abort), timeout=limit
                 )
                 if not raced.finished:
-                    await group.terminate(TERM_GRACE)
+                    # SIGTERM and a grace, unless the caller hurries: then SIGKILL now.
+                    await race(lambda: group.terminate(TERM_GRACE), lambda: wait_event(self.abort))
+                    if group.returncode is None:
+                        await group.kill(wait=TERM_GRACE)
                 # The command is over; whatever it started in the background goes with it (and
                 # lets go of the pipes, so the readers see their end).
                 await group.sweep()

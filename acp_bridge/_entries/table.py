@@ -93,8 +93,10 @@ async def run_entry(
     on_event: EventHandler | None = None,
     cancel: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
+    abort: anyio.Event | None = None,
 ) -> SubtaskResult:
-    """Run ``request`` on its entry path; the envelope, whatever happens."""
+    """Run ``request`` on its entry path; the envelope, whatever happens. ``cancel`` ends
+    it gracefully; ``abort`` (with or after ``cancel``) ends it now: no graces, SIGKILL."""
     common: dict[str, Any] = {
         "timeout": request.timeout,
         "cwd": request.cwd,
@@ -103,5 +105,6 @@ async def run_entry(
         "config": config,
         "cancel": cancel,
         "permission_hook": permission_hook,
+        "abort": abort,
     }
     return await ENTRIES[request.entry](request, common)

@@ -24,7 +24,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from acp_bridge._loop.models import ModelChoice, build_model
 from acp_bridge._loop.registry import Selection, Tool, ToolSet
-from acp_bridge._os.race import race, wait_event
+from acp_bridge._os.race import race, wait_any
 from acp_bridge._output import (
     SchemaRegistry,
     parse_structured_output,
@@ -79,6 +79,7 @@ class LoopTask:
     schemas: SchemaRegistry | None = None
     repair_turns: int = 0
     cancel: anyio.Event | None = None
+    abort: anyio.Event | None = None
 
 
 class ModelLoop:
@@ -140,11 +141,13 @@ class ModelLoop:
             call_id = ctx.tool_call_id or f"call_{len(self.tool_calls) + 1}"
             title = _title(tool.name, arguments)
             self._sink.emit("tool_call", tool_call_id=call_id, title=title, tool_kind=tool.kind)
-            text = await self._registry.call(tool.name, arguments)
-            status = "failed" if text.startswith("error:") else "completed"
-            self.tool_calls.append(
-                ToolCallRecord(tool_call_id=call_id, title=title, kind=tool.kind, status=status)
+            # Recorded before it runs: a run cancelled mid-call still says what it was doing.
+            record = ToolCallRecord(
+                tool_call_id=call_id, title=title, kind=tool.kind, status="cancelled"
             )
+            self.tool_calls.append(record)
+            text = await self._registry.call(tool.name, arguments)
+            record.status = status = "failed" if text.startswith("error:") else "completed"
             envelope = _as_envelope(text)
             if envelope is not None:
                 self.subtasks.append(envelope)
@@ -208,7 +211,7 @@ async def run_to_envelope(
 
     error: BridgeError
     try:
-        raced = await race(answer, lambda: wait_event(task.cancel), timeout=task.timeout)
+        raced = await race(answer, lambda: wait_any(task.cancel, task.abort), timeout=task.timeout)
     except BridgeError as exc:
         error = exc
     else:

@@ -2,31 +2,58 @@
 
 Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
 130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
-spawn, ask, tools), ``_profiles``, ``_smoke``, ``_progress`` (live events), ``_output``.
+spawn, ask, tools), ``_profiles``, ``_smoke``, ``_progress`` (live events), ``_output``,
+``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on).
+
+This module imports nothing heavy at its top: the signal handlers are installed before the
+rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those
+imports is a cancelled run with an envelope, not a KeyboardInterrupt traceback.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from acp_bridge.cli._output import (
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_USAGE,
-    err,
-    exit_code_for,
-)
-from acp_bridge.errors import BridgeError, ConfigError
+from acp_bridge.cli._signals import interrupts
 
 __all__ = ["exit_code_for", "main"]
 
+ENTRY_COMMANDS = {"run": "acp_spawn", "bash": "bash", "spawn": "spawn", "ask": "ask"}
+
+
+def entry_of(argv: Sequence[str]) -> str | None:
+    """The entry path an argv runs (``run`` → ``acp_spawn``), if it runs one."""
+    words = iter(argv)
+    for word in words:
+        if word == "--config":
+            next(words, None)  # its value
+        elif not word.startswith("-"):
+            return ENTRY_COMMANDS.get(word)
+    return None
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from acp_bridge.cli._parser import build_parser
+    interrupts.install()
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        interrupts.restore()
 
-    parser = build_parser()
+
+def _main(argv: list[str]) -> int:
+    from acp_bridge.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
+    from acp_bridge.cli._parser import build_parser
+    from acp_bridge.errors import BridgeError, ConfigError
+
+    entry = entry_of(argv)
+    if entry is None:  # not an entry path: Ctrl-C stops it the usual way
+        interrupts.restore()
+        if interrupts.count:
+            err("interrupted")
+            return EXIT_INTERRUPTED
+    parser = build_parser(entry)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:
@@ -45,3 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `acp-bridge … | head`: not an error worth a traceback
         sys.stderr.close()
         return EXIT_OK
+
+
+def __getattr__(name: str) -> Any:
+    if name == "exit_code_for":  # loaded on use: it imports the envelope (pydantic)
+        from acp_bridge.cli._output import exit_code_for
+
+        return exit_code_for
+    raise AttributeError(f"module 'acp_bridge.cli' has no attribute {name!r}")

@@ -2,29 +2,28 @@
 
 Each command turns its arguments into an :class:`EntryRequest` and runs it through the
 entries table, like every other front end. A broken config is an envelope too (a run always
-answers with one), its problems listed on stderr. Ctrl-C (or SIGTERM) cancels the run
+answers with one), its problems listed on stderr. Ctrl-C (or SIGTERM, SIGHUP) cancels the run
 gracefully — the ACP agent is told and may answer, a command or model loop is stopped — and
-the envelope says ``cancelled``; a second one stops waiting.
+the envelope says ``cancelled``; a second one ends it at once (no grace, SIGKILL), still with
+the full envelope of what was gathered (_signals.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-from collections.abc import Awaitable, Callable
 
 import anyio
 
 from acp_bridge._entries.table import EntryRequest, run_entry
-from acp_bridge._os.race import race
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
+from acp_bridge.cli._signals import interrupts
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
-from acp_bridge.errors import ConfigError, ErrorCode
+from acp_bridge.envelope import Entry, Meta, SubtaskResult, from_error
+from acp_bridge.errors import ConfigError
 
 
 def names(raw: str | None) -> list[str] | None:
@@ -35,25 +34,6 @@ def _read_task(task: str) -> str:
     return sys.stdin.read() if task == "-" else task
 
 
-async def _with_interrupts(
-    run: Callable[[anyio.Event], Awaitable[SubtaskResult]],
-) -> SubtaskResult | None:
-    """Run with Ctrl-C / SIGTERM turned into a cancel: the first sets the cancel event and
-    the run winds down by itself; a second stops waiting (None: no envelope came)."""
-    cancel = anyio.Event()
-
-    async def watch_signals() -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                if cancel.is_set():
-                    err("\ninterrupted again: stopping the run")
-                    return
-                err("\ninterrupted: cancelling the run (again to stop waiting)")
-                cancel.set()
-
-    return (await race(lambda: run(cancel), watch_signals)).value
-
-
 def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
     """Run ``request`` with the options every entry command shares; print the envelope."""
     try:
@@ -61,22 +41,21 @@ def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
     except ConfigError as exc:
         for problem in exc.problems:
             err(f"{type(exc).__name__}: {problem}")
-        envelope = from_error(exc, meta=Meta(entry=request.entry))
+        envelope = from_error(exc, meta=Meta(entry=request.entry, agent=request.agent))
         return print_envelope(envelope, pretty=args.pretty)
     handler, finish = event_printer("none" if args.quiet else args.events)
 
-    async def run(cancel: anyio.Event) -> SubtaskResult:
-        return await run_entry(request, config=loaded, on_event=handler, cancel=cancel)
+    async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
+        return await run_entry(request, config=loaded, on_event=handler, cancel=cancel, abort=abort)
+
+    async def interruptible() -> SubtaskResult:
+        return await interrupts.run(run, err)
 
     try:
-        result = anyio.run(_with_interrupts, run)
-    except KeyboardInterrupt:  # a signal before the receiver was installed
-        result = None
+        result = anyio.run(interruptible)
     finally:
         finish()
-    if result is None:
-        result = failed("interrupted", ErrorCode.CANCELLED, meta=Meta(entry=request.entry))
-    return print_envelope(result, pretty=args.pretty)
+    return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
 
 
 def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object) -> EntryRequest:

@@ -23,21 +23,22 @@ def err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def exit_code_for(result: SubtaskResult) -> int:
-    """The process exit code for an envelope (DESIGN §7)."""
+def exit_code_for(result: SubtaskResult, *, interrupted: bool = True) -> int:
+    """The process exit code for an envelope (DESIGN §7). ``cancelled`` is 130 only when
+    this process was interrupted: an agent that cancels its own turn is a failure (1)."""
     if result.status == "done":
         return EXIT_OK
     code = result.meta.error_code
     if code == ErrorCode.TIMEOUT:
         return EXIT_TIMEOUT
     if code == ErrorCode.CANCELLED:
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
     if code == ErrorCode.CONFIG_ERROR:
         return EXIT_USAGE
     return EXIT_FAILED
 
 
-def print_envelope(result: SubtaskResult, *, pretty: bool = False) -> int:
+def print_envelope(result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True) -> int:
     """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
     out(result.to_json(indent=2 if pretty or sys.stdout.isatty() else None))
-    return exit_code_for(result)
+    return exit_code_for(result, interrupted=interrupted)

@@ -1,13 +1,23 @@
-"""The argument parser of ``acp-bridge``: every command, its options and its handler."""
+"""The argument parser of ``acp-bridge``: every command, its options and its handler.
+
+Numbers are checked here, where the user typed them: ``--timeout nan``, ``inf``, ``-1`` or
+past the longest timeout is a usage error with a clear message, not a crash later. A usage
+error of an entry command (``run``, ``bash``, ``spawn``, ``ask``) still answers with an
+envelope on stdout (``config_error``, exit 2): a caller that parses stdout always gets one.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from acp_bridge._version import __version__
 from acp_bridge.cli import _entries, _profiles, _smoke
+from acp_bridge.config import MAX_BYTES, MAX_SECONDS
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -15,8 +25,63 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors, for an entry command, come with an envelope."""
+
+    entry: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        if self.entry is None:
+            super().error(message)
+        from acp_bridge.cli._output import EXIT_USAGE, print_envelope
+        from acp_bridge.envelope import Meta, failed
+        from acp_bridge.errors import ErrorCode
+
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        meta = Meta(entry=self.entry)
+        print_envelope(failed(f"usage: {message}", ErrorCode.CONFIG_ERROR, meta=meta))
+        sys.exit(EXIT_USAGE)
+
+
+def _for_entry(parser: argparse.ArgumentParser, entry: str) -> None:
+    if isinstance(parser, _Parser):
+        parser.entry = entry
+
+
+def seconds(text: str) -> float:
+    """A ``--timeout``: a positive, finite number of seconds, at most MAX_SECONDS."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of seconds, at most {MAX_SECONDS:g}; got {text!r}"
+        )
+    return value
+
+
+def count(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high`` (an argparse ``type``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}; got {text!r}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``entry``: the entry path the command line runs, if any (its usage errors
+    then print an envelope too)."""
+    parser = _Parser(
         prog="acp-bridge",
         formatter_class=_Formatter,
         description="Hand a subtask to an isolated worker and get back one normalized result "
@@ -32,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="config file (default: see the search order below)",
     )
+    parser.entry = entry
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     profiles = commands.add_parser(
@@ -83,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _run_options(p, observe_default="default", loop=False)
     p.set_defaults(handler=_entries.cmd_run)
+    _for_entry(p, "acp_spawn")
 
     p = commands.add_parser(
         "smoke",
@@ -95,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("suites", nargs="+", type=Path, metavar="SUITE")
     p.add_argument("--agents", metavar="A,B", help="run only these agents' matrix entries")
-    p.add_argument("--parallel", type=int, default=1, metavar="N", help="cases at once (1)")
+    p.add_argument(
+        "--parallel", type=count(1, 256), default=1, metavar="N", help="cases at once (1)"
+    )
     p.add_argument("--model", metavar="M", help="model for spawn and ask cases")
     p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
     p.add_argument(
@@ -124,7 +193,12 @@ def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool
     """The options of every entry command; ``loop``: those of a model loop too."""
     if loop:
         p.add_argument("--model", metavar="M", help="a model name from the config's models")
-    p.add_argument("--timeout", type=float, metavar="S", help="seconds the run may take")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="S",
+        help="seconds the run may take; it ends by S + 5 s whatever the worker does",
+    )
     p.add_argument(
         "--cwd",
         type=Path,
@@ -162,10 +236,14 @@ def _add_entry_commands(commands: Any) -> None:
     )
     p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
     p.add_argument(
-        "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
+        "--max-output-bytes",
+        type=count(2, MAX_BYTES),
+        metavar="N",
+        help="bytes kept per stream (head + tail)",
     )
     _run_options(p, observe_default="long_shell", loop=False)
     p.set_defaults(handler=_entries.cmd_bash)
+    _for_entry(p, "bash")
 
     p = commands.add_parser(
         "spawn",
@@ -179,6 +257,7 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
     _run_options(p, observe_default="default")
     p.set_defaults(handler=_entries.cmd_spawn)
+    _for_entry(p, "spawn")
 
     p = commands.add_parser(
         "ask",
@@ -191,6 +270,7 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
     _run_options(p, observe_default="default")
     p.set_defaults(handler=_entries.cmd_ask)
+    _for_entry(p, "ask")
 
     p = commands.add_parser(
         "tools",

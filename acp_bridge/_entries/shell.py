@@ -32,7 +32,7 @@ from acp_bridge._os.buffers import HeadTail
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import ProcessGroup
 from acp_bridge._os.race import race, wait_any, wait_event
-from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.config import MAX_BYTES, LoadedConfig, load_config
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, Meta, SubtaskResult, done, failed, first_line
 from acp_bridge.errors import ConfigError, ErrorCode
 from acp_bridge.events import EventHandler, EventSink
@@ -202,8 +202,8 @@ class _Shell:
         settings = loaded.config.tools.bash
         limit = resolve_timeout(timeout, settings.timeout)
         keep = settings.max_output_bytes if keep is None else keep
-        if keep < 2:
-            raise ConfigError(f"max_output_bytes must be at least 2, got {keep}")
+        if not 2 <= keep <= MAX_BYTES:
+            raise ConfigError(f"max_output_bytes must be from 2 to {MAX_BYTES}, got {keep}")
         environment = constructed_env(depth=depth, max_depth=inherited_max_depth(), extra=self.env)
         shell = shutil.which("bash", path=environment["PATH"])
         if shell is None:

@@ -14,39 +14,101 @@ from typing import Any
 from acp_bridge.config._yaml import DataPath
 from acp_bridge.errors import Problem
 
-_VAR = re.compile(r"\$(?:(?P<dollar>\$)|\{(?P<body>[^}]*)(?P<close>\}?))")
-_VAR_BODY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?$", re.DOTALL)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_NESTING = 8
+"""Defaults inside defaults (``${A:-${B:-${C}}}``) go this deep, no deeper."""
 
 
 def expand_vars(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
     """``text`` with ``${VAR}`` expanded; returns the result and the variables used.
 
+    ``${NAME:-default}`` is ``default`` when NAME is not set; the default may itself hold
+    references (``${A:-${B:-z}}``), expanded only when it is used, as a shell does.
     Raises ValueError with a readable reason on bad syntax or an unset variable.
     """
     used: list[str] = []
+    _expand(text, 0, environ, used, depth=0, evaluate=False)  # syntax first, all of it
+    value, _ = _expand(text, 0, environ, used, depth=0, evaluate=True)
+    return value, used
 
-    def replace(match: re.Match[str]) -> str:
-        if match["dollar"]:
-            return "$"
-        body = match["body"]
-        if not match["close"]:
+
+def _expand(
+    text: str,
+    pos: int,
+    environ: Mapping[str, str],
+    used: list[str],
+    *,
+    depth: int,
+    evaluate: bool,
+) -> tuple[str, int]:
+    """Expand from ``pos`` to the end (``depth`` 0) or to the ``}`` that closes a default
+    (returned at that index). With ``evaluate`` false, only the syntax is checked."""
+    out: list[str] = []
+    i = pos
+    while i < len(text):
+        char = text[i]
+        if char == "$" and text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif char == "$" and text.startswith("${", i):
+            value, i = _reference(text, i + 2, environ, used, depth=depth, evaluate=evaluate)
+            out.append(value)
+        elif char == "}" and depth > 0:
+            return "".join(out), i
+        else:
+            out.append(char)
+            i += 1
+    if depth > 0:
+        raise ValueError(f"unterminated ${{…}} in {text!r}")
+    return "".join(out), i
+
+
+def _reference(
+    text: str,
+    pos: int,
+    environ: Mapping[str, str],
+    used: list[str],
+    *,
+    depth: int,
+    evaluate: bool,
+) -> tuple[str, int]:
+    """One ``${…}`` whose body starts at ``pos``: its value and the index after its ``}``."""
+    name_match = _NAME.match(text, pos)
+    close = text.find("}", pos)
+    if name_match is None:
+        body = text[pos:close] if close >= 0 else text[pos:]
+        if close < 0:
             raise ValueError(f"unterminated ${{…}} in {text!r}")
-        parsed = _VAR_BODY.match(body)
-        if parsed is None:
-            raise ValueError(
-                f"bad variable reference ${{{body}}}: write ${{NAME}} or ${{NAME:-default}}"
-            )
-        name, default = parsed["name"], parsed["default"]
-        used.append(name)
-        if name in environ:
-            return environ[name]
-        if default is not None:
-            return default
         raise ValueError(
-            f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)"
+            f"bad variable reference ${{{body}}}: write ${{NAME}} or ${{NAME:-default}}"
         )
+    name, after = name_match.group(), name_match.end()
+    if text.startswith("}", after):
+        return (_lookup(name, environ, used) if evaluate else ""), after + 1
+    if not text.startswith(":-", after):
+        if close < 0:
+            raise ValueError(f"unterminated ${{…}} in {text!r}")
+        raise ValueError(
+            f"bad variable reference ${{{text[pos:close]}}}: write ${{NAME}} or ${{NAME:-default}}"
+        )
+    if depth + 1 > MAX_NESTING:
+        raise ValueError(f"defaults nested deeper than {MAX_NESTING} levels in {text!r}")
+    is_set = evaluate and name in environ
+    if evaluate:
+        used.append(name)
+    default, end = _expand(
+        text, after + 2, environ, used, depth=depth + 1, evaluate=evaluate and not is_set
+    )
+    return (environ[name] if is_set else default), end + 1
 
-    return _VAR.sub(replace, text), used
+
+def _lookup(name: str, environ: Mapping[str, str], used: list[str]) -> str:
+    used.append(name)
+    if name in environ:
+        return environ[name]
+    raise ValueError(
+        f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)"
+    )
 
 
 def _walk_strings(data: Any, path: DataPath = ()) -> Iterator[tuple[DataPath, str]]:

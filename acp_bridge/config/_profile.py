@@ -1,8 +1,9 @@
 """Agent profiles: how to start one external ACP agent and what it may touch (DESIGN §3).
 
-Every model is strict (unknown keys are errors) and every number has a documented maximum:
-a value that would exhaust memory or never end (``output_byte_limit: 1e13``) is a config
-error at load, not a crash mid-run.
+Every model is strict (unknown keys are errors) and every number has a documented maximum
+(``MAX_SECONDS`` for times, ``MAX_BYTES`` for sizes, ``MAX_COUNT`` for counts): a value that
+would exhaust memory or never end (``output_byte_limit: 1e13``) is a config error at load,
+not a crash mid-run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ MAX_SECONDS = 7 * 24 * 3600.0
 """The longest any timeout may be (a week): past it a run is lost, not slow."""
 MAX_BYTES = 1 << 30
 """The most any size limit may be (1 GiB): each is memory the bridge may hold at once."""
+MAX_COUNT = 1024
+"""The most any count of things held at once may be (terminals, say)."""
+MAX_REPAIR_TURNS = 10
+"""The most repair turns: each is a whole model turn."""
 
 
 class StrictModel(BaseModel):
@@ -118,13 +123,19 @@ class Timeouts(StrictModel):
 class TerminalSettings(StrictModel):
     enabled: bool = Field(True, description="serve the terminal/* methods to the agent")
     output_byte_limit: int = Field(
-        1_048_576, gt=0, description="most output bytes kept per terminal (the tail is kept)"
+        1_048_576,
+        gt=0,
+        le=MAX_BYTES,
+        description="most output bytes kept per terminal (the tail is kept)",
     )
     timeout: PositiveSeconds = Field(600, description="seconds one command may run")
-    max_concurrent: int = Field(8, gt=0, description="terminals running at once per session")
+    max_concurrent: int = Field(
+        8, gt=0, le=MAX_COUNT, description="terminals running at once per session"
+    )
     max_open: int = Field(
         64,
         gt=0,
+        le=MAX_COUNT,
         description="terminals created and not yet released per session (each keeps its "
         "output, up to output_byte_limit, until released)",
     )
@@ -133,8 +144,8 @@ class TerminalSettings(StrictModel):
 class FsSettings(StrictModel):
     read: bool = Field(True, description="serve fs/read_text_file to the agent")
     write: bool = Field(True, description="serve fs/write_text_file to the agent")
-    max_read_bytes: int = Field(16 * 1_048_576, gt=0)
-    max_write_bytes: int = Field(16 * 1_048_576, gt=0)
+    max_read_bytes: int = Field(16 * 1_048_576, gt=0, le=MAX_BYTES)
+    max_write_bytes: int = Field(16 * 1_048_576, gt=0, le=MAX_BYTES)
 
 
 class AuthSettings(StrictModel):
@@ -207,11 +218,15 @@ class AgentProfile(StrictModel):
     session: SessionSettings = Field(default_factory=SessionSettings)
     max_message_bytes: int = Field(
         64 * 1_048_576,
-        gt=0,
+        ge=4096,
+        le=MAX_BYTES,
         description="longest JSON-RPC line accepted from the agent; past it the run fails",
     )
     repair_turns: int = Field(
-        1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
+        1,
+        ge=0,
+        le=MAX_REPAIR_TURNS,
+        description="extra turns allowed to fix output that breaks output_schema",
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
     min_version: str | None = Field(

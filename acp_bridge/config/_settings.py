@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from acp_bridge.config._profile import (
     MAX_BYTES,
+    MAX_REPAIR_TURNS,
     EnvName,
     ExistingDir,
     ExistingFile,
@@ -30,6 +31,7 @@ class BashToolSettings(StrictModel):
     max_output_bytes: int = Field(
         65_536,
         ge=64,
+        le=MAX_BYTES,
         description="bytes kept per stream (stdout, stderr): the head and the tail, the middle cut",
     )
 
@@ -38,10 +40,13 @@ class SpawnToolSettings(StrictModel):
     enabled: bool = Field(True, description="offer the explicit spawn tool to host loops")
     timeout: PositiveSeconds = Field(600, description="seconds one spawn run may take")
     max_requests: int = Field(
-        25, gt=0, description="model requests one loop may make before it fails"
+        25, gt=0, le=10_000, description="model requests one loop may make before it fails"
     )
     repair_turns: int = Field(
-        1, ge=0, description="extra turns allowed to fix output that breaks output_schema"
+        1,
+        ge=0,
+        le=MAX_REPAIR_TURNS,
+        description="extra turns allowed to fix output that breaks output_schema",
     )
 
 
@@ -90,9 +95,13 @@ class ModelEntry(StrictModel):
         default_factory=dict, description="extra HTTP headers sent with every request"
     )
     request_timeout: PositiveSeconds = Field(120, description="seconds one model request may take")
-    max_retries: int = Field(2, ge=0, description="retries of a failed request (connection, 5xx)")
+    max_retries: int = Field(
+        2, ge=0, le=100, description="retries of a failed request (connection, 5xx)"
+    )
     temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0, description="most tokens in one answer")
+    max_tokens: int | None = Field(
+        None, gt=0, le=100_000_000, description="most tokens in one answer"
+    )
 
     @model_validator(mode="after")
     def _one_key_source(self) -> ModelEntry:
@@ -125,7 +134,9 @@ class ModelsConfig(StrictModel):
 
 
 class SubtasksConfig(StrictModel):
-    max_depth: int = Field(1, ge=0, description="subtask levels a run may open below the host")
+    max_depth: int = Field(
+        1, ge=0, le=16, description="subtask levels a run may open below the host"
+    )
 
 
 class AcpSection(StrictModel):

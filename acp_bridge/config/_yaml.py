@@ -4,13 +4,15 @@ Operators edit these files by hand, so every complaint about them must point at 
 spot. :func:`load_yaml` parses with ruamel.yaml (YAML 1.2: ``yes`` stays a string), turns
 the tree into plain Python data and keeps a position index beside it;
 :func:`problems_from_validation` maps pydantic's errors back onto that index and words them
-for people (``must be a positive number, got "ten"``).
+for people (``must be a positive number, got "ten"``). Every input is held to the limits of
+_yamlbounds.py (regular files only, size, depth, alias expansion, tags).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -22,6 +24,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from acp_bridge.config import _yamlcache as yamlcache
+from acp_bridge.config._yamlbounds import (
+    MAX_DEPTH,
+    Budget,
+    flow_depth_exceeds,
+    read_yaml_bytes,
+    tag_of,
+)
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
 
 DataPath = tuple[str | int, ...]
@@ -66,7 +75,7 @@ def load_yaml(path: Path) -> YamlDocument:
 
     An unchanged file is served from the parse cache (see yamlcache.py)."""
     try:
-        content = path.read_bytes()
+        content = read_yaml_bytes(path)
         cached = yamlcache.load(path, content)
         if cached is not None:
             data, values, keys = cached
@@ -88,6 +97,9 @@ def parse_yaml(text: str, path: Path) -> YamlDocument:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError
 
+    if flow_depth_exceeds(text):
+        top = SourceLocation(path, 1, 1)
+        raise ConfigError([Problem(f"more than {MAX_DEPTH} nested [ or {{ brackets", top)])
     yaml = YAML(typ="rt")
     try:
         root = yaml.load(text)
@@ -96,45 +108,61 @@ def parse_yaml(text: str, path: Path) -> YamlDocument:
         where = SourceLocation(path, mark.line + 1, mark.column + 1) if mark else None
         message = (exc.problem or exc.context or "invalid YAML").strip()
         raise ConfigError([Problem(f"invalid YAML: {message}", where)]) from exc
+    except RecursionError as exc:  # the composer recurses once per level
+        where = SourceLocation(path, 1, 1)
+        raise ConfigError([Problem("invalid YAML: nested far too deeply", where)]) from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        where = SourceLocation(path, 1, 1)
+        raise ConfigError([Problem(f"invalid YAML: {exc}", where)]) from exc
     doc = YamlDocument(path=path, data=None)
     lc = getattr(root, "lc", None)  # a root collection knows where it starts (after comments)
     doc.values[()] = (
         SourceLocation(path, lc.line + 1, lc.col + 1) if lc else SourceLocation(path, 1, 1)
     )
-    doc.data = _plain(root, (), doc)
+    doc.data = _plain(root, (), doc, Budget())
     return doc
 
 
-def _plain(node: Any, path: DataPath, doc: YamlDocument) -> Any:
-    """ruamel's round-trip node as plain Python data, recording positions on the way."""
+def _plain(node: Any, path: DataPath, doc: YamlDocument, budget: Budget) -> Any:
+    """ruamel's round-trip node as plain Python data, recording positions on the way;
+    within the budget of _yamlbounds.py (depth, values, tags)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 
-    def at(line: int, col: int) -> SourceLocation:
-        return SourceLocation(doc.path, line + 1, col + 1)
+    def at(position: Any) -> SourceLocation:
+        if not position:  # merged keys and tagged nodes may have no position of their own
+            return doc.locate(path)
+        return SourceLocation(doc.path, position[0] + 1, position[1] + 1)
 
+    too_much = budget.spend(len(path))
+    if too_much:
+        raise ConfigError([doc.problem(path, too_much)])
+    tag = tag_of(node)
+    if tag is not None:
+        raise ConfigError([doc.problem(path, f"unsupported YAML tag {tag}")])
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
+        positions = node.lc.data or {}
         for key in node:
             child = (*path, str(key))
-            key_line, key_col = node.lc.key(key)
-            value_line, value_col = node.lc.value(key)
-            doc.keys[child] = at(key_line, key_col)
-            doc.values[child] = at(value_line, value_col)
+            own = key in positions  # a key merged in with << has no position here
+            doc.keys[child] = at(node.lc.key(key) if own else None)
+            doc.values[child] = at(node.lc.value(key) if own else None)
             if not isinstance(key, str):
                 raise ConfigError(
                     [doc.problem(child, f"keys must be strings, got {key!r}", at_key=True)]
                 )
-            out[key] = _plain(node[key], child, doc)
+            out[key] = _plain(node[key], child, doc, budget)
         return out
     if isinstance(node, CommentedSeq):
         items = []
+        positions = node.lc.data or {}
         for index, item in enumerate(node):
             child = (*path, index)
-            doc.values[child] = at(*node.lc.item(index))
-            items.append(_plain(item, child, doc))
+            doc.values[child] = at(node.lc.item(index) if index in positions else None)
+            items.append(_plain(item, child, doc, budget))
         return items
-    if isinstance(node, TaggedScalar):
-        raise ConfigError([doc.problem(path, f"unsupported YAML tag {node.tag.value}")])
+    if isinstance(node, TaggedScalar):  # a core tag (!!str 1): the value as a string
+        return str(node.value)
     if isinstance(node, bool) or node is None:
         return node
     if isinstance(node, str):
@@ -143,7 +171,8 @@ def _plain(node: Any, path: DataPath, doc: YamlDocument) -> Any:
         return int(node)
     if isinstance(node, float):
         return float(node)
-    return node
+    what = type(node).__name__
+    raise ConfigError([doc.problem(path, f"unsupported YAML value ({what}); quote it")])
 
 
 # --- validation errors, worded for people --------------------------------------------
@@ -222,6 +251,9 @@ def _phrase(error: ErrorDetails, model: type[BaseModel]) -> str:
         return f"unknown key{hint}"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected', '?')}; got {got}"
+    raw = error.get("input")
+    if isinstance(raw, float) and not math.isfinite(raw):
+        return f"must be a finite number, got {got}"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         bound = {
             "greater_than": ("gt", "greater than"),
@@ -232,7 +264,8 @@ def _phrase(error: ErrorDetails, model: type[BaseModel]) -> str:
         limit = ctx.get(bound[0])
         if kind == "greater_than" and limit == 0:
             return f"must be a positive number, got {got}"
-        return f"must be {bound[1]} {limit}, got {got}"
+        shown = f"{limit:g}" if isinstance(limit, float) else limit
+        return f"must be {bound[1]} {shown}, got {got}"
     wanted = {
         "int_parsing": "a whole number",
         "int_type": "a whole number",

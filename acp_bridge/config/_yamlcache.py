@@ -22,7 +22,7 @@ from typing import Any
 
 from acp_bridge.errors import SourceLocation
 
-FORMAT = 1
+FORMAT = 2  # 2: documents parsed under the limits of _yamlbounds.py
 Positions = dict[tuple[str | int, ...], SourceLocation]
 
 
@@ -54,7 +54,7 @@ def load(path: Path, content: bytes) -> tuple[Any, Positions, Positions] | None:
     """(data, value positions, key positions) of ``path`` with this content, or None."""
     try:
         cached = json.loads(_entry(path).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(cached, dict) or cached.get("key") != _key(path, content):
         return None

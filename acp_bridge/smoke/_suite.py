@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from acp_bridge.config import StrictModel
+from acp_bridge.config import MAX_SECONDS, StrictModel
 from acp_bridge.config._yaml import DataPath, field_name, load_yaml, validate_located
 from acp_bridge.errors import ConfigError, SourceLocation
 
@@ -65,7 +65,7 @@ class Expect(StrictModel):
         default_factory=dict, description="workspace files afterwards: content, or checks"
     )
     permissions: list[PermissionExpect] = Field(default_factory=list)
-    max_duration: float | None = Field(None, gt=0, description="seconds")
+    max_duration: float | None = Field(None, gt=0, le=MAX_SECONDS, description="seconds")
 
     @model_validator(mode="before")
     @classmethod
@@ -88,7 +88,7 @@ class Case(StrictModel):
     tools: list[str] | None = Field(None, description="spawn/ask: tools offered")
     model: str | None = None
     output_schema: str | None = None
-    timeout: float | None = Field(None, gt=0, description="seconds for the run")
+    timeout: float | None = Field(None, gt=0, le=MAX_SECONDS, description="seconds for the run")
     files: dict[str, str] = Field(
         default_factory=dict, description="files written into the fresh workspace first"
     )
@@ -112,7 +112,7 @@ class Case(StrictModel):
 class Defaults(StrictModel):
     entry: EntryName | None = None
     agents: list[str] | None = None
-    timeout: float | None = Field(None, gt=0)
+    timeout: float | None = Field(None, gt=0, le=MAX_SECONDS)
     model: str | None = None
     tools: list[str] | None = None
     output_schema: str | None = None

@@ -111,3 +111,13 @@ def test_an_agent_that_ignores_sigterm_and_eof_is_killed(harness: AgentHarness) 
     assert result.status == "done" and result.output == "ANSWER"
     notes = [n["note"] for n in transcript_lines(result) if n["dir"] == "note"]
     assert any("SIGKILL" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("bad", ["missing", "directory"])
+def test_a_bad_command_names_the_file_and_line_that_set_it(harness: AgentHarness, bad: str) -> None:
+    command = "no-such-agent-anywhere" if bad == "missing" else str(harness.workspace)
+    result = harness.run("bad", "go", harness.config({"bad": {"command": command}}))
+    assert result.meta.error_code == ErrorCode.SPAWN_FAILED
+    expected = "command not found" if bad == "missing" else "it is a directory"
+    assert expected in result.error
+    assert "acp-bridge.yaml:9:16: acp.agents[0].command)" in result.error, result.error

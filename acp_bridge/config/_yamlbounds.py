@@ -1,0 +1,120 @@
+"""The limits every YAML input is held to (config files, profile files, smoke suites).
+
+Config is input like any other: a file that is not what it claims to be must be a located
+error, never a hang, a traceback or an exhausted memory.
+
+- Only regular files, opened without blocking: a FIFO, a device (``/dev/zero``), a socket
+  or a directory named as a config is refused before a byte is read (a FIFO would block
+  forever, ``/dev/zero`` never ends).
+- At most :data:`MAX_YAML_BYTES` per file.
+- At most :data:`MAX_DEPTH` levels of nesting (deeper, ruamel.yaml's composer recurses
+  past the interpreter's limit, and its scanner slows down quadratically on nested flow
+  sequences: 3 000 ``[`` took 8 s, so brackets are counted before it sees the text) and
+  :data:`MAX_NODES` values in the data it becomes:
+  aliases are expanded when the document becomes plain data, so ten lines of anchors
+  (a "billion laughs") would otherwise become billions of values.
+- Tags: the core ones (``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``, ``!!map``,
+  ``!!seq``) are plain values; any other (``!custom``, ``!!python/object``, ``!!binary``,
+  ``!!set``, ``!!omap``, ``!!timestamp``) is an error at its line and column, as is a
+  value the config has no use for (a date, bytes, a set).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_YAML_BYTES = 4 << 20
+MAX_DEPTH = 64
+MAX_NODES = 50_000
+CORE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
+)
+_KINDS = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a directory",
+}
+
+
+class NotAYamlFile(OSError):
+    """The path is not a regular file, or is too big (``strerror`` says which)."""
+
+
+def read_yaml_bytes(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
+    Raises OSError (NotAYamlFile for the refusals) — never blocks on a FIFO."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+            raise NotAYamlFile(errno.EINVAL, f"not a regular file: it is {kind}", str(path))
+        if info.st_size > limit:
+            raise NotAYamlFile(
+                errno.EFBIG, f"{info.st_size} bytes; at most {limit} are read", str(path)
+            )
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # it grew while we read
+                raise NotAYamlFile(errno.EFBIG, f"more than {limit} bytes", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def flow_depth_exceeds(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether flow brackets nest deeper than ``limit``. Conservative: brackets inside
+    quoted strings count too (only a string with ``limit`` unclosed brackets is refused)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the usual case, in two C-speed passes
+    depth = 0
+    for bracket in _NOT_A_BRACKET.sub("", text):
+        if bracket in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+def tag_of(node: Any) -> str | None:
+    """The explicit tag of a ruamel node, if it has one that is not a core tag."""
+    tag = getattr(node, "tag", None)
+    value = getattr(tag, "value", None)
+    if value is None or value in CORE_TAGS:
+        return None
+    return str(value)
+
+
+@dataclass
+class Budget:
+    """How much plain data one document may become (counted as it is built)."""
+
+    nodes: int = 0
+
+    def spend(self, depth: int) -> str | None:
+        """Count one more value at ``depth``; why it is one too many, if it is."""
+        self.nodes += 1
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if self.nodes > MAX_NODES:
+            return (
+                f"the document expands to more than {MAX_NODES} values "
+                "(anchors and aliases included)"
+            )
+        return None

@@ -10,6 +10,7 @@ _yamlbounds.py (regular files only, size, depth, alias expansion, tags).
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import json
 import math
@@ -171,6 +172,8 @@ def _plain(node: Any, path: DataPath, doc: YamlDocument, budget: Budget) -> Any:
         return int(node)
     if isinstance(node, float):
         return float(node)
+    if isinstance(node, datetime.date):  # a plain string in YAML 1.2: read it as one
+        return node.isoformat()
     what = type(node).__name__
     raise ConfigError([doc.problem(path, f"unsupported YAML value ({what}); quote it")])
 

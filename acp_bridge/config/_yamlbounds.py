@@ -15,8 +15,8 @@ error, never a hang, a traceback or an exhausted memory.
   (a "billion laughs") would otherwise become billions of values.
 - Tags: the core ones (``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``, ``!!map``,
   ``!!seq``) are plain values; any other (``!custom``, ``!!python/object``, ``!!binary``,
-  ``!!set``, ``!!omap``, ``!!timestamp``) is an error at its line and column, as is a
-  value the config has no use for (a date, bytes, a set).
+  ``!!set``) is an error at its line and column, as is a value the config has no use for
+  (bytes, a set). An unquoted date is read as the string it is in YAML 1.2.
 """
 
 from __future__ import annotations

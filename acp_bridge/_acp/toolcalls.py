@@ -9,6 +9,10 @@ What is kept of an announcement is bounded (:func:`kept`): the title, kind and s
 most :data:`MAX_LOCATIONS` locations, the paths of ``diff`` content, and of ``rawInput``
 only the fields the policy reads — path-like ones and the command — each cut to a size.
 A tool call's ``rawInput`` may hold a whole file; none of that is needed to judge it.
+
+:func:`command_of` is the command a tool call runs, as the policy parses it: ``rawInput``'s
+``command`` (a shell line, or an argv such as codex's ``["bash", "-lc", "…"]``), else, for an
+``execute`` tool call, its title with surrounding backticks removed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_bridge._acp.schema import ToolCallUpdate
+from acp_bridge._os.cmdline import Command, from_argv, parse_line
 
 RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
 RAW_COMMAND_KEYS = ("command", "cmd", "argv")
@@ -101,3 +106,26 @@ def overlay(earlier: ToolCallUpdate | None, later: ToolCallUpdate) -> ToolCallUp
 def announced(earlier: ToolCallUpdate | None, update: ToolCallUpdate) -> ToolCallUpdate:
     """What is kept of a tool call after one more update of it (bounded, see :func:`kept`)."""
     return overlay(earlier, kept(update))
+
+
+def command_of(tool: ToolCallUpdate) -> Command | None:
+    """The command a tool call runs (see the module doc), parsed; None when it names none."""
+    raw = tool.raw_input if isinstance(tool.raw_input, dict) else {}
+    for key in RAW_COMMAND_KEYS:
+        value = _small(raw.get(key))
+        if isinstance(value, str) and value.strip():
+            return parse_line(value)
+        if isinstance(value, list) and value:
+            return from_argv(value)
+    if tool.kind == "execute" and tool.title:
+        return parse_line(unquoted(tool.title))
+    return None
+
+
+def unquoted(title: str) -> str:
+    """A title without the backticks or quotes some agents put around a command."""
+    text = title.strip()
+    for mark in ("```", "`", '"', "'"):
+        if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
+            return text[len(mark) : -len(mark)].strip()
+    return text

@@ -87,12 +87,41 @@ ToolKind = Literal[
 PermissionMode = Literal["deny-all", "read-only", "workspace-write", "approve-all"]
 
 
+def _command_pattern(pattern: str) -> str:
+    from acp_bridge._os.cmdline import parse_line
+
+    parsed = parse_line(pattern)
+    if not parsed.simple:
+        raise ValueError(
+            "must be the leading words of one command (globs allowed), "
+            f"without shell operators: got {pattern!r}"
+        )
+    return pattern
+
+
 class PermissionRule(StrictModel):
-    """First matching rule decides; a rule with no matcher matches every tool call."""
+    """First matching rule decides; a rule with no matcher matches every tool call.
+
+    ``command`` matches the *parsed* command (see docs/how-to/configure.md): its words must
+    begin with the pattern's words. An ``allow`` rule (by ``command`` or, for ``execute``
+    tool calls, by ``title``) never matches a line of several commands (``;``, ``&&``,
+    ``|``, newline, redirection…) unless it says ``compound: true``; a ``reject`` or ``ask``
+    rule matches if any command of the line does."""
 
     kind: ToolKind | None = Field(None, description="ACP tool kind the rule applies to")
     title: str | None = Field(
         None, description="glob on the tool call title, case-insensitive (e.g. 'git *')"
+    )
+    command: Annotated[str, AfterValidator(_command_pattern)] | None = Field(
+        None,
+        description="the command's leading words, each a glob (e.g. 'npm test', 'git *'), "
+        "matched on the parsed command line, never on the raw text",
+    )
+    compound: bool = Field(
+        False,
+        description="allow rules only: also match a line of several commands (; && || | & "
+        "newline, redirections) when every one of them matches; $(…), backticks, subshells "
+        "and NAME=value prefixes never match",
     )
     decision: Literal["allow", "reject", "ask"]
 

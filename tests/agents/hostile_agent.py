@@ -15,6 +15,10 @@ Usage: ``python hostile_agent.py MODE [N]``. Modes:
 - ``slow-exit``: answers, then ignores SIGTERM and stdin EOF (shutdown needs SIGKILL).
 - ``snoop``: tries to read its parent's (the bridge's) ``/proc/<ppid>/environ``; answers
   ``READ: <the environment>`` or ``REFUSED: <why>``.
+- ``zed``: like zed's claude-code-acp: a ``tool_call`` update says ``kind: execute``, title
+  ``run echo hello`` and (unless N is 0) ``rawInput.command``; the permission request that
+  follows leaves ``kind`` out; then ``terminal/create`` runs ``echo hello`` (or the line in
+  ``HOSTILE_COMMAND``). Answers with a JSON report of what it was told.
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ def send(message: dict[str, Any]) -> None:
     raw(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
 
 
-def update(kind: Any, **fields: Any) -> None:
+def update(update_kind: Any, **fields: Any) -> None:
     send(
         {
             "method": "session/update",
-            "params": {"sessionId": SESSION, "update": {"sessionUpdate": kind, **fields}},
+            "params": {"sessionId": SESSION, "update": {"sessionUpdate": update_kind, **fields}},
         }
     )
 
@@ -201,6 +205,41 @@ def malformed(prompt_id: Any) -> None:
     send({"id": prompt_id, "result": {"stopReason": "end_turn", "usage": usage}})
 
 
+def call(method: str, params: dict[str, Any], request_id: str) -> dict[str, Any]:
+    """A request to the client and its reply (anything else read meanwhile is dropped)."""
+    send({"id": request_id, "method": method, "params": params})
+    while (message := read()) is not None:
+        if "method" not in message and message.get("id") == request_id:
+            return message
+    sys.exit(0)
+
+
+def zed(prompt_id: Any) -> None:
+    tool: dict[str, Any] = {"toolCallId": "call_zed", "title": "run echo hello"}
+    command = os.environ.get("HOSTILE_COMMAND", "echo hello")
+    raw_input = {"command": command, "description": "say hello"} if COUNT else None
+    update("tool_call", kind="execute", status="pending", rawInput=raw_input, **tool)
+    options = [
+        {"optionId": "yes", "name": "Yes", "kind": "allow_once"},
+        {"optionId": "no", "name": "No", "kind": "reject_once"},
+    ]
+    asked = call(
+        "session/request_permission",
+        {"sessionId": SESSION, "toolCall": tool, "options": options},  # no kind, as zed
+        "p1",
+    )
+    report: dict[str, Any] = {"permission": asked.get("result", asked.get("error"))}
+    created = call("terminal/create", {"sessionId": SESSION, "command": command}, "t1")
+    if "result" in created:
+        ref = {"sessionId": SESSION, "terminalId": created["result"]["terminalId"]}
+        call("terminal/wait_for_exit", ref, "t2")
+        report["output"] = call("terminal/output", ref, "t3")["result"]["output"]
+    else:
+        report["terminal_error"] = created["error"]["message"]
+    chunk(json.dumps(report))
+    send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
+
+
 def main() -> None:
     prompt = handshake()
     if MODE == "deaf":
@@ -222,6 +261,8 @@ def main() -> None:
             chunk(f"{n:08d}" + "x" * 1016)
         chunk("\nEND", messageId=None)
         send({"id": rid, "result": {"stopReason": "end_turn"}})
+    elif MODE == "zed":
+        zed(rid)
     elif MODE == "snoop":
         try:
             with open(f"/proc/{os.getppid()}/environ", "rb") as file:

@@ -121,3 +121,47 @@ def test_a_bad_command_names_the_file_and_line_that_set_it(harness: AgentHarness
     expected = "command not found" if bad == "missing" else "it is a directory"
     assert expected in result.error
     assert "acp-bridge.yaml:9:16: acp.agents[0].command)" in result.error, result.error
+
+
+@pytest.mark.parametrize(
+    ("raw_input", "expected"),
+    [
+        # rawInput.command names it: the request (kind left out, as zed's claude-code-acp
+        # does) is judged as the execute its tool_call announced, and the terminal follows.
+        ("1", {"permission": {"outcome": {"outcome": "selected", "optionId": "yes"}}}),
+        # Only the title names it ("run echo hello"): no command rule matches that, so the
+        # request is refused — and so is the terminal it leads to, though its text alone
+        # ("echo hello") would match the rule: one decision.
+        ("0", {"permission": {"outcome": {"outcome": "selected", "optionId": "no"}}}),
+    ],
+    ids=["raw-input", "title-only"],
+)
+def test_a_zed_style_request_and_its_terminal_are_one_decision(
+    harness: AgentHarness, raw_input: str, expected: dict[str, Any]
+) -> None:
+    rules = [{"kind": "execute", "command": "echo hello", "decision": "allow"}]
+    config = hostile(harness, "zed", raw_input, permissions={"rules": rules})
+    result = harness.run("hostile", "go", config)
+    assert result.status == "done", result.error
+    report = json.loads(result.output)
+    assert report["permission"] == expected["permission"]
+    if raw_input == "1":
+        assert report["output"] == "hello\n"
+        assert [p.kind for p in result.meta.permissions or []] == ["execute"]
+    else:
+        assert (
+            "refused with the permission request of tool call call_zed"
+            in (report["terminal_error"])
+        )
+
+
+def test_a_terminal_line_that_walks_around_a_rule_is_refused(harness: AgentHarness) -> None:
+    rules = [{"kind": "execute", "title": "echo hello*", "decision": "allow"}]
+    marker = harness.workspace / "pwned"
+    env = {"HOSTILE_COMMAND": f"echo hello; touch {marker}"}  # what the agent will run
+    config = hostile(harness, "zed", "1", permissions={"rules": rules}, env=env)
+    result = harness.run("hostile", "go", config)
+    report = json.loads(result.output)
+    assert report["permission"]["outcome"]["optionId"] == "no"
+    assert "refused" in report["terminal_error"]
+    assert not marker.exists()

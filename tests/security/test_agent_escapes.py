@@ -196,12 +196,43 @@ async def test_a_granted_ask_covers_the_request_that_follows(world: World) -> No
         return True
 
     steps = [
-        {"op": "permission", "kind": "execute", "title": "create a file"},
+        # The request and the terminal it leads to are one decision, linked by the command
+        # (rawInput.command here; the title would do too): the host is asked once.
+        {
+            "op": "permission",
+            "kind": "execute",
+            "title": "create a file",
+            "rawInput": {"command": "touch granted.txt"},
+        },
         {"op": "terminal", "command": "touch granted.txt"},  # covered by the grant above
         {"op": "terminal", "command": "touch unasked.txt"},  # not asked for: the host decides
+        {"op": "terminal", "command": "touch granted.txt"},  # a grant covers one command
     ]
     rules = "      permissions: {rules: [{kind: execute, decision: ask}]}\n"
     _, replies = await run_probe(world, steps, profile=rules, hook=host)
     assert all(r["ok"] for r in replies), replies
-    assert asked == ["create a file", "touch unasked.txt"]
+    assert asked == ["create a file", "touch unasked.txt", "touch granted.txt"]
     assert (world.ws / "granted.txt").exists() and (world.ws / "unasked.txt").exists()
+
+
+async def test_a_grant_does_not_cover_a_different_command(world: World) -> None:
+    asked: list[str] = []
+
+    async def host(question: Any) -> bool:
+        asked.append(question.title)
+        return question.title == "create a file"
+
+    steps = [
+        {
+            "op": "permission",
+            "kind": "execute",
+            "title": "create a file",
+            "rawInput": {"command": "touch granted.txt"},
+        },
+        {"op": "terminal", "command": "touch granted.txt; touch sneaky.txt"},
+    ]
+    rules = "      permissions: {rules: [{kind: execute, decision: ask}]}\n"
+    _, replies = await run_probe(world, steps, profile=rules, hook=host)
+    assert replies[0]["ok"] and not replies[1]["ok"], replies
+    assert asked == ["create a file", "touch granted.txt; touch sneaky.txt"]
+    assert not (world.ws / "sneaky.txt").exists()

@@ -35,9 +35,10 @@ from acp_bridge._acp.services.permissions import (
     PermissionLedger,
     PermissionPolicy,
 )
-from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._acp.services.terminals import TerminalService, shell_argv
 from acp_bridge._acp.toolcalls import overlay
 from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._os.cmdline import Command, from_argv, parse_line
 from acp_bridge._os.race import race
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile
@@ -48,17 +49,24 @@ from acp_bridge.events import EventSink
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
 
 
-def _describe_read(request: ReadTextFileParams) -> tuple[str, str, tuple[str, ...]]:
-    return f"Read {request.path}", request.path, (request.path,)
+Described = tuple[str, str, tuple[str, ...], Command | None]
+"""A served request as the policy judges it: title, target, locations, command."""
 
 
-def _describe_write(request: WriteTextFileParams) -> tuple[str, str, tuple[str, ...]]:
-    return f"Write {request.path}", request.path, (request.path,)
+def _describe_read(request: ReadTextFileParams) -> Described:
+    return f"Read {request.path}", request.path, (request.path,), None
 
 
-def _describe_command(request: CreateTerminalParams) -> tuple[str, str, tuple[str, ...]]:
+def _describe_write(request: WriteTextFileParams) -> Described:
+    return f"Write {request.path}", request.path, (request.path,), None
+
+
+def _describe_command(request: CreateTerminalParams) -> Described:
     line = " ".join([request.command, *request.args])
-    return line, line, ()
+    # Judged as it will run: an argv as it is, a shell line by what the shell will run.
+    argv = shell_argv(request.command, request.args)
+    command = parse_line(argv[2]) if argv[:2] == ["/bin/sh", "-c"] else from_argv(argv)
+    return line, line, (), command
 
 
 class ClientServices:
@@ -146,14 +154,14 @@ class ClientServices:
         method: str,
         kind: str,
         params: type[ParamsT],
-        describe: Callable[[ParamsT], tuple[str, str, tuple[str, ...]]],
+        describe: Callable[[ParamsT], Described],
         serve: Callable[[ParamsT], Awaitable[Reply]],
     ) -> Route[ParamsT]:
         """``serve`` behind the permission policy, its refusals recorded."""
 
         async def judged(request: ParamsT) -> Reply:
-            title, target, locations = describe(request)
-            allowed, reason = await self.policy.judge_served(kind, title, locations)
+            title, target, locations, command = describe(request)
+            allowed, reason = await self.policy.judge_served(kind, title, locations, command)
             if not allowed:
                 self.refusals.append(RefusalRecord(method=method, target=target, reason=reason))
                 raise RequestError(

@@ -1,7 +1,15 @@
 """Answering ``session/request_permission``: policy, host hook, option choice, ledger.
 
-Order of decision: the profile's rules, first match wins (by tool kind and a case-insensitive
-glob on the title); then the mode. The locations a tool call names are its ``locations``,
+Order of decision: the profile's rules, first match wins (by tool kind, a case-insensitive
+glob on the title, and the leading words of its *parsed* command); then the mode. A
+request's tool call is judged whole: the services lay it over what the turn announced for
+its id first (toolcalls.py). The command of a tool call is ``rawInput.command`` (a line or an
+argv), else an ``execute`` call's title; it is read by ``_os/cmdline.py``, never globbed raw:
+an ``allow`` rule (by ``command``, or by ``title`` on an ``execute`` call) never matches a
+line of several commands unless it says ``compound: true`` (and then only when every command
+of the line matches it, and the line has no ``$(…)``, backticks, subshell or assignment); a
+``reject`` or ``ask`` rule matches when any command of the line does, those inside ``$(…)``
+included. The locations a tool call names are its ``locations``,
 the paths of its ``diff`` content, and path-like fields of its ``rawInput`` (``path``,
 ``file_path``, … — agents such as fast-agent name the file only there); relative ones are
 taken from the session cwd.
@@ -33,17 +41,18 @@ answered ``cancelled`` as the protocol requires.
 
 The same policy judges what the bridge *serves*, whether or not the agent asked first
 (:meth:`PermissionPolicy.judge_served`): a file read is a ``read`` of its path, a write an
-``edit`` of its path, ``terminal/create`` an ``execute`` of its command line. An agent that
-skips ``session/request_permission`` gains nothing. So that a host is not asked twice, an
-``ask`` the host already granted through the agent's own request covers one following
-served request of the same kind.
+``edit`` of its path, ``terminal/create`` an ``execute`` of its command. An agent that skips
+``session/request_permission`` gains nothing. A permission request and the served request it
+leads to are one decision (linked.py): a served request about the command or path a request
+was decided for gets that decision (so a host is not asked twice, and a title rule that
+matched the request cannot be dodged by the terminal's different text).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +65,9 @@ from acp_bridge._acp.schema import (
     ToolCallUpdate,
     permission_selected,
 )
+from acp_bridge._acp.services.linked import Decisions, command_keys, path_keys
+from acp_bridge._acp.toolcalls import RAW_PATH_KEYS, command_of, unquoted
+from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import PermissionRule, Permissions
 from acp_bridge.envelope import PermissionRecord
@@ -64,7 +76,6 @@ from acp_bridge.errors import SandboxViolation
 Decision = Literal["allow", "reject", "ask"]
 LOOKING_KINDS = frozenset({"read", "search"})
 HARMLESS_KINDS = frozenset({"think", "fetch"})
-RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
 log = logging.getLogger("acp_bridge.permissions")
 
 
@@ -78,6 +89,9 @@ class PermissionQuestion:
     locations: tuple[str, ...]
     options: tuple[PermissionOption, ...]
     raw_input: Any = None
+    command: str = ""
+    """The command line it runs, as judged ("" when it names no command)."""
+    parsed: Command | None = field(default=None, repr=False, compare=False)
 
 
 PermissionHook = Callable[[PermissionQuestion], Awaitable[bool]]
@@ -102,10 +116,34 @@ class PermissionLedger:
         return f"{n} permission request{'s' if n > 1 else ''} refused"
 
 
-def _rule_matches(rule: PermissionRule, kind: str, title: str) -> bool:
-    if rule.kind is not None and rule.kind != kind:
+@functools.lru_cache(maxsize=256)
+def _pattern(command: str) -> tuple[str, ...]:
+    return parse_line(command).words
+
+
+def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
+    if rule.kind is not None and rule.kind != question.kind:
         return False
-    return rule.title is None or fnmatch.fnmatchcase(title.lower(), rule.title.lower())
+    command, allow = question.parsed, rule.decision == "allow"
+    whole = command is None or command.simple or (rule.compound and command.only_operators)
+    if rule.command is not None:
+        if command is None:
+            return False
+        pattern = _pattern(rule.command)
+        if allow:  # every command of the line, and a line that can be judged at all
+            return whole and all(prefix_matches(pattern, words) for words in command.parts)
+        return any(prefix_matches(pattern, words) for words in command.every_part())
+    if rule.title is None:
+        return True
+    glob = rule.title.lower()
+    if fnmatch.fnmatchcase(question.title.lower(), glob):
+        # A title glob allows an execute call only when its command is one command.
+        return not (allow and question.kind == "execute" and not whole)
+    if not allow and command is not None:  # reject / ask: any command of the line
+        return any(
+            fnmatch.fnmatchcase(" ".join(words).lower(), glob) for words in command.every_part()
+        )
+    return False
 
 
 def _named_paths(tool: ToolCallUpdate) -> Iterator[Any]:
@@ -200,13 +238,13 @@ class PermissionPolicy:
         self.permission_hook = permission_hook
         self.ledger = ledger or PermissionLedger()
         self.cwd = cwd
-        self._granted: Counter[str] = Counter()
-        """Per kind: asks the host granted through a permission request, not yet served."""
+        self.decisions = Decisions()
+        """Decided permission requests, for the served requests they lead to (linked.py)."""
 
     def static_verdict(self, question: PermissionQuestion) -> tuple[Decision, str]:
         """Rules, then the mode: allow, reject, or ask (the hook is not called here)."""
         for index, rule in enumerate(self.settings.rules):
-            if _rule_matches(rule, question.kind, question.title):
+            if _rule_matches(rule, question):
                 return rule.decision, f"rule {index + 1} ({rule.decision})"
         return _mode_verdict(self.settings, self.roots, question)
 
@@ -215,22 +253,26 @@ class PermissionPolicy:
         decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason
-        allowed, reason = await self._ask_host(question, reason)
-        if allowed:
-            self._granted[question.kind] += 1
-        return allowed, reason
+        return await self._ask_host(question, reason)
 
     async def judge_served(
-        self, kind: str, title: str, locations: tuple[str, ...]
+        self,
+        kind: str,
+        title: str,
+        locations: tuple[str, ...],
+        command: Command | None = None,
     ) -> tuple[bool, str]:
-        """(allow?, reason) for a request the bridge is about to serve, asked for or not."""
-        question = PermissionQuestion("", title, kind, locations, ())
+        """(allow?, reason) for a request the bridge is about to serve, asked for or not:
+        the decision of the permission request it follows, if any, else the policy."""
+        keys = command_keys(command) if command is not None else path_keys(kind, locations)
+        linked = self.decisions.decide(keys)
+        if linked is not None:
+            return linked
+        line = command.line if command is not None else ""
+        question = PermissionQuestion("", title, kind, locations, (), None, line, command)
         decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason
-        if self._granted[kind] > 0:  # the host said yes to the agent's request for this
-            self._granted[kind] -= 1
-            return True, f"{reason}: granted by the host through the agent's request"
         return await self._ask_host(question, reason)
 
     async def _ask_host(self, question: PermissionQuestion, reason: str) -> tuple[bool, str]:
@@ -245,6 +287,7 @@ class PermissionPolicy:
 
     def question(self, params: RequestPermissionParams) -> PermissionQuestion:
         tool = params.tool_call
+        command = command_of(tool)
         return PermissionQuestion(
             tool_call_id=tool.tool_call_id,
             title=tool.title or "",
@@ -252,6 +295,8 @@ class PermissionPolicy:
             locations=named_locations(tool, self.cwd),
             options=tuple(params.options),
             raw_input=tool.raw_input,
+            command=command.line if command is not None else "",
+            parsed=command,
         )
 
     async def answer(
@@ -265,6 +310,10 @@ class PermissionPolicy:
             # Only reject options offered: we cannot say yes, so we say the closest no.
             allowed, reason = False, f"{reason}; no allow option offered"
             option = choose_option(question.options, False)
+        title = unquoted(question.title) if question.kind == "execute" else ""
+        keys = command_keys(question.parsed, title)
+        keys |= path_keys(question.kind, question.locations)
+        self.decisions.remember(keys, allowed, reason, question.tool_call_id)
         record = self.record(
             question,
             "allowed" if allowed else "rejected",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -32,17 +32,24 @@ from acp_bridge.errors import AgentExitedError, BridgeError, RunTimeout
 
 MAX_QUEUED_BYTES = 8 << 20
 """Bytes waiting for the agent to read them before senders have to wait."""
+BATCH_BYTES = 64 << 10
+"""Queued messages are written together up to this many bytes: one send, one flush."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Outgoing:
-    """One message on its way; ``written`` is set once it is out (or dropped)."""
+    """One message on its way; ``written`` (made only for a sender that waits for it) is
+    set once it is out or dropped. A flood of replies costs their bytes, little more."""
 
     data: bytes
     label: str
     request_id: int | None = None
-    written: anyio.Event = field(default_factory=anyio.Event)
+    written: anyio.Event | None = None
     sent: bool = False
+
+    def done(self) -> None:
+        if self.written is not None:
+            self.written.set()
 
 
 class Outbox:
@@ -88,6 +95,8 @@ class Outbox:
         ``written_within``, also wait that long for it to be written; whether it was.
         A message that will never be written is handed to ``on_drop``."""
         message = Outgoing(data, label, request_id)
+        if written_within is not None:
+            message.written = anyio.Event()
         while self._queue and self._queued_bytes + len(data) > self._max_bytes:
             self._check()
             self._room = self._room if not self._room.is_set() else anyio.Event()
@@ -98,6 +107,7 @@ class Outbox:
         self._wake.set()
         if written_within is None:
             return False
+        assert message.written is not None
         with anyio.move_on_after(written_within):
             await message.written.wait()
         return message.sent
@@ -119,35 +129,52 @@ class Outbox:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                     continue
-                message = self._queue[0]
-                if not await self._write(message):
+                batch = self._batch()
+                if not await self._write(batch):
                     return
-                self._queue.popleft()
-                self._queued_bytes -= len(message.data)
+                for message in batch:
+                    self._queue.popleft()
+                    self._queued_bytes -= len(message.data)
+                    message.done()
                 self._room.set()
-                message.written.set()
         finally:
             self._drop_all(self.failure or AgentExitedError("the connection closed"))
 
-    async def _write(self, message: Outgoing) -> bool:
+    def _batch(self) -> list[Outgoing]:
+        """The messages at the front of the queue, up to BATCH_BYTES (at least one)."""
+        batch: list[Outgoing] = []
+        size = 0
+        for message in self._queue:
+            if batch and size + len(message.data) > BATCH_BYTES:
+                break
+            batch.append(message)
+            size += len(message.data) + 1
+        return batch
+
+    async def _write(self, batch: list[Outgoing]) -> bool:
+        data = b"".join(message.data + b"\n" for message in batch)
         with anyio.CancelScope(deadline=self.deadline) as scope:
             self._writing = scope
             try:
-                await self._send.send(message.data + b"\n")
+                await self._send.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 self.failure = AgentExitedError("the agent closed its stdin")
                 return False
             finally:
                 self._writing = None
         if scope.cancelled_caught:
+            first = batch[0]
             self.failure = RunTimeout(
-                f"the agent stopped reading its stdin: {message.label} "
-                f"({len(message.data)} bytes) could not be written before the deadline"
+                f"the agent stopped reading its stdin: {first.label} "
+                f"({len(first.data)} bytes) could not be written before the deadline"
             )
             return False
-        message.sent = True
+        for message in batch:
+            message.sent = True
+            if self._transcript is not None:
+                self._transcript.outgoing(message.data, flush=False)
         if self._transcript is not None:
-            self._transcript.outgoing(message.data)
+            self._transcript.flush()  # once per batch: a killed bridge still leaves it
         return True
 
     def _drop_all(self, why: BridgeError) -> None:
@@ -158,7 +185,7 @@ class Outbox:
                 self._transcript.note(
                     f"not sent: {message.label} ({len(message.data)} bytes): {failure}"
                 )
-            message.written.set()
+            message.done()
             if self._on_drop is not None:
                 self._on_drop(message, failure)
         self._queue.clear()

@@ -115,14 +115,15 @@ class Transcript:
         """A JSON message received from the agent, as the bytes it arrived in."""
         self._line(b'"in","msg"', raw_json)
 
-    def outgoing(self, raw_json: bytes) -> None:
+    def outgoing(self, raw_json: bytes, *, flush: bool = True) -> None:
         """A JSON message we sent (``raw_json`` without its newline).
 
-        Flushes: what we send is rare next to the update stream, so this keeps the file
-        current (a killed bridge still leaves a useful transcript) for the cost of one
-        write per request or reply, not one per update."""
+        Flushes (the outbox, once per batch it wrote): what we send is rare next to the
+        update stream, so this keeps the file current (a killed bridge still leaves a
+        useful transcript) for the cost of one write per batch, not one per update."""
         self._line(b'"out","msg"', raw_json)
-        self.flush()
+        if flush:
+            self.flush()
 
     def flush(self) -> None:
         if self._file is not None:

@@ -18,12 +18,16 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 _FENCE = re.compile(r"\A```[\w+.-]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
+_ONE_LINE_FENCE = re.compile(r"\A```(?:(?i:json5?|jsonc|js|javascript)\b)?(?P<body>[^\n]*?)```\Z")
+MAX_SCHEMA_BYTES = 4 << 20
+"""The largest JSON Schema file read (a schema is a page, not a data set)."""
 
 
 def strip_code_fence(text: str) -> str:
-    """Surrounding whitespace and one enclosing Markdown code fence removed."""
+    """Surrounding whitespace and one enclosing Markdown code fence removed (a fence over
+    lines, or all on one line: ```json {"ok": true}```)."""
     text = text.strip()
-    match = _FENCE.match(text)
+    match = _FENCE.match(text) or _ONE_LINE_FENCE.match(text)
     return match.group("body").strip() if match else text
 
 
@@ -71,7 +75,13 @@ class SchemaRegistry:
         from jsonschema.validators import validator_for
 
         try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
+            with path.open("rb") as file:  # a regular file: the config's ExistingFile checked
+                data = file.read(MAX_SCHEMA_BYTES + 1)
+            if len(data) > MAX_SCHEMA_BYTES:
+                raise ConfigError(
+                    f"{path}: output schema {label!r}: larger than {MAX_SCHEMA_BYTES} bytes"
+                )
+            schema = json.loads(data.decode("utf-8"))
             cls = validator_for(schema)
             cls.check_schema(schema)
         except OSError as exc:
@@ -81,6 +91,9 @@ class SchemaRegistry:
                 f"{path}:{exc.lineno}:{exc.colno}: output schema {label!r}: "
                 f"not valid JSON: {exc.msg}"
             ) from exc
+        except (UnicodeDecodeError, RecursionError) as exc:
+            what = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
+            raise ConfigError(f"{path}: output schema {label!r}: {what}") from exc
         except jsonschema.SchemaError as exc:
             raise ConfigError(
                 f"{path}: output schema {label!r}: not a valid JSON Schema: {exc.message}"
@@ -88,6 +101,17 @@ class SchemaRegistry:
         validator: Validator = cls(schema)
         self._validators[label] = validator
         return validator
+
+    def check(self) -> dict[str, ConfigError]:
+        """Read and check every registered schema file (``profiles validate``): the broken
+        ones, by label. A run checks its own before it starts the agent."""
+        broken = {}
+        for label in self.labels:
+            try:
+                self._validator(label)
+            except ConfigError as exc:
+                broken[label] = exc
+        return broken
 
     def validate(self, label: str, value: Any) -> None:
         """Raise :class:`OutputSchemaError` when ``value`` breaks ``label``'s schema."""

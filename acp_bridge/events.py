@@ -7,7 +7,9 @@ callable (the CLI prints them on stderr). An observe profile is a named filter:
   usage and warnings;
 - ``long_shell``: ``default`` plus live terminal / command output;
 - ``web_extract``: phases, messages, permissions, warnings, and only the tool calls that
-  fetch, search or read.
+  fetch, search or read;
+- ``verbose``: every kind there is, the worker's visible reasoning (``thought``) and the
+  lines it writes on stderr (``stderr``) included.
 
 ``on_event`` is called synchronously on the event loop: it must be quick and must not block.
 When nobody listens, or the profile filters a kind out, no event object is built at all
@@ -36,7 +38,7 @@ EventKind = Literal[
     "warning",  # something odd the run survived
 ]
 
-ObserveProfile = Literal["default", "long_shell", "web_extract"]
+ObserveProfile = Literal["default", "long_shell", "web_extract", "verbose"]
 
 _DEFAULT: frozenset[str] = frozenset(
     {
@@ -57,6 +59,7 @@ PROFILES: dict[str, frozenset[str]] = {
     "web_extract": frozenset(
         {"status", "message", "tool_call", "tool_update", "permission", "warning"}
     ),
+    "verbose": _DEFAULT | {"terminal_output", "thought", "stderr"},
 }
 _WEB_TOOL_KINDS = frozenset({"fetch", "search", "read"})
 

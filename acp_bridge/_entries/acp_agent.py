@@ -77,6 +77,9 @@ async def acp_spawn(
     async def body(ctx: RunContext) -> SubtaskResult:
         resolved = ctx.config.profiles.get(agent)
         profile = resolved.profile
+        if not profile.enable:
+            where = resolved.source_of(("enable",))
+            raise ConfigError(f"agent profile {agent!r} is disabled (enable: false, {where})")
         layer = resolved.owners.get(("command",))
         origin = f"{layer.location(('command',))}: {layer.field(('command',))}" if layer else ""
         run = AcpRun(

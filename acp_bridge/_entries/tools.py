@@ -166,16 +166,22 @@ async def _spawn_tool(args: SpawnArgs, tools: ToolSet) -> str:
         model=args.model,
         output_schema=args.output_schema,
         observe_profile=args.observe_profile,
-        registry=tools,
+        registry=tools.origin,  # what _spawn_spec offered: the full set, not the selection
     )
     return result.to_json()
 
 
 def _spawn_spec(schema: dict[str, Any], tools: ToolSet) -> None:
-    usable = [n for n in tools.names() if n not in NESTING_TOOLS]
+    usable = [n for n in tools.origin.names() if n not in NESTING_TOOLS]
     prop = schema["properties"]["tools"]
-    prop["items"] = {"type": "string", "enum": usable}
+    prop["items"] = _one_of(usable)
     prop["description"] += f"; from: {', '.join(usable)} (spawn and acp_spawn are never offered)"
+
+
+def _one_of(names: list[str]) -> dict[str, Any]:
+    """A string among ``names``; never an empty enum (a schema no value can satisfy, which
+    function-calling APIs refuse)."""
+    return {"type": "string", "enum": names} if names else {"type": "string"}
 
 
 async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolSet) -> str:
@@ -201,8 +207,10 @@ def _acp_spawn_spec(schema: dict[str, Any], tools: ToolSet) -> None:
     names = sorted(usable)
     lines = [f"{n}: {usable[n].profile.description or '(no description)'}" for n in names]
     prop = schema["properties"]["agent"]
-    prop["enum"] = names
-    prop["description"] = "the agent profile to run; one of:\n" + "\n".join(lines)
+    prop.update(_one_of(names))
+    prop["description"] = "the agent profile to run; one of:\n" + (
+        "\n".join(lines) or "(no usable profile: see acp-bridge profiles list)"
+    )
 
 
 def _builtin_tools(config: LoadedConfig) -> list[Tool]:

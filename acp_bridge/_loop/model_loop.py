@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import pydantic_ai
 from pydantic_ai import Agent, RunContext
 from pydantic_ai import Tool as AgentTool
 from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded, UserError
@@ -49,6 +50,10 @@ from acp_bridge.errors import (
     TurnLimitError,
 )
 from acp_bridge.events import EventSink
+
+# pydantic-ai shows a first-run banner and an advert on a terminal's stderr; here that is
+# the bridge's progress stream (and -q must mean quiet): it is for people using pydantic-ai.
+pydantic_ai.BANNER_ENABLED = False
 
 WORKER_INSTRUCTIONS = """\
 You are a worker agent doing one subtask for a host. Use your tools when the task needs them; \

@@ -39,11 +39,12 @@ class ModelChoice:
 
 
 def choose_model(models: ModelsConfig, requested: str | None) -> ModelChoice:
-    """``requested`` if the config knows it, else the default (with a warning saying so)."""
+    """``requested`` if the config knows it (an unknown name is a ConfigError: running an
+    echo model in its place would report ``done`` for work nobody did), else the default."""
     warnings = []
     if requested and requested != PASSTHROUGH_MODEL and requested not in models.entries:
-        warnings.append(f"unknown model {requested!r}; using the default {models.default!r}")
-        requested = None
+        known = ", ".join([PASSTHROUGH_MODEL, *sorted(models.entries)])
+        raise ConfigError(f"unknown model {requested!r}; known models (models.entries): {known}")
     name = requested or models.default
     if name == PASSTHROUGH_MODEL and not requested and "default" not in models.model_fields_set:
         warnings.append(

@@ -96,6 +96,9 @@ class ToolSet:
         self.cwd = Path(cwd or Path.cwd()).resolve()
         self.on_event = on_event
         self._tools: dict[str, Tool] = {}
+        self.origin: ToolSet = self
+        """The full set this one was selected from (itself, unless selected): ``spawn`` offers
+        its inner loop tools from there, so selecting ``spawn`` alone still offers some."""
 
     # --- contents ---------------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class ToolSet:
         """
         wanted = list(dict.fromkeys(n.strip() for n in names if n.strip()))
         child = ToolSet(self.config, cwd=self.cwd, on_event=self.on_event)
+        child.origin = self.origin
         unknown = [n for n in wanted if n not in self._tools]
         refused = [n for n in wanted if n in NESTING_TOOLS and n in self._tools and not nesting]
         for name, tool in self._tools.items():

@@ -207,10 +207,10 @@ def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool
     )
     p.add_argument(
         "--observe",
-        choices=["default", "long_shell", "web_extract"],
+        choices=["default", "long_shell", "web_extract", "verbose"],
         metavar="PROFILE",
-        help=f"live events on stderr: default, long_shell, web_extract (default: "
-        f"{observe_default})",
+        help=f"live events on stderr: default, long_shell, web_extract, verbose (every kind, "
+        f"the worker's thoughts and stderr too; default: {observe_default})",
     )
     p.add_argument(
         "--events",

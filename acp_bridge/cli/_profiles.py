@@ -16,6 +16,7 @@ from acp_bridge.config import (
     config_json_schema,
     load_config,
     profile_json_schema,
+    schema_problems,
     validate_files,
 )
 from acp_bridge.config._yaml import field_name
@@ -106,6 +107,7 @@ def cmd_profiles_validate(args: argparse.Namespace) -> int:
         problems = list(loaded.problems)
         for error in loaded.profiles.resolve_all().values():
             problems.extend(error.problems)
+        problems += schema_problems(loaded)
         for problem in problems:
             out(str(problem))
         count = len(loaded.profiles.names())

@@ -16,21 +16,34 @@ class HumanProgress:
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._mid_message = False
+        self._inline: str | None = None  # which inline stream is being written: message, thought
 
     def _line(self, text: str) -> None:
         if self._mid_message:
             self._stream.write("\n")
             self._mid_message = False
+        self._inline = None
         self._stream.write(text + "\n")
         self._stream.flush()
+
+    def _inline_text(self, kind: str, text: str) -> None:
+        """Message and thought chunks stream inline; a switch between them starts a line."""
+        if self._inline != kind:
+            if self._mid_message:
+                self._stream.write("\n")
+            self._stream.write("~ " if kind == "thought" else "")
+            self._inline = kind
+        self._stream.write(text)
+        self._stream.flush()
+        self._mid_message = not text.endswith("\n")
+        if not self._mid_message:
+            self._inline = None
 
     def __call__(self, event: Event) -> None:
         data = event.data
         kind = event.kind
-        if kind == "message":
-            self._stream.write(data["text"])
-            self._stream.flush()
-            self._mid_message = not data["text"].endswith("\n")
+        if kind in ("message", "thought"):
+            self._inline_text(kind, data["text"])
         elif kind == "status":
             details = " ".join(
                 f"{k}={v}" for k, v in data.items() if k != "phase" and v not in (None, "")

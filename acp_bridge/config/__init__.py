@@ -26,6 +26,7 @@ from acp_bridge.config._load import (
     find_config_file,
     load_config,
     looks_like_config,
+    schema_problems,
     validate_files,
 )
 from acp_bridge.config._profile import (
@@ -103,5 +104,6 @@ __all__ = [
     "looks_like_config",
     "profile_json_schema",
     "resolve_profile",
+    "schema_problems",
     "validate_files",
 ]

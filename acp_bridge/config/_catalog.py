@@ -68,9 +68,13 @@ class ProfileCatalog:
         return self.errors
 
     def usable(self) -> dict[str, ResolvedProfile]:
-        """Every profile that resolves, by name (broken ones are left out)."""
+        """Every profile that resolves and is enabled, by name (broken ones are left out)."""
         self.resolve_all()
-        return {name: self._resolved[name] for name in self.names() if name in self._resolved}
+        return {
+            name: self._resolved[name]
+            for name in self.names()
+            if name in self._resolved and self._resolved[name].profile.enable
+        }
 
     def add_layer(self, layer: ProfileLayer) -> None:
         self.layers.setdefault(layer.name, []).append(layer)

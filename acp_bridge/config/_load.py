@@ -132,6 +132,19 @@ def load_config(
     return LoadedConfig(config_path, settings, catalog, problems)
 
 
+def schema_problems(loaded: LoadedConfig, doc: YamlDocument | None = None) -> list[Problem]:
+    """The registered output-schema files that cannot be used (unreadable, not JSON, not a
+    JSON Schema), each at the config line that names it."""
+    from acp_bridge._output import SchemaRegistry  # jsonschema only for those who check
+
+    doc = doc or (load_yaml(loaded.path) if loaded.path else None)
+    problems = []
+    for label, error in SchemaRegistry(loaded.config.schemas).check().items():
+        where = doc.locate(("schemas", label)) if doc is not None else None
+        problems += [Problem(p.message, where, f"schemas.{label}") for p in error.problems]
+    return problems
+
+
 def looks_like_config(doc: YamlDocument) -> bool:
     """Whether a YAML file is a config file (vs. a single profile file)."""
     return isinstance(doc.data, dict) and bool(_CONFIG_KEYS & set(doc.data))
@@ -168,7 +181,7 @@ def _validate_one(path: Path, environ: Mapping[str, str]) -> list[Problem]:
         problems = list(loaded.problems)
         for err in loaded.profiles.resolve_all().values():
             problems.extend(p for p in err.problems if p not in problems)
-        return problems
+        return problems + schema_problems(loaded, doc)
     root_problems = _check_profile_root(doc, ())
     if root_problems:
         return root_problems

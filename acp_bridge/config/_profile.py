@@ -221,6 +221,12 @@ class AgentProfile(StrictModel):
 
     name: Name
     description: str = ""
+    enable: bool = Field(
+        True, description="false: the profile is kept but refused (Mistermorph's switch)"
+    )
+    type: Literal["stdio"] = Field(
+        "stdio", description="transport to the agent: stdio, the only one (Mistermorph's key)"
+    )
     command: str = Field(min_length=1, description="executable to start; no shell is used")
     args: list[str] = Field(default_factory=list)
     env: dict[EnvName, str] = Field(
@@ -245,6 +251,11 @@ class AgentProfile(StrictModel):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     mcp_servers: list[McpServer] = Field(default_factory=list)
     session: SessionSettings = Field(default_factory=SessionSettings)
+    session_options: dict[str, str | bool | int | float] = Field(
+        default_factory=dict,
+        description="Mistermorph's name for session.config_options (those win where both "
+        "set an option)",
+    )
     max_message_bytes: int = Field(
         64 * 1_048_576,
         ge=4096,
@@ -279,6 +290,15 @@ class AgentProfile(StrictModel):
     )
 
     _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
+
+    @model_validator(mode="after")
+    def _mistermorph_session_options(self) -> AgentProfile:
+        """``session_options`` (Mistermorph) are config options, set as ours are."""
+        if self.session_options:
+            merged = {**self.session_options, **self.session.config_options}
+            session = self.session.model_copy(update={"config_options": merged})
+            object.__setattr__(self, "session", session)  # frozen: set once, while validating
+        return self
 
     def mark_from_environment(self, paths: Iterable[tuple[str | int, ...]]) -> None:
         """Remember which values were expanded from ``${VAR}``s (they hold host values)."""

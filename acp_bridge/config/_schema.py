@@ -9,9 +9,10 @@ from acp_bridge.config._settings import Config
 
 
 def profile_json_schema() -> dict[str, Any]:
-    """JSON Schema of one profile file (``command`` may be omitted to override a built-in)."""
+    """JSON Schema of one profile file: ``command`` may be omitted (to override a built-in)
+    and ``name`` too (a profile file's name is its file name)."""
     schema = AgentProfile.model_json_schema()
-    schema["required"] = [r for r in schema.get("required", []) if r != "command"]
+    schema["required"] = [r for r in schema.get("required", []) if r not in ("command", "name")]
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "acp-bridge agent profile"
     return schema

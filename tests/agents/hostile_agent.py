@@ -15,6 +15,8 @@ Usage: ``python hostile_agent.py MODE [N]``. Modes:
 - ``slow-exit``: answers, then ignores SIGTERM and stdin EOF (shutdown needs SIGKILL).
 - ``snoop``: tries to read its parent's (the bridge's) ``/proc/<ppid>/environ``; answers
   ``READ: <the environment>`` or ``REFUSED: <why>``.
+- ``chores``: a thought, a line on stderr, a served read of ``hello.txt``, and a terminal
+  (``sleep 30``) that outlives ``terminal.timeout``; answers with what it was told.
 - ``zed``: like zed's claude-code-acp: a ``tool_call`` update says ``kind: execute``, title
   ``run echo hello`` and (unless N is 0) ``rawInput.command``; the permission request that
   follows leaves ``kind`` out; then ``terminal/create`` runs ``echo hello`` (or the line in
@@ -240,6 +242,19 @@ def zed(prompt_id: Any) -> None:
     send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
 
 
+def chores(prompt_id: Any) -> None:
+    update("agent_thought_chunk", content={"type": "text", "text": "pondering"})
+    sys.stderr.write("a line on stderr\n")
+    sys.stderr.flush()
+    path = os.path.join(os.getcwd(), "hello.txt")
+    read = call("fs/read_text_file", {"sessionId": SESSION, "path": path}, "r1")
+    created = call("terminal/create", {"sessionId": SESSION, "command": "sleep 30"}, "t1")
+    ref = {"sessionId": SESSION, "terminalId": created["result"]["terminalId"]}
+    status = call("terminal/wait_for_exit", ref, "t2")["result"]
+    chunk(json.dumps({"read": read["result"]["content"], "exit": status}))
+    send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
+
+
 def main() -> None:
     prompt = handshake()
     if MODE == "deaf":
@@ -263,6 +278,8 @@ def main() -> None:
         send({"id": rid, "result": {"stopReason": "end_turn"}})
     elif MODE == "zed":
         zed(rid)
+    elif MODE == "chores":
+        chores(rid)
     elif MODE == "snoop":
         try:
             with open(f"/proc/{os.getppid()}/environ", "rb") as file:

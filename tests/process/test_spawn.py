@@ -67,10 +67,11 @@ def test_a_tool_the_model_was_not_given_is_not_run(tmp_path: Path) -> None:
     assert "write_file" in str(result.output)
 
 
-def test_unknown_model_falls_back_with_a_warning(tmp_path: Path) -> None:
+def test_an_unknown_model_is_a_config_error_not_an_echo(tmp_path: Path) -> None:
     result = run_spawn(tmp_path, "echo me", ["bash"], model="gpt-9")
-    assert result.ok and result.output == "echo me" and result.meta.model == "passthrough"
-    assert result.meta.warnings == ["unknown model 'gpt-9'; using the default 'passthrough'"]
+    assert result.status == "failed" and result.meta.error_code == ErrorCode.CONFIG_ERROR
+    assert result.error == "unknown model 'gpt-9'; known models (models.entries): passthrough"
+    assert result.output == ""  # nothing ran: the echo model did not stand in
 
 
 def test_output_schema_gives_a_json_envelope(tmp_path: Path) -> None:

@@ -27,12 +27,11 @@ def test_no_models_means_passthrough_with_a_warning() -> None:
     assert choose_model(explicit, None).warnings == ()
 
 
-def test_unknown_model_falls_back_to_the_default_with_a_warning() -> None:
+def test_an_unknown_model_is_refused_naming_the_known_ones() -> None:
     config = models({"default": "local", "entries": {"local": LOCAL}}).models
     assert choose_model(config, "local").warnings == ()
-    choice = choose_model(config, "gpt-9")
-    assert choice.name == "local" and choice.entry is not None
-    assert choice.warnings == ("unknown model 'gpt-9'; using the default 'local'",)
+    with pytest.raises(ConfigError, match=r"unknown model 'gpt-9'; .*: passthrough, local"):
+        choose_model(config, "gpt-9")
 
 
 def test_build_model_kinds_and_keys() -> None:

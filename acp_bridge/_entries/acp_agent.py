@@ -327,7 +327,7 @@ class AcpRun:
         ended = await race(polite, lambda: wait_any(hurry), deadline=end_by - KILL_RESERVE)
         if not ended.finished:
             self.transcript.note("shutdown deadline reached: SIGKILL to every process of the run")
-            await process.end(end_by)
+            await process.end(end_by, hurry=self.abort)  # past its polite part: the kill
             await started.kill_all(wait=max(0.1, end_by - anyio.current_time()))
             with anyio.move_on_after(max(0.1, end_by - anyio.current_time())):
                 await conn.wait_closed()

@@ -36,7 +36,7 @@ def cli(harness: AgentHarness, *args: str, stdin: str | None = None) -> subproce
 
 def hostile_config(harness: AgentHarness, mode: str, *args: str) -> None:
     argv = [str(AGENTS / "hostile_agent.py"), mode, *args]
-    timeouts = {"startup": 10, "session": 10, "run": 60, "cancel_grace": 3, "shutdown_grace": 3}
+    timeouts = {"startup": 10, "session": 10, "run": 60, "cancel_grace": 1, "shutdown_grace": 1}
     harness.config({"hostile": {"command": sys.executable, "args": argv, "timeouts": timeouts}})
 
 

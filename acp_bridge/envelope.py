@@ -97,6 +97,9 @@ class Meta(BaseModel):
     terminals: list[TerminalRecord] | None = None
     files_changed: list[str] | None = None
     files_read: list[str] | None = None
+    diff: str | None = None
+    sandbox: dict[str, Any] | None = None
+    worktree: dict[str, Any] | None = None
     refusals: list[RefusalRecord] | None = None
     stderr_tail: str | None = None
     transcript: str | None = None

@@ -143,7 +143,10 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction | argparse._HelpAction):
             continue
-        flags = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{action.metavar or action.dest}`"
+        flags = (
+            ", ".join(f"`{o}`" for o in action.option_strings)
+            or f"`{action.metavar or action.dest}`"
+        )
         if action.metavar and action.option_strings:
             flags += f" {action.metavar}"
         default = (

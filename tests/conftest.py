@@ -22,7 +22,7 @@ from acp_bridge._entries.acp_agent import acp_spawn
 from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
-from tests.helpers import kill_quietly, read_pids
+from tests.helpers import kill_quietly
 from tests.helpers import processes_with as find_marked
 
 AGENTS = Path(__file__).parent / "agents"
@@ -131,9 +131,10 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def pidfile(tmp_path: Path) -> Iterator[Path]:
-    """A file a test command writes its background pids to; whatever is still alive at the
-    end is killed, whether the test passed or not."""
-    path = tmp_path / "pids"
-    yield path
-    kill_quietly(read_pids(path))
+def marker() -> Iterator[str]:
+    """A value for ``MARKER_VAR``: give it to a command's environment, and every process it
+    starts carries it — inside a sandbox too (host /proc sees them), under any pid. Whatever
+    still carries it at the end is killed, whether the test passed or not."""
+    value = uuid.uuid4().hex
+    yield value
+    kill_quietly(processes_with(value))

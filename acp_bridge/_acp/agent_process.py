@@ -22,7 +22,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._os.buffers import TailBuffer
-from acp_bridge._os.procgroup import ProcessGroup, signal_name
+from acp_bridge._os.procgroup import Graceful, ProcessGroup, signal_name
 from acp_bridge.errors import SpawnError
 from acp_bridge.events import EventSink
 
@@ -42,8 +42,10 @@ class AgentProcess:
         grace: float,
         sink: EventSink | None = None,
         install_hint: str = "",
+        graceful: Graceful | None = None,
     ) -> None:
         self.argv = list(argv)
+        self._graceful = graceful
         self._env = dict(env)
         self._cwd = cwd
         self._grace = grace
@@ -59,7 +61,11 @@ class AgentProcess:
     async def __aenter__(self) -> Self:
         try:
             self._group = await ProcessGroup.start(
-                self.argv, env=self._env, cwd=self._cwd, stdin=subprocess.PIPE
+                self.argv,
+                env=self._env,
+                cwd=self._cwd,
+                stdin=subprocess.PIPE,
+                graceful=self._graceful,
             )
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""

@@ -24,16 +24,19 @@ from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
 from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
 from acp_bridge._acp.updates import TurnCollector
 from acp_bridge._entries.acp_result import AcpResult, needs_repair, repair_prompt
+from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.environment import constructed_env
+from acp_bridge._os.procgroup import Launched
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots
 from acp_bridge._output import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
+from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Meta, SubtaskResult
-from acp_bridge.errors import BridgeError, ConfigError, RunTimeout
+from acp_bridge.errors import BridgeError, ConfigError, RunTimeout, SpawnError
 from acp_bridge.events import EventHandler, EventSink
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
@@ -51,12 +54,15 @@ async def acp_spawn(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
+    isolation: IsolationMode | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
     ``cwd`` is the session's working directory (default: the profile's, else the current
     directory). ``timeout`` overrides the profile's run timeout. Setting ``cancel`` ends the
     run gracefully with ``error_code: cancelled``; ``permission_hook`` answers ``ask`` rules.
+    ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
+    The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
     """
 
     async def body(ctx: RunContext) -> SubtaskResult:
@@ -71,6 +77,7 @@ async def acp_spawn(
             sink=EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started),
             cancel=cancel,
             permission_hook=permission_hook,
+            isolation=isolation or profile.isolation,
         )
         return await run.execute()
 
@@ -95,8 +102,10 @@ class AcpRun:
         sink: EventSink,
         cancel: anyio.Event | None,
         permission_hook: PermissionHook | None,
+        isolation: IsolationMode = "none",
     ) -> None:
         self.profile = profile
+        self.isolation: IsolationMode = isolation
         self.task = task
         self.ctx = ctx
         self.sink = sink
@@ -105,6 +114,7 @@ class AcpRun:
         self.timeout = timeout
         self.cwd = _session_cwd(cwd, profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
+        self.sandbox = profile.sandbox.over(ctx.config.config.sandbox)
         self.env = constructed_env(
             depth=ctx.depth,
             max_depth=ctx.max_depth,
@@ -127,15 +137,57 @@ class AcpRun:
         )
 
     async def execute(self) -> SubtaskResult:
+        result = self.result
+        diff = self.transcript.path.with_suffix(".diff") if self.transcript.path else None
+        try:
+            async with confined(
+                self.sandbox,
+                task_id=self.ctx.task_id,
+                cwd=self.cwd,
+                read_roots=self.roots.read,
+                write_roots=self.roots.write,
+                isolation=self.isolation,
+                keep_worktree=self.profile.keep_worktree,
+                diff=diff,
+                shutdown_grace=self.profile.timeouts.shutdown_grace,
+            ) as confinement:
+                result.confinement = confinement
+                self.cwd = confinement.cwd
+                self.roots = Roots.for_session(
+                    confinement.cwd, confinement.read_roots, confinement.write_roots
+                )
+                await self._run_agent(confinement)
+        except BridgeError as exc:  # no sandbox here, no worktree: nothing ran
+            result.error = result.error or exc
+        finally:
+            self.transcript.close()
+        return result.envelope()
+
+    def _launch(self, confinement: Confinement) -> Launched:
         argv = [self.profile.command, *self.profile.args]
-        self.sink.emit("status", phase="starting", agent=self.profile.name, command=argv)
+        self.sink.emit(
+            "status",
+            phase="starting",
+            agent=self.profile.name,
+            command=argv,
+            sandbox=confinement.mode,
+        )
+        try:
+            return confinement.launch(argv, self.env, self.cwd)
+        except SpawnError as exc:
+            hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
+            raise SpawnError(f"{exc}{hint}") from exc
+
+    async def _run_agent(self, confinement: Confinement) -> None:
+        launch = self._launch(confinement)
         process = AgentProcess(
-            argv,
-            env=self.env,
-            cwd=self.cwd,
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
             grace=self.profile.timeouts.shutdown_grace,
             sink=self.sink,
             install_hint=self.profile.install,
+            graceful=launch.graceful,
         )
         result = self.result
         try:
@@ -151,6 +203,7 @@ class AcpRun:
                     signals=self.signals,
                     permission_hook=self.permission_hook,
                     on_tool_call=self.collector.tool_call_seen,
+                    launcher=confinement.launch,
                 )
                 async with JsonRpcConnection(
                     process.stdout,
@@ -181,9 +234,6 @@ class AcpRun:
                 services_tg.cancel_scope.cancel()
         except BridgeError as exc:  # spawn failures: nothing ran
             result.error = result.error or exc
-        finally:
-            self.transcript.close()
-        return result.envelope()
 
     async def _phases(self, session: AcpSession) -> None:
         timeouts = self.profile.timeouts

@@ -19,6 +19,7 @@ from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
 from acp_bridge._output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
@@ -59,6 +60,7 @@ class AcpResult:
     services: ClientServices | None = None
     outcome: TurnOutcome | None = None
     error: BridgeError | None = None
+    confinement: Confinement | None = None
     warnings: list[str] = field(default_factory=list)
 
     def answer(self) -> Answer:
@@ -118,12 +120,16 @@ class AcpResult:
             warnings.append(f"ignored unknown session/update kinds: {kinds}")
         if self.transcript.error:
             warnings.append(self.transcript.error)
+        if self.confinement is not None:
+            warnings += self.confinement.notes
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:
         process, services = self.process, self.services
         tail = process.stderr_tail() if process is not None and process.started else ""
         transcript = self.transcript
+        served = (services.files.files_changed or None) if services else None
+        confined = self.confinement.meta() if self.confinement is not None else {}
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
@@ -132,12 +138,15 @@ class AcpResult:
             permissions=(services.ledger.records or None) if services else None,
             tool_calls=self.collector.tool_call_records() or None,
             terminals=(services.terminals.records or None) if services else None,
-            files_changed=(services.files.files_changed or None) if services else None,
+            # Measured (by any means, in-process included) when it could be; else what the
+            # bridge itself wrote for the agent.
+            files_changed=confined.pop("files_changed", served),
             files_read=(services.files.files_read or None) if services else None,
             refusals=(services.refusals or None) if services else None,
             stderr_tail=self.redactor.text(tail) or None,
             transcript=str(transcript.path) if transcript.path and not transcript.error else None,
             warnings=self._warnings() or None,
+            **confined,
         )
 
 

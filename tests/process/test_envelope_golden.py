@@ -111,6 +111,8 @@ def normalise(envelope: dict[str, Any], harness: AgentHarness) -> dict[str, Any]
         meta["duration_ms"] = 0
     if "transcript" in meta:
         meta["transcript"] = "<transcript>"
+    if "sandbox" in meta:  # the mode is pinned; why (a version, a path) is the machine's
+        meta["sandbox"]["reason"] = "<reason>"
     text = json.dumps(envelope, ensure_ascii=False)
     text = text.replace(str(harness.root), "<tmp>").replace(sys.executable, "<python>")
     text = _SESSION_ID.sub("demo_<pid>_1", text)

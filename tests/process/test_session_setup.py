@@ -27,14 +27,16 @@ def spy(
     **profile: Any,
 ) -> tuple[SubtaskResult, list[dict[str, Any]]]:
     """Run the spy once; the envelope and every message it received, in order."""
-    log = harness.root / f"spy-{len(list(harness.root.glob('spy-*')))}.jsonl"
+    logs = harness.root / "spy"  # writable for the agent, in its sandbox: its state
+    log = logs / f"spy-{len(list(harness.root.glob('spy/spy-*')))}.jsonl"
     env = {
         "FAULT_AGENT_LOG": str(log),
         "FAULT_AGENT_INIT": json.dumps(init_reply or {}),
         "FAULT_AGENT_SESSION": json.dumps(session_reply or {}),
         **profile.pop("env", {}),
     }
-    config = harness.fault(mode, env=env, timeouts=FAST, **profile)
+    sandbox = {"state": [str(logs)]}
+    config = harness.fault(mode, env=env, timeouts=FAST, sandbox=sandbox, **profile)
     result = harness.run("fault", "go", config, output_schema=output_schema)
     received = [json.loads(line) for line in log.read_text().splitlines()]
     return result, received

@@ -181,8 +181,8 @@ async def test_session_end_releases_everything(world: World) -> None:
 
 
 async def test_env_scrubbing_setsid_child_is_not_contained(world: World) -> None:
-    """The documented limit (docs/explanation/security.md): a child that leaves the group *and* drops
-    its environment cannot be told apart from any other process of the user."""
+    """The documented limit (docs/explanation/security.md): a child that leaves the group
+    *and* drops its environment cannot be told apart from any other process of the user."""
     pidfile = world.ws / "daemon.pid"
     async with terminals(world) as service:
         terminal_id = await start_daemon(service, pidfile, setsid="setsid env -i")

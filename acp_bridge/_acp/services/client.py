@@ -37,6 +37,7 @@ from acp_bridge._acp.services.permissions import (
 )
 from acp_bridge._acp.services.terminals import TerminalService
 from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._os.procgroup import Launcher
 from acp_bridge._os.race import race
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile
@@ -75,6 +76,7 @@ class ClientServices:
         signals: TurnSignals,
         permission_hook: PermissionHook | None = None,
         on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
+        launcher: Launcher | None = None,
     ) -> None:
         self.profile = profile
         self.signals = signals
@@ -93,7 +95,13 @@ class ClientServices:
             max_write_bytes=profile.fs.max_write_bytes,
         )
         self.terminals = TerminalService(
-            roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
+            roots=roots,
+            cwd=cwd,
+            env=env,
+            settings=profile.terminal,
+            tg=tg,
+            sink=sink,
+            launcher=launcher,
         )
         self._on_tool_call = on_tool_call
         self.refusals: list[RefusalRecord] = []

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _entries, _profiles, _smoke
+from acp_bridge.cli import _doctor, _entries, _profiles, _smoke
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -108,6 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--keep", action="store_true", help="keep each case's workspace")
     p.set_defaults(handler=_smoke.cmd_smoke)
+
+    p = commands.add_parser(
+        "doctor",
+        help="is each profile ready here: command, version, auth, sandbox (and the fixes)",
+        formatter_class=_Formatter,
+        description="For each PROFILE (default: every profile): whether its command is found, "
+        "its version (and whether it is older than min_version), whether a variable that "
+        "authenticates it is set, and which sandbox mode a run would use and why. Every "
+        "problem comes with a one-line fix. Exit 0 when everything asked about is ready.",
+    )
+    p.add_argument("profiles", nargs="*", metavar="PROFILE")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_doctor.cmd_doctor)
 
     p = commands.add_parser(
         "demo-agent",

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge.config import LoadedConfig
+from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
 
@@ -34,6 +35,9 @@ class EntryRequest(BaseModel):
     cwd: str | None = Field(None, description="working directory")
     observe_profile: str | None = Field(None, description="which live events to report")
     max_output_bytes: int | None = Field(None, description="bash: bytes kept per stream")
+    isolation: IsolationMode | None = Field(
+        None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
+    )
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:
@@ -48,7 +52,13 @@ def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[Subta
     from acp_bridge._entries.acp_agent import acp_spawn
 
     assert request.agent is not None
-    return acp_spawn(request.agent, request.task, output_schema=request.output_schema, **common)
+    return acp_spawn(
+        request.agent,
+        request.task,
+        output_schema=request.output_schema,
+        isolation=request.isolation,
+        **common,
+    )
 
 
 def _bash(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:

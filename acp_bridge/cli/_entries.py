@@ -99,6 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             _read_task(args.task),
             agent=args.agent,
             output_schema=args.output_schema,
+            isolation=args.isolation,
         ),
     )
 

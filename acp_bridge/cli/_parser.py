@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
     )
+    p.add_argument(
+        "--isolation",
+        choices=["none", "worktree"],
+        help="worktree: run in a fresh git worktree on branch acp-bridge/<task_id> "
+        "(default: the profile's isolation)",
+    )
     _run_options(p, observe_default="default", loop=False)
     p.set_defaults(handler=_entries.cmd_run)
 

@@ -147,3 +147,11 @@ def pidfile(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "pids"
     yield path
     kill_quietly(read_pids(path))
+
+
+@pytest.fixture
+def spy(harness: AgentHarness) -> Any:
+    """The spy agent (tests/agents/spy_agent.py) under this test's harness."""
+    from tests.spy import Spy
+
+    return Spy(harness)

@@ -29,7 +29,7 @@ from acp_bridge._entries.acp_agent import CLIENT_INFO, session_cwd
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level
 from acp_bridge._os.environment import constructed_env
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.errors import RunTimeout
+from acp_bridge.errors import BridgeError, RunTimeout
 from acp_bridge.events import EventSink
 
 T = TypeVar("T")
@@ -46,6 +46,8 @@ async def _with_agent(
     where = session_cwd(cwd, profile)
     timeouts = profile.timeouts
     sink = EventSink(None)
+    error: BridgeError | None = None
+    outcome: list[T] = []  # empty until the body returned
     with subtask_level(loaded.config.subtasks.max_depth) as depth:
         env = constructed_env(
             depth=depth,
@@ -79,26 +81,36 @@ async def _with_agent(
                 sink=sink,
             )
             try:
-                try:
-                    with anyio.fail_after(timeouts.startup):
-                        await session.initialize()
-                except TimeoutError as exc:
-                    raise RunTimeout(
-                        f"the agent did not answer initialize within {timeouts.startup:g}s"
-                    ) from exc
-                try:
-                    with anyio.fail_after(timeouts.session):
-                        return await body(session)
-                except TimeoutError as exc:
-                    raise RunTimeout(
-                        f"the agent did not answer {session.phase} within "
-                        f"{timeouts.session:g}s (timeouts.session)"
-                    ) from exc
+                outcome.append(await _initialized(session, body))
+            except BridgeError as exc:  # raised below, outside the task groups (not grouped)
+                error = exc
             finally:
                 with anyio.CancelScope(shield=True):
                     await process.shutdown()
                     with anyio.move_on_after(timeouts.shutdown_grace):
                         await conn.wait_closed()
+    if error is not None:
+        raise error
+    return outcome[0]
+
+
+async def _initialized(session: AcpSession, body: Callable[[AcpSession], Awaitable[T]]) -> T:
+    timeouts = session.profile.timeouts
+    try:
+        with anyio.fail_after(timeouts.startup):
+            await session.initialize()
+    except TimeoutError as exc:
+        raise RunTimeout(
+            f"the agent did not answer initialize within {timeouts.startup:g}s"
+        ) from exc
+    try:
+        with anyio.fail_after(timeouts.session):
+            return await body(session)
+    except TimeoutError as exc:
+        raise RunTimeout(
+            f"the agent did not answer {session.phase} within {timeouts.session:g}s "
+            "(timeouts.session)"
+        ) from exc
 
 
 async def agent_sessions(

@@ -284,7 +284,10 @@ class JsonRpcConnection:
             self._handle_response(message)
         elif "id" in message:
             assert self._tg is not None
-            self._tg.start_soon(self._answer, message)
+            # Registered now, not when the task starts: a $/cancel_request on the next line
+            # must find it (a scope cancelled before it is entered starts out cancelled).
+            scope = self._serving[_id_key(message["id"])] = anyio.CancelScope()
+            self._tg.start_soon(self._answer, message, scope)
         elif method == "session/update":
             params = message.get("params")
             if isinstance(params, dict):
@@ -326,10 +329,9 @@ class JsonRpcConnection:
 
     # --- answering the agent's requests -------------------------------------------------
 
-    async def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer(self, message: dict[str, Any], scope: anyio.CancelScope) -> None:
         key = _id_key(message.get("id"))
-        with anyio.CancelScope() as scope:
-            self._serving[key] = scope
+        with scope:
             try:
                 reply = await self._router.answer(message)
             finally:

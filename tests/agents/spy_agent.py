@@ -29,7 +29,10 @@ import json
 import sys
 from typing import Any
 
-SCRIPT: dict[str, Any] = json.loads(open(sys.argv[1]).read()) if len(sys.argv) > 1 else {}
+SCRIPT: dict[str, Any] = {}
+if len(sys.argv) > 1:
+    with open(sys.argv[1]) as script:
+        SCRIPT = json.load(script)
 SESSION = SCRIPT.get("sessionId", "spy-session-1")
 OUT = sys.stdout.buffer
 _pending: list[dict[str, Any]] = []

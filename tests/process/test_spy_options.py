@@ -120,32 +120,36 @@ def test_an_unknown_option_per_call_lists_the_offered_ones(spy: Spy) -> None:
 
 
 def test_every_stable_update_kind_reaches_the_envelope(spy: Spy) -> None:
-    prompt = [
-        {"update": {"sessionUpdate": "plan", "entries": [{"content": "read", "priority": "high", "status": "in_progress"}]}},
-        {"update": {"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "init", "description": "set up"}]}},
-        {"update": {"sessionUpdate": "current_mode_update", "currentModeId": "code"}},
-        {"update": {"sessionUpdate": "config_option_update", "configOptions": [{**MODEL_OPTION, "currentValue": "deep"}]}},
-        {"update": {"sessionUpdate": "session_info_update", "title": "Spying", "updatedAt": "2026-11-23T00:00:00Z"}},
-        {"update": {"sessionUpdate": "usage_update", "used": 1200, "size": 200000, "cost": {"amount": 0.5, "currency": "USD"}}},
-        {"update": {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}},
-        {"update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}},
-        {"update": {"sessionUpdate": "from_the_future", "x": 1}},
-        {"say": "THE ANSWER", "messageId": "msg-7"},
-    ]  # fmt: skip
+    plan = [{"content": "read", "priority": "high", "status": "in_progress"}]
+    cost = {"amount": 0.5, "currency": "USD"}
+    updates: list[dict[str, Any]] = [
+        {"sessionUpdate": "plan", "entries": plan},
+        {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [{"name": "init", "description": "set up"}],
+        },
+        {"sessionUpdate": "current_mode_update", "currentModeId": "code"},
+        {
+            "sessionUpdate": "config_option_update",
+            "configOptions": [{**MODEL_OPTION, "currentValue": "deep"}],
+        },
+        {"sessionUpdate": "session_info_update", "title": "Spying", "updatedAt": "2026-11-23"},
+        {"sessionUpdate": "usage_update", "used": 1200, "size": 200000, "cost": cost},
+        {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}},
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}},
+        {"sessionUpdate": "from_the_future", "x": 1},
+    ]
+    prompt = [*({"update": u} for u in updates), {"say": "THE ANSWER", "messageId": "msg-7"}]
     config = spy.config({"session": {"modes": MODES}, "prompt": prompt, "answer": ""})
     result = spy.harness.run("spy", "hi", config)
     assert result.status == "done", result.error
     meta = result.meta
     assert result.output == "THE ANSWER" and meta.message_id == "msg-7"
-    assert meta.plan == [{"content": "read", "priority": "high", "status": "in_progress"}]
+    assert meta.plan == plan
     assert meta.available_commands == ["init"]
     assert meta.mode == "code"
     assert meta.model == "deep" and meta.config_options == {"model": "deep"}
     assert meta.session_title == "Spying"
-    assert meta.usage == {
-        "context_used": 1200,
-        "context_size": 200000,
-        "cost": {"amount": 0.5, "currency": "USD"},
-    }
+    assert meta.usage == {"context_used": 1200, "context_size": 200000, "cost": cost}
     assert meta.unknown_updates == {"from_the_future": 1}
     assert meta.warnings == ["ignored unknown session/update kinds: from_the_future"]

@@ -107,6 +107,12 @@ def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object
 def cmd_run(args: argparse.Namespace) -> int:
     from acp_bridge.cli._prompts import hooks_for
 
+    if args.fork and args.resume is None:
+        raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
+    if args.ask_timeout is not None and not args.ask_timeout > 0:
+        raise ConfigError(
+            f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
+        )
     return run_request(
         args,
         _request(

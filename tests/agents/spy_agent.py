@@ -36,7 +36,10 @@ if len(sys.argv) > 1:
 SESSION = SCRIPT.get("sessionId", "spy-session-1")
 OUT = sys.stdout.buffer
 _pending: list[dict[str, Any]] = []
-_config_options: list[dict[str, Any]] = list(SCRIPT.get("session", {}).get("configOptions", []))
+_config_options: list[dict[str, Any]] = list(
+    SCRIPT.get("session", {}).get("configOptions")
+    or SCRIPT.get("setup", {}).get("configOptions", [])
+)
 
 
 def record(message: dict[str, Any]) -> None:

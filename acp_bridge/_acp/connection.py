@@ -295,9 +295,9 @@ class JsonRpcConnection:
         elif method == CANCEL_REQUEST:
             params = message.get("params")
             if isinstance(params, dict):
-                scope = self._serving.get(_id_key(params.get("requestId")))
-                if scope is not None:
-                    scope.cancel()
+                serving = self._serving.get(_id_key(params.get("requestId")))
+                if serving is not None:
+                    serving.cancel()
         elif self._on_notification is not None:
             self._on_notification(method, message.get("params"))
 

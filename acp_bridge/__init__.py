@@ -100,8 +100,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._output": ("SchemaRegistry",),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
     "acp_bridge.envelope": (
-        "ElicitationRecord", "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord", "Status",
-        "SubtaskResult", "TerminalRecord", "ToolCallRecord",
+        "ElicitationRecord", "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord",
+        "Status", "SubtaskResult", "TerminalRecord", "ToolCallRecord",
     ),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",

@@ -167,3 +167,56 @@ def test_terminal_prompts_offer_the_agents_options(spy: Spy) -> None:
     }
     (record,) = envelope["meta"]["permissions"]
     assert record["decision"] == "allowed" and "host picked Allow always" in record["reason"]
+
+
+PERMISSION = {
+    "toolCall": {"toolCallId": "t1", "title": "Edit notes.md", "kind": "edit"},
+    "options": [
+        {"optionId": "once", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+    ],
+}
+ASK = {"rules": [{"kind": "edit", "decision": "ask"}]}
+
+
+def test_yes_and_no_answer_every_ask_without_prompting(spy: Spy) -> None:
+    spy.config(
+        {"prompt": [{"request": "session/request_permission", "params": PERMISSION}]},
+        permissions=ASK,
+    )
+    for flag, option in (("--yes", "once"), ("--no", "no")):
+        spy.record.unlink(missing_ok=True)
+        done = cli(spy, "run", "spy", "go", flag, "-q")
+        assert done.returncode == 0, done.stdout
+        assert spy.reply_to("spy-0")["result"]["outcome"]["optionId"] == option
+        assert "elicitation" not in spy.request("initialize")["params"]["clientCapabilities"]
+
+
+def test_an_unanswered_prompt_takes_the_safe_default(spy: Spy) -> None:
+    spy.config(
+        {"prompt": [{"request": "session/request_permission", "params": PERMISSION}]},
+        permissions=ASK,
+    )
+    controller, terminal = pty.openpty()
+    config = str(spy.harness.root / "acp-bridge.yaml")
+    args = ["run", "spy", "go", "-q", "--ask-timeout", "0.2"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", "--config", config, *args],
+        stdin=terminal,
+        stderr=terminal,
+        stdout=subprocess.PIPE,
+        cwd=spy.harness.workspace,
+    )
+    os.close(terminal)
+    seen = bytearray()
+    try:
+        _read_until(controller, b"(no answer within 0.2s)", seen)
+        out, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        os.close(controller)
+    assert b"[default: n in 0.2s]" in seen
+    envelope = json.loads(out)
+    assert spy.reply_to("spy-0")["result"]["outcome"]["optionId"] == "no"
+    (record,) = envelope["meta"]["permissions"]
+    assert record["decision"] == "rejected" and record["reason"].endswith("host rejected")

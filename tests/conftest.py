@@ -138,3 +138,11 @@ def marker() -> Iterator[str]:
     value = uuid.uuid4().hex
     yield value
     kill_quietly(processes_with(value))
+
+
+@pytest.fixture
+def spy(harness: AgentHarness) -> Any:
+    """The spy agent (tests/agents/spy_agent.py) under this test's harness."""
+    from tests.spy import Spy
+
+    return Spy(harness)

@@ -11,6 +11,12 @@
   must not stall ``session/update``) and are answered by the :class:`Router` (router.py).
 - ``session/update`` notifications bypass all of that: they go straight to a synchronous
   callback. They are the hot path (100 000s per second).
+- ``$/cancel_request`` (ACP's request cancellation) works both ways. The agent's cancels the
+  handler of that request, which is answered -32800 as the spec requires (a reply is still
+  owed). Ours is sent when we stop waiting for one of our requests (a deadline, a cancelled
+  caller): the spec defines it for every request and needs no capability, and an agent that
+  does not know it ignores it like any unknown notification. ``session/prompt`` has its own
+  cancel (``session/cancel``) and is never cancelled this way.
 """
 
 from __future__ import annotations
@@ -26,14 +32,23 @@ from typing import Any, Self
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
-from acp_bridge._acp.router import Router
-from acp_bridge._acp.schema import INTERNAL_ERROR
+from acp_bridge._acp.router import Router, error_reply
+from acp_bridge._acp.schema import INTERNAL_ERROR, REQUEST_CANCELLED
 from acp_bridge._acp.transcript import Transcript
-from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
+from acp_bridge.errors import (
+    AgentExitedError,
+    AgentRequestError,
+    BridgeError,
+    ProtocolError,
+    RunCancelled,
+)
 
 READ_SIZE = 1 << 18
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
 NON_JSON_SAMPLES = 3
+CANCEL_REQUEST = "$/cancel_request"
+CANCEL_WRITE_DEADLINE = 1.0
+"""Seconds a ``$/cancel_request`` may take to write: it is sent from shielded clean-up."""
 log = logging.getLogger("acp_bridge._acp.connection")
 
 UpdateCallback = Callable[[dict[str, Any]], None]
@@ -118,6 +133,8 @@ class JsonRpcConnection:
         self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
+        self._serving: dict[tuple[str, Any], anyio.CancelScope] = {}
+        """The agent's requests being answered, by id, for its ``$/cancel_request``."""
         self._write_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
         self._eof = anyio.Event()
@@ -182,9 +199,32 @@ class JsonRpcConnection:
         return pending
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a request and return its result (raises the matching BridgeError)."""
+        """Send a request and return its result (raises the matching BridgeError).
+
+        Cancelled while waiting (a phase deadline, a cancelled caller), it tells the agent
+        with ``$/cancel_request`` before the cancellation goes on."""
         pending = await self.start_request(method, params)
-        return (await pending.wait()).unwrap()
+        try:
+            response = await pending.wait()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.cancel_request(pending)
+            raise
+        return response.unwrap()
+
+    async def cancel_request(self, pending: PendingRequest) -> None:
+        """Stop waiting for ``pending`` and send ``$/cancel_request`` for it (best effort,
+        bounded: the agent may be gone or stuck)."""
+        if pending.done:
+            return
+        self._pending.pop(pending.id, None)
+        pending.resolve(
+            Response(pending.method, failure=RunCancelled(f"{pending.method} was cancelled"))
+        )
+        if self.failure is not None:
+            return
+        with anyio.move_on_after(CANCEL_WRITE_DEADLINE), contextlib.suppress(AgentExitedError):
+            await self.notify(CANCEL_REQUEST, {"requestId": pending.id})
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self._write({"jsonrpc": "2.0", "method": method, "params": params})
@@ -244,11 +284,20 @@ class JsonRpcConnection:
             self._handle_response(message)
         elif "id" in message:
             assert self._tg is not None
-            self._tg.start_soon(self._answer, message)
+            # Registered now, not when the task starts: a $/cancel_request on the next line
+            # must find it (a scope cancelled before it is entered starts out cancelled).
+            scope = self._serving[_id_key(message["id"])] = anyio.CancelScope()
+            self._tg.start_soon(self._answer, message, scope)
         elif method == "session/update":
             params = message.get("params")
             if isinstance(params, dict):
                 self._on_update(params)
+        elif method == CANCEL_REQUEST:
+            params = message.get("params")
+            if isinstance(params, dict):
+                serving = self._serving.get(_id_key(params.get("requestId")))
+                if serving is not None:
+                    serving.cancel()
         elif self._on_notification is not None:
             self._on_notification(method, message.get("params"))
 
@@ -280,12 +329,25 @@ class JsonRpcConnection:
 
     # --- answering the agent's requests -------------------------------------------------
 
-    async def _answer(self, message: dict[str, Any]) -> None:
-        reply = await self._router.answer(message)
+    async def _answer(self, message: dict[str, Any], scope: anyio.CancelScope) -> None:
+        key = _id_key(message.get("id"))
+        with scope:
+            try:
+                reply = await self._router.answer(message)
+            finally:
+                if self._serving.get(key) is scope:
+                    del self._serving[key]
+        if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
+            reply = error_reply(message.get("id"), REQUEST_CANCELLED, "Request cancelled")
         if reply is None:
             return
         with contextlib.suppress(AgentExitedError):  # the agent is gone: nobody waits for it
             await self._write(reply)
+
+
+def _id_key(request_id: Any) -> tuple[str, Any]:
+    """A dict key for a JSON-RPC id: ``1`` and ``"1"`` are different requests."""
+    return type(request_id).__name__, request_id
 
 
 _raw_decode = json.JSONDecoder().raw_decode

@@ -7,9 +7,19 @@ narration before tool calls is not the answer. A message's chunks are joined int
 they come (:class:`_Message`), so its memory grows with its text, not with the number of
 chunks: an object per token-sized chunk cost ~60 bytes each (25 MB for 400 000 chunks).
 
+Every stable v1 update kind is read: message and thought chunks, tool calls, ``plan`` (the
+latest one, for ``meta.plan``), ``usage_update``, and the session's state
+(``current_mode_update``, ``config_option_update``, ``session_info_update``,
+``available_commands_update``, kept in :class:`SessionState`). ``user_message_chunk`` is
+counted only.
+
 Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
 (the collector keeps listening until the agent has exited); a permission request may arrive
 before its ``tool_call``; unknown update kinds are counted and kept in the transcript.
+
+``session/load`` replays the whole conversation as updates before its reply
+(:meth:`TurnCollector.replay`): those are history, so they are counted and never become this
+turn's answer, tool calls or plan — only the session state they carry is kept.
 """
 
 from __future__ import annotations
@@ -19,7 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acp_bridge._acp.schema import PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.schema import ConfigOption, PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.session_state import SessionState
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
@@ -58,11 +69,12 @@ class _Message:
     Joining every 1024 chunks keeps the total work linear (each chunk is copied once into
     its block, once into the answer) and the memory at the text plus ~0.1 %."""
 
-    __slots__ = ("blocks", "parts")
+    __slots__ = ("blocks", "message_id", "parts")
 
-    def __init__(self) -> None:
+    def __init__(self, message_id: str | None = None) -> None:
         self.blocks: list[str] = []
         self.parts: list[str] = []
+        self.message_id = message_id
 
     def compact(self) -> None:
         self.blocks.append("".join(self.parts))
@@ -88,14 +100,22 @@ class TurnCollector:
         self.kinds: Counter[str] = Counter()
         self.unknown_kinds: Counter[str] = Counter()
         self.malformed = 0
-        self.mode_id: str | None = None
+        self.state = SessionState()
+        self.replaying = False
+        self.replayed = 0
         self._handlers = {
             "tool_call": self._tool_call,
             "tool_call_update": self._tool_call,
             "plan": self._plan,
             "usage_update": self._usage_update,
             "agent_thought_chunk": self._thought,
+            "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
+        }
+        self._state_handlers = {
             "current_mode_update": self._mode,
+            "config_option_update": self._config_options,
+            "session_info_update": self._session_info,
+            "available_commands_update": self._commands,
         }
 
     # --- the stream (called by the connection for every session/update) -----------------
@@ -109,9 +129,16 @@ class TurnCollector:
         if kind == "agent_message_chunk":
             if self._in_turn:
                 self._chunk(update)
+            elif self.replaying:
+                self.replayed += 1
             return
         self.kinds[str(kind)] += 1
-        handler = self._handlers.get(kind)  # type: ignore[arg-type]
+        handler = self._state_handlers.get(kind)  # type: ignore[arg-type]
+        if handler is None:
+            if self.replaying:  # history: not this turn's tool calls, plan or usage
+                self.replayed += 1
+                return
+            handler = self._handlers.get(kind)  # type: ignore[arg-type]
         if handler is not None:
             try:
                 handler(update)
@@ -136,7 +163,7 @@ class TurnCollector:
         else:
             message = self._by_id.get(message_id)
             if message is None:
-                message = self._by_id[message_id] = _Message()
+                message = self._by_id[message_id] = _Message(message_id)
                 self._messages.append(message)
             self._current = message
         parts = message.parts  # inlined append: this runs for every chunk
@@ -195,9 +222,39 @@ class TurnCollector:
             self._sink.emit("thought", text=content["text"])
 
     def _mode(self, update: dict[str, Any]) -> None:
-        self.mode_id = str(update.get("currentModeId"))
+        mode = update.get("currentModeId")
+        if not isinstance(mode, str):
+            raise TypeError("currentModeId must be a string")
+        self.state.mode_id = mode
+
+    def _config_options(self, update: dict[str, Any]) -> None:
+        options = update.get("configOptions")
+        if not isinstance(options, list):
+            raise TypeError("configOptions must be a list")
+        self.state.config_options = [ConfigOption.model_validate(o) for o in options]
+
+    def _session_info(self, update: dict[str, Any]) -> None:
+        # Only changed fields are sent; an explicit null clears one.
+        if "title" in update:
+            title = update["title"]
+            self.state.title = title if isinstance(title, str) else None
+        if "updatedAt" in update:
+            stamp = update["updatedAt"]
+            self.state.updated_at = stamp if isinstance(stamp, str) else None
+
+    def _commands(self, update: dict[str, Any]) -> None:
+        commands = update.get("availableCommands")
+        if not isinstance(commands, list):
+            raise TypeError("availableCommands must be a list")
+        self.state.commands = [
+            str(c["name"]) for c in commands if isinstance(c, dict) and "name" in c
+        ]
 
     # --- what the turn produced ---------------------------------------------------------
+
+    def replay(self, on: bool) -> None:
+        """Between sending ``session/load`` and its reply: updates are history."""
+        self.replaying = on
 
     def begin_turn(self) -> None:
         """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
@@ -213,13 +270,21 @@ class TurnCollector:
             call.apply(tool)
             self.tool_calls[tool.tool_call_id] = call
 
-    def answer(self) -> str:
-        """The last non-blank agent message of the turn."""
+    def _answer_message(self) -> tuple[str, _Message | None]:
         for message in reversed(self._messages):
             text = message.text()
             if text and not text.isspace():  # not strip(): no copy of a long answer
-                return text
-        return ""
+                return text, message
+        return "", None
+
+    def answer(self) -> str:
+        """The last non-blank agent message of the turn."""
+        return self._answer_message()[0]
+
+    def answer_message_id(self) -> str | None:
+        """The ``messageId`` of the answer, when the agent sends message ids."""
+        message = self._answer_message()[1]
+        return message.message_id if message is not None else None
 
     def add_prompt_usage(self, usage: Mapping[str, Any] | None) -> None:
         for wire, name in _USAGE_KEYS.items():
@@ -230,13 +295,9 @@ class TurnCollector:
         return [call.record for call in self.tool_calls.values()]
 
 
-_KNOWN_IGNORED = frozenset(
-    {
-        "user_message_chunk",
-        "available_commands_update",
-        "config_option_update",
-        "session_info_update",
-        "plan_update",
-        "plan_removed",
-    }
-)
+def _ignore(update: dict[str, Any]) -> None:
+    return None
+
+
+# Unstable kinds that only a client advertising them may receive: known, not used.
+_KNOWN_IGNORED = frozenset({"plan_update", "plan_removed"})

@@ -3,13 +3,15 @@
 Data flows one way: profile → constructed environment → :class:`AgentProcess` →
 :class:`JsonRpcConnection` → :class:`AcpSession` → :class:`SubtaskResult` (acp_result.py).
 Each phase has its own deadline (startup: spawn to ``initialize`` reply; session: auth and
-setup; run: the prompt turn). Whatever happens, the run ends in the same shutdown sequence
-and one envelope.
+setup; run: the prompt turn) and, when the host uses OpenTelemetry, its own span
+(``acp.initialize``, ``acp.session``, ``acp.prompt``, ``acp.shutdown``). Whatever happens,
+the run ends in the same shutdown sequence and one envelope.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -18,8 +20,11 @@ from acp_bridge._acp.agent_process import AgentProcess
 from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
+from acp_bridge._acp.session_options import OptionValue, SessionChoices
+from acp_bridge._acp.tracing import Tracing, set_attributes
 from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
 from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
 from acp_bridge._acp.updates import TurnCollector
@@ -54,19 +59,37 @@ async def acp_spawn(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
+    elicitation_hook: ElicitationHook | None = None,
+    mode: str | None = None,
+    model: str | None = None,
+    config_options: Mapping[str, OptionValue] | None = None,
+    resume: str | None = None,
+    fork: bool = False,
+    unstable: bool = False,
     isolation: IsolationMode | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
     ``cwd`` is the session's working directory (default: the profile's, else the current
     directory). ``timeout`` overrides the profile's run timeout. Setting ``cancel`` ends the
-    run gracefully with ``error_code: cancelled``; ``permission_hook`` answers ``ask`` rules.
+    run gracefully with ``error_code: cancelled``; ``permission_hook`` answers ``ask`` rules;
+    ``elicitation_hook`` answers the agent's questions to the user (without it they are
+    refused).
+
+    ``mode``, ``model`` and ``config_options`` (id → value; booleans for boolean options)
+    override the profile's ``session:`` settings for this run; a value the agent does not
+    offer fails the run (``config_error``) with what it offers. ``resume`` continues that
+    earlier session of the agent (``session/resume``, else ``session/load``; an agent with
+    neither fails the run); ``fork=True`` continues it in a copy (``session/fork``, unstable
+    in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
     ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
     The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
     """
 
     async def body(ctx: RunContext) -> SubtaskResult:
         profile = ctx.config.profiles.get(agent).profile
+        if fork and resume is None:
+            raise ConfigError("fork needs resume: the session to fork")
         run = AcpRun(
             ctx,
             profile,
@@ -77,6 +100,11 @@ async def acp_spawn(
             sink=EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started),
             cancel=cancel,
             permission_hook=permission_hook,
+            elicitation_hook=elicitation_hook,
+            choices=SessionChoices(mode, model, dict(config_options or {})),
+            resume=resume,
+            fork=fork,
+            unstable=unstable or profile.unstable,
             isolation=isolation or profile.isolation,
         )
         return await run.execute()
@@ -102,6 +130,11 @@ class AcpRun:
         sink: EventSink,
         cancel: anyio.Event | None,
         permission_hook: PermissionHook | None,
+        elicitation_hook: ElicitationHook | None = None,
+        choices: SessionChoices | None = None,
+        resume: str | None = None,
+        fork: bool = False,
+        unstable: bool = False,
         isolation: IsolationMode = "none",
     ) -> None:
         self.profile = profile
@@ -111,8 +144,14 @@ class AcpRun:
         self.sink = sink
         self.cancel = cancel
         self.permission_hook = permission_hook
+        self.elicitation_hook = elicitation_hook
+        self.choices = choices or SessionChoices()
+        self.resume = resume
+        self.fork = fork
+        self.unstable = unstable
+        self.tracing = Tracing.from_host()
         self.timeout = timeout
-        self.cwd = _session_cwd(cwd, profile)
+        self.cwd = session_cwd(cwd, profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
         self.sandbox = profile.sandbox.over(ctx.config.config.sandbox)
         self.env = constructed_env(
@@ -134,9 +173,27 @@ class AcpRun:
             transcript=self.transcript,
             redactor=self.redactor,
             timeout=timeout,
+            tracing=self.tracing,
         )
 
     async def execute(self) -> SubtaskResult:
+        with self.tracing.span(
+            "acp_bridge.acp_spawn",
+            **{"acp.agent": self.profile.name, "acp.task_id": self.ctx.task_id},
+        ) as span:
+            envelope = await self._execute()
+            set_attributes(
+                span,
+                **{
+                    "acp.status": envelope.status,
+                    "acp.error_code": envelope.meta.error_code,
+                    "acp.session_id": envelope.meta.session_id,
+                    "acp.stop_reason": envelope.meta.stop_reason,
+                },
+            )
+        return envelope
+
+    async def _execute(self) -> SubtaskResult:
         result = self.result
         diff = self.transcript.path.with_suffix(".diff") if self.transcript.path else None
         try:
@@ -202,6 +259,7 @@ class AcpRun:
                     sink=self.sink,
                     signals=self.signals,
                     permission_hook=self.permission_hook,
+                    elicitation_hook=self.elicitation_hook,
                     on_tool_call=self.collector.tool_call_seen,
                     launcher=confinement.launch,
                 )
@@ -210,6 +268,7 @@ class AcpRun:
                     process.stdin,
                     on_update=self.collector,
                     router=services.router(),
+                    on_notification=services.notification,
                     transcript=self.transcript,
                     max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
@@ -223,6 +282,7 @@ class AcpRun:
                         collector=self.collector,
                         signals=self.signals,
                         sink=self.sink,
+                        tracing=self.tracing,
                     )
                     try:
                         await self._phases(session)
@@ -238,7 +298,7 @@ class AcpRun:
     async def _phases(self, session: AcpSession) -> None:
         timeouts = self.profile.timeouts
         try:
-            with anyio.fail_after(timeouts.startup):
+            with self.tracing.span("acp.initialize"), anyio.fail_after(timeouts.startup):
                 await session.initialize()
         except TimeoutError as exc:
             raise RunTimeout(
@@ -246,8 +306,18 @@ class AcpRun:
                 "(timeouts.startup)"
             ) from exc
         try:
-            with anyio.fail_after(timeouts.session):
-                await session.open(additional_directories=self._additional_directories())
+            with self.tracing.span("acp.session") as span, anyio.fail_after(timeouts.session):
+                await session.open(
+                    self._additional_directories(),
+                    resume=self.resume,
+                    fork=self.fork,
+                    unstable=self.unstable,
+                )
+                set_attributes(
+                    span,
+                    **{"acp.session_id": session.session_id, "acp.method": session.session_method},
+                )
+                await session.configure(self.choices)
         except TimeoutError as exc:
             raise RunTimeout(
                 f"session setup took longer than {timeouts.session:g}s (timeouts.session)"
@@ -266,12 +336,14 @@ class AcpRun:
             await self._turn(session, repair_prompt(result.output_schema, error))
 
     async def _turn(self, session: AcpSession, prompt: str) -> None:
-        outcome: TurnOutcome = await session.prompt(
-            prompt,
-            timeout=self.timeout,
-            cancel=self.cancel,
-            grace=self.profile.timeouts.cancel_grace,
-        )
+        with self.tracing.span("acp.prompt") as span:
+            outcome: TurnOutcome = await session.prompt(
+                prompt,
+                timeout=self.timeout,
+                cancel=self.cancel,
+                grace=self.profile.timeouts.cancel_grace,
+            )
+            set_attributes(span, **{"acp.ended": outcome.ended})
         self.result.outcome = outcome
         error = turn_error(outcome, self.timeout)
         if error is not None:
@@ -289,13 +361,14 @@ class AcpRun:
         """Cancel an unfinished turn, close the session, release terminals, end the agent —
         while still reading, so updates sent after the prompt reply are not lost."""
         grace = self.profile.timeouts.shutdown_grace
-        if session.turn_in_progress and not conn.closed:
-            await session.cancel_turn("the caller went away")
-        await session.close(grace)
-        await services.aclose()
-        await process.shutdown()
-        with anyio.move_on_after(grace):
-            await conn.wait_closed()
+        with self.tracing.span("acp.shutdown"):
+            if session.turn_in_progress and not conn.closed:
+                await session.cancel_turn("the caller went away")
+            await session.close(grace)
+            await services.aclose()
+            await process.shutdown()
+            with anyio.move_on_after(grace):
+                await conn.wait_closed()
         for note in process.notes:
             self.transcript.note(note)
 
@@ -305,7 +378,7 @@ class AcpRun:
         return list(roots)
 
 
-def _session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
+def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
     chosen = Path(cwd) if cwd is not None else (profile.cwd or Path.cwd())
     resolved = chosen.expanduser().resolve()
     if not resolved.is_dir():

@@ -16,6 +16,7 @@ from acp_bridge._acp.agent_process import AgentProcess
 from acp_bridge._acp.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.session import AcpSession
+from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._acp.updates import TurnCollector
@@ -62,6 +63,7 @@ class AcpResult:
     error: BridgeError | None = None
     confinement: Confinement | None = None
     warnings: list[str] = field(default_factory=list)
+    tracing: Tracing = NO_TRACING
 
     def answer(self) -> Answer:
         text = self.collector.answer()
@@ -125,14 +127,27 @@ class AcpResult:
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:
-        process, services = self.process, self.services
+        process, services, collector = self.process, self.services, self.collector
         tail = process.stderr_tail() if process is not None and process.started else ""
         transcript = self.transcript
         served = (services.files.files_changed or None) if services else None
         confined = self.confinement.meta() if self.confinement is not None else {}
+        state = collector.state
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
+            session_method=self.session.session_method if self.session else None,
+            session_title=state.title,
+            mode=state.current_mode(),
+            model=state.current_model(),
+            config_options=state.config_values() or None,
+            available_commands=state.commands or None,
+            plan=collector.plan or None,
+            message_id=collector.answer_message_id(),
+            replayed_updates=collector.replayed or None,
+            unknown_updates=dict(collector.unknown_kinds) or None,
+            trace_id=self.tracing.trace_id,
+            elicitations=(services.elicitation.records or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,
             permissions=(services.ledger.records or None) if services else None,

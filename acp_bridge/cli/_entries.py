@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from acp_bridge._acp.services.elicitation import ElicitationHook
+from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge._os.race import race
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
@@ -54,8 +56,13 @@ async def _with_interrupts(
     return (await race(lambda: run(cancel), watch_signals)).value
 
 
-def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
-    """Run ``request`` with the options every entry command shares; print the envelope."""
+def run_request(
+    args: argparse.Namespace,
+    request: EntryRequest,
+    hooks: tuple[PermissionHook | None, ElicitationHook | None] = (None, None),
+) -> int:
+    """Run ``request`` with the options every entry command shares; print the envelope.
+    ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:
@@ -66,7 +73,14 @@ def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
     handler, finish = event_printer("none" if args.quiet else args.events)
 
     async def run(cancel: anyio.Event) -> SubtaskResult:
-        return await run_entry(request, config=loaded, on_event=handler, cancel=cancel)
+        return await run_entry(
+            request,
+            config=loaded,
+            on_event=handler,
+            cancel=cancel,
+            permission_hook=hooks[0],
+            elicitation_hook=hooks[1],
+        )
 
     try:
         result = anyio.run(_with_interrupts, run)
@@ -91,6 +105,14 @@ def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from acp_bridge.cli._prompts import hooks_for
+
+    if args.fork and args.resume is None:
+        raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
+    if args.ask_timeout is not None and not args.ask_timeout > 0:
+        raise ConfigError(
+            f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
+        )
     return run_request(
         args,
         _request(
@@ -100,7 +122,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             agent=args.agent,
             output_schema=args.output_schema,
             isolation=args.isolation,
+            mode=args.mode,
+            model=args.model,
+            config_options=dict(args.config_options) if args.config_options else None,
+            resume=args.resume,
+            fork=args.fork,
+            unstable=args.unstable,
         ),
+        hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout),
     )
 
 

@@ -127,7 +127,7 @@ def test_mode_model_and_config_options_are_set_when_offered(harness: AgentHarnes
         {"sessionId": "fault_session_1", "configId": "model", "value": "m2"},
         {"sessionId": "fault_session_1", "configId": "fast", "value": True, "type": "boolean"},
     ]
-    assert any("config_options.nope: not offered" in w for w in result.meta.warnings or [])
+    assert any("'nope' is not offered" in w for w in result.meta.warnings or [])
     # Nothing offered: nothing is sent, and the envelope says what was left as it was.
     bare, quiet = spy(harness, session=wanted)
     assert sent(quiet, "session/set_mode") == sent(quiet, "session/set_config_option") == []

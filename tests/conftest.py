@@ -102,9 +102,12 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
 def private_state_and_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Transcripts and the YAML parse cache of the whole run (child processes included) go
     to the run's own folders, never to the user's."""
-    saved = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    names = ("XDG_STATE_HOME", "XDG_CACHE_HOME", "ACP_BRIDGE_DEMO_STATE")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    # The demo agent's memory of sessions (it passes through to the agent).
+    os.environ["ACP_BRIDGE_DEMO_STATE"] = str(tmp_path_factory.mktemp("demo-memory"))
     yield
     for name, value in saved.items():
         if value is None:

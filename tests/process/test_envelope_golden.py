@@ -30,7 +30,7 @@ from tests.helpers import ECHO_SCHEMA
 GOLDEN = Path(__file__).parent.parent / "golden" / "envelope"
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
 DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"], "timeouts": FAST}
-_SESSION_ID = re.compile(r"demo_\d+_\d+")
+_SESSION_ID = re.compile(r"demo_[0-9a-f]{12}")
 
 
 def _fault(h: AgentHarness, mode: str, task: str = "go", **kw: Any) -> SubtaskResult:
@@ -115,7 +115,7 @@ def normalise(envelope: dict[str, Any], harness: AgentHarness) -> dict[str, Any]
         meta["sandbox"]["reason"] = "<reason>"
     text = json.dumps(envelope, ensure_ascii=False)
     text = text.replace(str(harness.root), "<tmp>").replace(sys.executable, "<python>")
-    text = _SESSION_ID.sub("demo_<pid>_1", text)
+    text = _SESSION_ID.sub("demo_<id>", text)
     return json.loads(text)  # type: ignore[no-any-return]
 
 

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from acp_bridge._acp.schema import PermissionOption
+    from acp_bridge._acp.services.elicitation import (
+        ElicitationAnswer,
+        ElicitationHook,
+        ElicitationQuestion,
+    )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
     from acp_bridge._entries.acp_agent import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.host import ask, ask_sync
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
     from acp_bridge._output import SchemaRegistry
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, ToolKind, load_config
     from acp_bridge.envelope import (
+        ElicitationRecord,
         Entry,
         Meta,
         OutputKind,
@@ -63,6 +69,7 @@ if TYPE_CHECKING:
         ErrorCode,
         LimitExceeded,
         ModelError,
+        NotOffered,
         OutputSchemaError,
         Problem,
         ProfileError,
@@ -79,6 +86,9 @@ if TYPE_CHECKING:
 
 _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._acp.schema": ("PermissionOption",),
+    "acp_bridge._acp.services.elicitation": (
+        "ElicitationAnswer", "ElicitationHook", "ElicitationQuestion",
+    ),
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge._entries.acp_agent": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.host": ("ask", "ask_sync"),
@@ -90,13 +100,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._output": ("SchemaRegistry",),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
     "acp_bridge.envelope": (
-        "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord", "Status",
-        "SubtaskResult", "TerminalRecord", "ToolCallRecord",
+        "ElicitationRecord", "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord",
+        "Status", "SubtaskResult", "TerminalRecord", "ToolCallRecord",
     ),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
-        "ModelError", "OutputSchemaError", "Problem", "ProfileError", "ProtocolError",
+        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError", "ProtocolError",
         "RunCancelled", "RunTimeout", "SandboxViolation", "SourceLocation", "SpawnError",
         "TurnLimitError", "UnknownProfileError",
     ),
@@ -115,6 +125,10 @@ __all__ = [
     "Config",
     "ConfigError",
     "DepthLimitError",
+    "ElicitationAnswer",
+    "ElicitationHook",
+    "ElicitationQuestion",
+    "ElicitationRecord",
     "Entry",
     "EntryRequest",
     "ErrorCode",
@@ -125,6 +139,7 @@ __all__ = [
     "LoadedConfig",
     "Meta",
     "ModelError",
+    "NotOffered",
     "ObserveProfile",
     "OutputKind",
     "OutputSchemaError",

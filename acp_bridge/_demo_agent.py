@@ -9,8 +9,10 @@ that start with a directive make it use the client's services:
     run COMMAND          ask permission, then run COMMAND in a client terminal
     sleep SECONDS        wait (cancellable) — for trying timeouts and Ctrl-C
 
-Any other text is chat: "Reply with exactly X" answers X; anything else is echoed. Relative
-paths are relative to the session cwd. The session offers two modes (``default``,
+Any other text is chat: "Reply with exactly X" answers X; "remember WORDS" and "recall" use
+its memory of the session (_demo_memory.py: sessions are saved, so a later process can resume
+or load them: follow-up turns offline); anything else is echoed. Relative paths are relative
+to the session cwd. The session offers two modes (``default``,
 ``careful``: asks permission even to read) and one config option ``style``
 (``plain`` | ``shouty``).
 
@@ -27,6 +29,8 @@ import os
 import re
 import sys
 import threading
+
+from acp_bridge import _demo_memory as memory
 
 # Not from typing at run time, and no pathlib: the agent's start-up is on every run's
 # critical path (see acp_bridge/__init__.py). Type checkers read the block below.
@@ -147,9 +151,9 @@ class DemoAgent:
         return {
             "protocolVersion": 1,
             "agentCapabilities": {
-                "loadSession": False,
+                "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-                "sessionCapabilities": {"close": {}},
+                "sessionCapabilities": {"close": {}, "resume": {}, "list": {}},
             },
             "authMethods": [],
             "agentInfo": {
@@ -160,10 +164,38 @@ class DemoAgent:
         }
 
     def on_session_new(self, params: dict[str, Any]) -> dict[str, Any]:
-        session_id = f"demo_{os.getpid()}_{len(self.sessions) + 1}"
+        # Random, not the pid: in a PID namespace every demo process is pid 2, and saved
+        # sessions of different runs must not collide.
+        session_id = f"demo_{os.urandom(6).hex()}"
         self.sessions[session_id] = {"cwd": params["cwd"], "mode": "default", "style": "plain"}
+        memory.save(session_id, self.sessions[session_id])
+        return {"sessionId": session_id, **self._setup()}
+
+    def on_session_resume(self, params: dict[str, Any]) -> dict[str, Any]:
+        record = memory.load(params["sessionId"])
+        session = {**record, "cwd": params["cwd"], "mode": "default", "style": "plain"}
+        self.sessions[params["sessionId"]] = session
+        return self._setup()
+
+    def on_session_load(self, params: dict[str, Any]) -> dict[str, Any]:
+        setup = self.on_session_resume(params)
+        session_id = params["sessionId"]
+        for number, (prompt, answer) in enumerate(self.sessions[session_id].get("turns", [])):
+            self.update(
+                session_id,
+                {
+                    "sessionUpdate": "user_message_chunk",
+                    "content": {"type": "text", "text": prompt},
+                },
+            )
+            self.say(session_id, answer, f"msg_history_{number}")
+        return setup
+
+    def on_session_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"sessions": memory.listing(params.get("cwd"))}
+
+    def _setup(self) -> dict[str, Any]:
         return {
-            "sessionId": session_id,
             "modes": {
                 "currentModeId": "default",
                 "availableModes": [
@@ -221,7 +253,11 @@ class DemoAgent:
             results.append(self.do(session_id, session, number, step, cancelled))
             if cancelled.is_set():
                 return {"stopReason": "cancelled"}
-        self.say(session_id, _final_answer(text, directives, results), "msg_final")
+        answer = _final_answer(session, text, directives, results)
+        self.say(session_id, answer, "msg_final")
+        session.setdefault("turns", []).append([text, answer])
+        session.setdefault("title", text.strip().splitlines()[0][:80] if text.strip() else None)
+        memory.save(session_id, session)
         return {
             "stopReason": "end_turn",
             "usage": {
@@ -253,7 +289,7 @@ class DemoAgent:
             return f"slept {rest}s"
         path = rest.split(":", 1)[0].strip() if verb == "write" else rest.strip()
         if verb in ("read", "write"):
-            path = os.path.join(session["cwd"], path)  # noqa: PTH118 (no pathlib, see top)
+            path = os.path.join(session["cwd"], path)
         kind = {"read": "read", "write": "edit", "run": "execute"}[verb]
         locations = [{"path": path}] if verb in ("read", "write") else []
         self.tool(session_id, call_id, step, kind, "pending", locations)
@@ -362,7 +398,12 @@ class DemoAgent:
 _DIRECTIVES = ("read", "write", "run", "sleep")
 
 
-def _final_answer(text: str, directives: list[str], results: list[str]) -> str:
+def _final_answer(
+    session: dict[str, Any], text: str, directives: list[str], results: list[str]
+) -> str:
+    remembered = [a for line in text.splitlines() if (a := memory.chat(session, line))]
+    if remembered:
+        return "\n".join(remembered)
     exact = next((m["text"] for line in text.splitlines() if (m := _EXACT.search(line))), None)
     if exact is not None:
         return exact.strip().strip("\"'`")

@@ -80,6 +80,21 @@ class RefusalRecord(BaseModel):
     reason: str = ""
 
 
+class ElicitationRecord(BaseModel):
+    """One question the worker asked the user (ACP elicitation), as it goes into
+    ``meta.elicitations``. Answers are not recorded, only which fields were answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str
+    message: str = ""
+    action: Literal["accept", "decline", "cancel", "refused"]
+    fields: list[str] = Field(default_factory=list)
+    url_host: str = ""
+    reason: str = ""
+    completed: bool = False
+
+
 class Meta(BaseModel):
     """The open ``meta`` extension. Every key is optional; unknown keys are kept."""
 
@@ -97,7 +112,11 @@ class Meta(BaseModel):
     terminals: list[TerminalRecord] | None = None
     files_changed: list[str] | None = None
     files_read: list[str] | None = None
+    diff: str | None = None
+    sandbox: dict[str, Any] | None = None
+    worktree: dict[str, Any] | None = None
     refusals: list[RefusalRecord] | None = None
+    elicitations: list[ElicitationRecord] | None = None
     stderr_tail: str | None = None
     transcript: str | None = None
     depth: int | None = None
@@ -105,6 +124,17 @@ class Meta(BaseModel):
     tools: list[str] | None = None
     tools_ignored: list[str] | None = None
     subtasks: list[dict[str, Any]] | None = None
+    # acp_spawn: the session as the agent left it (model is the agent's model id there)
+    session_method: str | None = None
+    session_title: str | None = None
+    mode: str | None = None
+    config_options: dict[str, Any] | None = None
+    available_commands: list[str] | None = None
+    plan: list[dict[str, Any]] | None = None
+    message_id: str | None = None
+    replayed_updates: int | None = None
+    unknown_updates: dict[str, int] | None = None
+    trace_id: str | None = None
     warnings: list[str] | None = None
 
 

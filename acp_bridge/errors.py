@@ -10,7 +10,10 @@ purpose from inside the package.
     BridgeError
     ├── ConfigError                 config_error      bad config file, profile or argument
     │   ├── ProfileError            config_error      a problem inside one agent profile
-    │   └── UnknownProfileError     config_error      no profile of that name
+    │   ├── UnknownProfileError     config_error      no profile of that name
+    │   └── NotOffered              config_error      the caller asked explicitly for what the
+    │                                                 agent does not offer (a method, a mode,
+    │                                                 a model, an option value)
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
@@ -118,6 +121,12 @@ class ProfileError(ConfigError):
 
 class UnknownProfileError(ConfigError):
     """No agent profile has the requested name."""
+
+
+class NotOffered(ConfigError):
+    """The caller asked explicitly for something the agent does not offer: a session method
+    (``session/resume`` …), or a mode, model or config option value. The message lists what
+    the agent does offer. (The same setting from a profile is only a warning.)"""
 
 
 class DepthLimitError(BridgeError):

@@ -7,7 +7,10 @@ Three commands, run in turn round after round (A B C A B C …) after one warm-u
 - ``floor``: ``python -c pass`` on the interpreter acp-bridge runs on (the least any Python
   CLI can cost);
 - ``bridge``: ``acp-bridge run demo "Reply with exactly OK"`` (spawns the bundled demo agent,
-  handshake, one turn, shutdown, envelope on stdout; transcripts on, as by default);
+  handshake, one turn, shutdown, envelope on stdout; transcripts on and the agent in its OS
+  sandbox, as by default: bubblewrap where it works);
+- ``nosandbox``: the same with ``sandbox: {mode: off}``, and ``landlock``: with the sandbox
+  forced to Landlock — so the sandbox's cost is a difference within the same rounds;
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
   ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``.
 
@@ -154,9 +157,17 @@ def main() -> int:
         # No config file, transcripts and state in a scratch place: the defaults, isolated.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
         env.update(XDG_CONFIG_HOME=str(work / "config"), XDG_STATE_HOME=str(work / "state"))
+        configs = {}
+        for name, mode in (("nosandbox", "off"), ("landlock", "landlock")):
+            configs[name] = work / f"{name}.yaml"
+            configs[name].write_text(f"sandbox: {{mode: {mode}}}\n")
         commands = {
             "floor": ([python, "-c", "pass"], check_floor),
             "bridge": ([str(bridge), "run", "demo", TASK], check_bridge),
+            **{
+                name: ([str(bridge), "--config", str(path), "run", "demo", TASK], check_bridge)
+                for name, path in configs.items()
+            },
         }
         if acpx:
             agent = f"{python} -m acp_bridge._demo_agent"
@@ -182,11 +193,11 @@ def main() -> int:
                 if number:  # round 0 is the warm-up
                     runs[name].append(Run(wall, cpu, rss, ok, detail))
 
-    print(f"\n{'command':<8} {'wall s (median, min–max)':>26} {'cpu s':>7} {'peak RSS MB':>12}")
+    print(f"\n{'command':<10} {'wall s (median, min–max)':>26} {'cpu s':>7} {'peak RSS MB':>12}")
     for name, measured in runs.items():
         walls = [r.wall for r in measured]
         print(
-            f"{name:<8} {statistics.median(walls):>9.3f} ({min(walls):.3f}–{max(walls):.3f})"
+            f"{name:<10} {statistics.median(walls):>9.3f} ({min(walls):.3f}–{max(walls):.3f})"
             f" {statistics.median(r.cpu for r in measured):>10.3f}"
             f" {statistics.median(r.peak_rss_mb for r in measured):>12.1f}"
         )
@@ -194,7 +205,17 @@ def main() -> int:
     def ratios(a: str, b: str) -> list[float]:
         return [x.wall / y.wall for x, y in zip(runs[a], runs[b], strict=True)]
 
+    def added_ms(a: str, b: str) -> float:
+        return 1000 * statistics.median(
+            x.wall - y.wall for x, y in zip(runs[a], runs[b], strict=True)
+        )
+
     print()
+    for name in ("bridge", "landlock"):
+        print(
+            f"sandbox cost ({name} - nosandbox, median of the rounds): "
+            f"{added_ms(name, 'nosandbox'):+.1f} ms"
+        )
     for a, b in (("bridge", "acpx"), ("bridge", "floor"), ("acpx", "floor")):
         if a in runs and b in runs:
             values = ratios(a, b)
@@ -206,6 +227,10 @@ def main() -> int:
             bridge_wall <= TARGET_SECONDS,
         )
     ]
+    checks.append(
+        (f"the sandbox adds ≤ 30 ms: {added_ms('bridge', 'nosandbox'):+.1f} ms",
+         added_ms("bridge", "nosandbox") <= 30)
+    )  # fmt: skip
     if "acpx" in runs:
         half = statistics.median(ratios("bridge", "acpx"))
         checks.append((f"≤ half of acpx: {half:.2f}× acpx", half <= 0.5))

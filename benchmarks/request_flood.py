@@ -2,7 +2,7 @@
 
 DESIGN §6: "bounded under abuse: … a 20 000-request flood … RSS within 2x of an idle run".
 Each run is a fresh worker process doing one ``acp_spawn`` against
-``tests/agents/hostile_agent.py flood N``: the agent writes N requests without waiting
+``tests/agents/unruly_agent.py flood N``: the agent writes N requests without waiting
 (``fs/read_text_file`` of a small file, ``terminal/output`` of an unknown terminal, an
 unknown method, in turn), reads the replies in a thread, and answers
 ``FLOOD-DONE <replies read> replies`` once it has them all. The idle run is the same with
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENT = ROOT / "tests" / "agents" / "hostile_agent.py"
+AGENT = ROOT / "tests" / "agents" / "unruly_agent.py"
 
 
 def peak_rss_kib() -> int:

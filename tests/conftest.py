@@ -22,7 +22,7 @@ from acp_bridge._entries.acp_agent import acp_spawn
 from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
-from tests.helpers import kill_quietly, read_pids
+from tests.helpers import kill_quietly
 from tests.helpers import processes_with as find_marked
 
 AGENTS = Path(__file__).parent / "agents"
@@ -102,9 +102,12 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
 def private_state_and_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Transcripts and the YAML parse cache of the whole run (child processes included) go
     to the run's own folders, never to the user's."""
-    saved = {name: os.environ.get(name) for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    names = ("XDG_STATE_HOME", "XDG_CACHE_HOME", "ACP_BRIDGE_DEMO_STATE")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    # The demo agent's memory of sessions (it passes through to the agent).
+    os.environ["ACP_BRIDGE_DEMO_STATE"] = str(tmp_path_factory.mktemp("demo-memory"))
     yield
     for name, value in saved.items():
         if value is None:
@@ -131,9 +134,18 @@ def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def pidfile(tmp_path: Path) -> Iterator[Path]:
-    """A file a test command writes its background pids to; whatever is still alive at the
-    end is killed, whether the test passed or not."""
-    path = tmp_path / "pids"
-    yield path
-    kill_quietly(read_pids(path))
+def marker() -> Iterator[str]:
+    """A value for ``MARKER_VAR``: give it to a command's environment, and every process it
+    starts carries it — inside a sandbox too (host /proc sees them), under any pid. Whatever
+    still carries it at the end is killed, whether the test passed or not."""
+    value = uuid.uuid4().hex
+    yield value
+    kill_quietly(processes_with(value))
+
+
+@pytest.fixture
+def spy(harness: AgentHarness) -> Any:
+    """The spy agent (tests/agents/spy_agent.py) under this test's harness."""
+    from tests.spy import Spy
+
+    return Spy(harness)

@@ -58,6 +58,25 @@ def processes_with(name: str, value: str) -> list[int]:
     return found
 
 
+async def until_processes(name: str, value: str, count: int, within: float = 10.0) -> list[int]:
+    """Wait (bounded) until at least ``count`` processes carry ``name=value``: proof that
+    what a test is about to kill was really started."""
+    with anyio.fail_after(within):
+        # No event says "a process appeared" (another program starts it): look again.
+        while len(found := processes_with(name, value)) < count:  # noqa: ASYNC110
+            await anyio.sleep(0.02)
+    return found
+
+
+def gone_within(name: str, value: str, within: float = 5.0) -> list[int]:
+    """The processes still carrying ``name=value`` after ``within`` seconds (signals take a
+    moment to land, and a SIGKILLed namespace a moment to be torn down)."""
+    deadline = time.monotonic() + within
+    while (left := processes_with(name, value)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
 def command_line(pid: int) -> str:
     try:
         return (Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")).decode().strip()

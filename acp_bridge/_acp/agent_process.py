@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._os.buffers import TailBuffer
-from acp_bridge._os.procgroup import ProcessGroup, signal_name
+from acp_bridge._os.procgroup import Graceful, ProcessGroup, signal_name
 from acp_bridge._os.race import race, wait_event
 from acp_bridge.errors import SpawnError
 from acp_bridge.events import EventSink
@@ -51,8 +51,10 @@ class AgentProcess:
         sink: EventSink | None = None,
         install_hint: str = "",
         origin: str = "",
+        graceful: Graceful | None = None,
     ) -> None:
         self.argv = list(argv)
+        self._graceful = graceful
         self._env = dict(env)
         self._cwd = cwd
         self._grace = grace
@@ -70,7 +72,11 @@ class AgentProcess:
     async def __aenter__(self) -> Self:
         try:
             self._group = await ProcessGroup.start(
-                self.argv, env=self._env, cwd=self._cwd, stdin=subprocess.PIPE
+                self.argv,
+                env=self._env,
+                cwd=self._cwd,
+                stdin=subprocess.PIPE,
+                graceful=self._graceful,
             )
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""
@@ -103,7 +109,7 @@ class AgentProcess:
         # Shielded: a cancelled caller must still not leave a process behind. Bounded: by
         # the default shutdown deadline, unless the owner already ended it by its own.
         with anyio.CancelScope(shield=True):
-            await self.end(anyio.current_time() + 2 * self._grace + KILL_RESERVE)
+            await self.shutdown()
         self._tg.cancel_scope.cancel()
         try:
             return await self._tg.__aexit__(exc_type, exc, tb)
@@ -204,6 +210,10 @@ class AgentProcess:
             contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError),
         ):
             await self.stdin.aclose()
+
+    async def shutdown(self) -> None:
+        """:meth:`end` by the default deadline: both graces, then the kill."""
+        await self.end(anyio.current_time() + 2 * self._grace + KILL_RESERVE)
 
     async def end(self, until: float, hurry: anyio.Event | None = None) -> None:
         """The shutdown sequence, all of it by ``until`` (``anyio.current_time()``): polite

@@ -13,14 +13,18 @@
   bounded in bytes, each write under the current phase deadline (:meth:`set_deadline`).
 - ``session/update`` notifications bypass the router: they go straight to a synchronous
   callback. They are the hot path (100 000s per second).
+- ``$/cancel_request`` works both ways. The agent's cancels the handler of that request
+  (queued or running), answered -32800 (a reply is still owed). Ours is sent when we stop
+  waiting for one of our requests (a deadline, a cancelled caller); an agent that does not
+  know it ignores it. ``session/prompt`` has its own cancel (``session/cancel``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,63 +40,24 @@ from acp_bridge._acp.inbound import (
     decode_line,
 )
 from acp_bridge._acp.outbox import Outbox, Outgoing
+from acp_bridge._acp.pending import PendingRequest, Response
 from acp_bridge._acp.request_pool import RequestPool
 from acp_bridge._acp.router import Router, error_reply
-from acp_bridge._acp.schema import INVALID_REQUEST
+from acp_bridge._acp.schema import INVALID_REQUEST, REQUEST_CANCELLED
 from acp_bridge._acp.transcript import Transcript
-from acp_bridge.errors import AgentExitedError, AgentRequestError, BridgeError, ProtocolError
+from acp_bridge.errors import AgentExitedError, BridgeError, ProtocolError, RunCancelled
 
 READ_SIZE = 1 << 18
 DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+CANCEL_REQUEST = "$/cancel_request"
+CANCEL_WRITE_DEADLINE = 1.0
+"""Seconds a ``$/cancel_request`` may take to write: it is sent from shielded clean-up."""
 log = logging.getLogger("acp_bridge._acp.connection")
+
+__all__ = ["JsonRpcConnection", "PendingRequest", "Response"]
 
 UpdateCallback = Callable[[dict[str, Any]], None]
 NotificationCallback = Callable[[str, Any], None]
-
-
-@dataclass
-class Response:
-    """The agent's reply to one of our requests (or why there will be none)."""
-
-    method: str
-    result: Any = None
-    error: dict[str, Any] | None = None
-    failure: BridgeError | None = None
-
-    def unwrap(self) -> Any:
-        """The result, or the matching typed error."""
-        if self.failure is not None:
-            raise self.failure
-        if self.error is not None:
-            raise AgentRequestError(
-                self.method, self.error["code"], self.error["message"], self.error.get("data")
-            )
-        return self.result
-
-
-@dataclass
-class PendingRequest:
-    """A request we sent whose reply may still be coming."""
-
-    id: int
-    method: str
-    _done: anyio.Event = field(default_factory=anyio.Event)
-    response: Response | None = None
-
-    def resolve(self, response: Response) -> None:
-        if self.response is None:
-            self.response = response
-            self._done.set()
-
-    @property
-    def done(self) -> bool:
-        return self.response is not None
-
-    async def wait(self) -> Response:
-        """The reply; never raises (errors are in the Response), so it is safe in tasks."""
-        await self._done.wait()
-        assert self.response is not None
-        return self.response
 
 
 class JsonRpcConnection:
@@ -118,6 +83,9 @@ class JsonRpcConnection:
         self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
+        self._serving: dict[tuple[str, Any], anyio.CancelScope] = {}
+        """The agent's requests queued or being answered, by id, for its ``$/cancel_request``
+        (bounded by the request pool: at most its workers and backlog)."""
         self._tg: TaskGroup | None = None
         self._pool: RequestPool[RequestMessage | Skipped] | None = None
         self._eof = anyio.Event()
@@ -171,10 +139,11 @@ class JsonRpcConnection:
         *,
         written_within: float | None = None,
         request_id: int | None = None,
+        deadline: float | None = None,
     ) -> bool:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
         return await self.outbox.put(
-            data, label, written_within=written_within, request_id=request_id
+            data, label, written_within=written_within, request_id=request_id, deadline=deadline
         )
 
     def _unsent(self, message: Outgoing, why: BridgeError) -> None:
@@ -205,16 +174,46 @@ class JsonRpcConnection:
         return pending
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a request and return its result (raises the matching BridgeError)."""
+        """Send a request and return its result (raises the matching BridgeError).
+
+        Cancelled while waiting (a phase deadline, a cancelled caller), it tells the agent
+        with ``$/cancel_request`` before the cancellation goes on."""
         pending = await self.start_request(method, params)
-        return (await pending.wait()).unwrap()
+        try:
+            response = await pending.wait()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.cancel_request(pending)
+            raise
+        return response.unwrap()
+
+    async def cancel_request(self, pending: PendingRequest) -> None:
+        """Stop waiting for ``pending`` and send ``$/cancel_request`` for it (best effort,
+        bounded: the agent may be gone or stuck)."""
+        if pending.done:
+            return
+        self._pending.pop(pending.id, None)
+        pending.resolve(
+            Response(pending.method, failure=RunCancelled(f"{pending.method} was cancelled"))
+        )
+        if self.failure is not None or self.outbox.failure is not None:
+            return
+        until = anyio.current_time() + CANCEL_WRITE_DEADLINE
+        with anyio.CancelScope(deadline=until), contextlib.suppress(BridgeError):
+            await self.notify(CANCEL_REQUEST, {"requestId": pending.id}, deadline=until)
 
     async def notify(
-        self, method: str, params: dict[str, Any], *, written_within: float | None = None
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        written_within: float | None = None,
+        deadline: float | None = None,
     ) -> bool:
-        """Send a notification. With ``written_within``: whether it was written by then."""
+        """Send a notification. With ``written_within``: whether it was written by then;
+        ``deadline``: its own, for clean-up after the phase's passed."""
         message = {"jsonrpc": "2.0", "method": method, "params": params}
-        return await self._write(message, method, written_within=written_within)
+        return await self._write(message, method, written_within=written_within, deadline=deadline)
 
     # --- receiving --------------------------------------------------------------------
 
@@ -268,10 +267,8 @@ class JsonRpcConnection:
             return None
         message = decode_line(stripped, stats)
         if self._transcript is not None:
-            if message is None:
-                self._transcript.non_json(stripped)
-            else:
-                self._transcript.incoming(stripped)
+            record = self._transcript.non_json if message is None else self._transcript.incoming
+            record(stripped)
         if message is None:
             return None
         try:
@@ -288,6 +285,10 @@ class JsonRpcConnection:
                     self.stats.skip("session/update without params")
                 else:
                     self._on_update(message.params)
+            elif message.method == CANCEL_REQUEST:
+                serving = self._serving.get(_id_key((message.params or {}).get("requestId")))
+                if serving is not None:
+                    serving.cancel()
             elif self._on_notification is not None:
                 self._on_notification(message.method, message.params)
             return None
@@ -296,6 +297,10 @@ class JsonRpcConnection:
             return None
         if isinstance(message, Skipped):
             self.stats.skip(message.reason)
+        elif isinstance(message, RequestMessage):
+            # Registered now, not when a worker takes it: a $/cancel_request on the next
+            # line must find it (a scope cancelled before it is entered starts out cancelled).
+            self._serving[_id_key(message.id)] = anyio.CancelScope()
         if isinstance(message, RequestMessage) or message.answer:
             assert self._pool is not None  # answered like any request: boundedly
             return None if self._pool.offer(message) else message
@@ -324,9 +329,20 @@ class JsonRpcConnection:
 
     async def _answer(self, request: RequestMessage | Skipped) -> None:
         if isinstance(request, Skipped):  # meant as a request, but its id is unusable
-            reply = error_reply(None, INVALID_REQUEST, "Invalid request", request.reason)
+            reply: dict[str, Any] = error_reply(
+                None, INVALID_REQUEST, "Invalid request", request.reason
+            )
         else:
-            reply = await self._router.answer(request) or {}
+            key = _id_key(request.id)
+            scope = self._serving.get(key) or anyio.CancelScope()
+            with scope:
+                try:
+                    reply = await self._router.answer(request) or {}
+                finally:
+                    if self._serving.get(key) is scope:
+                        del self._serving[key]
+            if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
+                reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
         if reply:
             await self._send_reply(reply)
 
@@ -335,3 +351,8 @@ class JsonRpcConnection:
             await self._write(reply, f"reply to request {reply.get('id')!r}")
         except BridgeError:  # the agent is gone or stopped reading: nobody waits for it
             return
+
+
+def _id_key(request_id: Any) -> tuple[str, Any]:
+    """A dict key for a JSON-RPC id: ``1`` and ``"1"`` are different requests."""
+    return type(request_id).__name__, request_id

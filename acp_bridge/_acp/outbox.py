@@ -46,6 +46,8 @@ class Outgoing:
     request_id: int | None = None
     written: anyio.Event | None = None
     sent: bool = False
+    deadline: float | None = None
+    """Its own write deadline, for clean-up sent after the phase's has passed (a cancel)."""
 
     def done(self) -> None:
         if self.written is not None:
@@ -90,11 +92,12 @@ class Outbox:
         *,
         written_within: float | None = None,
         request_id: int | None = None,
+        deadline: float | None = None,
     ) -> bool:
         """Queue one message (waiting for room, under the caller's own deadline). With
         ``written_within``, also wait that long for it to be written; whether it was.
         A message that will never be written is handed to ``on_drop``."""
-        message = Outgoing(data, label, request_id)
+        message = Outgoing(data, label, request_id, deadline=deadline)
         if written_within is not None:
             message.written = anyio.Event()
         while self._queue and self._queued_bytes + len(data) > self._max_bytes:
@@ -153,7 +156,8 @@ class Outbox:
 
     async def _write(self, batch: list[Outgoing]) -> bool:
         data = b"".join(message.data + b"\n" for message in batch)
-        with anyio.CancelScope(deadline=self.deadline) as scope:
+        own = [message.deadline for message in batch if message.deadline is not None]
+        with anyio.CancelScope(deadline=max([self.deadline, *own])) as scope:
             self._writing = scope
             try:
                 await self._send.send(data)

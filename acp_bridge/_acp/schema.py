@@ -66,9 +66,29 @@ class FsCapabilities(Wire):
     write_text_file: bool = False
 
 
+class Empty(Wire):
+    """A capability that is on when present: ``{}``."""
+
+
+class ConfigOptionsCapabilities(Wire):
+    boolean: Empty | None = None
+
+
+class ClientSessionCapabilities(Wire):
+    config_options: ConfigOptionsCapabilities | None = None
+
+
+class ElicitationCapabilities(Wire):
+    # Each mode is supported only when present (ACP differs from MCP here: {} is no mode).
+    form: Empty | None = None
+    url: Empty | None = None
+
+
 class ClientCapabilities(Wire):
     fs: FsCapabilities = Field(default_factory=FsCapabilities)
     terminal: bool = False
+    session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
 
 
 class InitializeParams(Wire):
@@ -94,10 +114,15 @@ class AgentCapabilities(Wire):
     mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
     # Each entry is an empty object when supported (close, list, resume, additionalDirectories…).
     session_capabilities: dict[str, Any] | None = None
+    auth: dict[str, Any] | None = None  # {"logout": {}} when logout is offered
 
     def session_supports(self, name: str) -> bool:
-        caps = self.session_capabilities or {}
-        return caps.get(name) is not None
+        caps = self.session_capabilities
+        return isinstance(caps, dict) and caps.get(name) is not None
+
+    @property
+    def logout(self) -> bool:
+        return isinstance(self.auth, dict) and self.auth.get("logout") is not None
 
 
 class AuthEnvVar(Wire):
@@ -170,11 +195,6 @@ class SessionModeState(Wire):
     available_modes: list[SessionMode] = Field(default_factory=list)
 
 
-class ConfigSelectOption(Wire):
-    value: str
-    name: str = ""
-
-
 class ConfigOption(Wire):
     """A session config option; ``options`` may hold plain options or groups of them."""
 
@@ -197,10 +217,30 @@ class ConfigOption(Wire):
         return values
 
 
-class NewSessionResult(Wire):
-    session_id: str
+class ModelInfo(Wire):
+    model_id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModelState(Wire):
+    """The older model list (``models`` in session setup replies, with ``session/set_model``):
+    removed from ACP's unstable schema, still sent by agents such as gemini-cli and qwen."""
+
+    current_model_id: str | None = None
+    available_models: list[ModelInfo] = Field(default_factory=list)
+
+
+class SessionSetup(Wire):
+    """What a session setup reply may carry: session/new, load, resume, fork."""
+
     modes: SessionModeState | None = None
+    models: SessionModelState | None = None
     config_options: list[ConfigOption] | None = None
+
+
+class NewSessionResult(SessionSetup):
+    session_id: str
 
 
 class SetModeParams(Wire):

@@ -1,21 +1,32 @@
-"""One ACP session over a connection: handshake, auth, session setup, prompt turns, cancel
-(DESIGN §4). The update stream is gathered by updates.py; what a turn shares with the
-services is in turn.py.
+"""One ACP session over a connection: handshake, auth, session setup (new, resume, load,
+fork), options, prompt turns, cancel, close (DESIGN §4).
+
+The update stream is gathered by updates.py, the session's state by session_state.py, mode,
+model and options are set by session_options.py, auth choices are in auth.py, and what a turn
+shares with the services is in turn.py. Methods used outside a run (list, delete, logout) are
+in session_methods.py.
+
+Every method is called only when the agent advertises it. Continuing an earlier session
+(``resume=``) prefers ``session/resume`` (no replay) over ``session/load`` (the agent replays
+the conversation first, which the collector keeps out of this turn's answer); when the agent
+offers neither it is an error, never a silent ``session/new``.
 
 Deadlines: the caller gives each step its deadline (the connection's writes run under it,
 see outbox.py). The prompt is *sent* under the run's deadline, not before it: a 2 MiB prompt
 to an agent that does not read is a timeout like any other. ``session/cancel`` gets
 :data:`CANCEL_WRITE` seconds to be written; when it is not out by then the agent is not
-reading, so there is no point waiting for its ``stopReason: cancelled``: the turn ends
-at once and the caller goes on to the kill.
+reading, so there is no point waiting for its ``stopReason: cancelled``: the turn ends at
+once and the caller goes on to the kill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import anyio
 
+from acp_bridge._acp.auth import configured_method, headless_choice, why_not_headless
 from acp_bridge._acp.connection import JsonRpcConnection, PendingRequest, Response
 from acp_bridge._acp.schema import (
     AUTH_REQUIRED,
@@ -23,7 +34,6 @@ from acp_bridge._acp.schema import (
     AuthenticateParams,
     AuthMethod,
     ClientCapabilities,
-    ConfigOption,
     Implementation,
     InitializeParams,
     InitializeResult,
@@ -34,21 +44,31 @@ from acp_bridge._acp.schema import (
     NewSessionResult,
     PromptParams,
     SessionIdParams,
-    SetConfigOptionParams,
-    SetConfigOptionResult,
-    SetModeParams,
+    SessionSetup,
     TextBlock,
+    Wire,
     parse_reply,
 )
+from acp_bridge._acp.schema_sessions import ForkSessionResult, SessionLifecycleParams
+from acp_bridge._acp.session_options import SessionChoices, SessionOptions
+from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.updates import TurnCollector
 from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import AgentProfile
-from acp_bridge.errors import AgentRequestError, AuthRequiredError, BridgeError, ProtocolError
+from acp_bridge.errors import (
+    AgentRequestError,
+    AuthRequiredError,
+    BridgeError,
+    NotOffered,
+    ProtocolError,
+)
 from acp_bridge.events import EventSink
 
 CANCEL_WRITE = 1.0
 """Seconds ``session/cancel`` may take to be written before the turn is given up on."""
+
+UNSTABLE_HINT = "opt in with --unstable (API: unstable=True) or the profile's `unstable: true`"
 
 
 class AcpSession:
@@ -66,6 +86,7 @@ class AcpSession:
         collector: TurnCollector,
         signals: TurnSignals,
         sink: EventSink,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.conn = conn
         self.profile = profile
@@ -74,13 +95,22 @@ class AcpSession:
         self.capabilities = capabilities
         self.client_info = client_info
         self.collector = collector
+        self.state = collector.state
         self.signals = signals
         self.sink = sink
+        self.tracing = tracing
         self.init: InitializeResult | None = None
         self.session_id: str | None = None
+        self.session_method: str | None = None
+        """How the session was opened: session/new, session/resume, session/load, session/fork."""
         self.phase = "starting"
         self.warnings: list[str] = []
         self.turn_in_progress = False
+
+    async def call(self, method: str, params: Wire | dict[str, Any]) -> Any:
+        """A request with the trace context in its ``_meta``; its result."""
+        data = params.wire() if isinstance(params, Wire) else params
+        return await self.conn.request(method, self.tracing.with_meta(data))
 
     # --- handshake ------------------------------------------------------------------------
 
@@ -89,9 +119,7 @@ class AcpSession:
         params = InitializeParams(
             client_capabilities=self.capabilities, client_info=self.client_info
         )
-        result = parse_reply(
-            InitializeResult, await self.conn.request("initialize", params.wire()), "initialize"
-        )
+        result = parse_reply(InitializeResult, await self.call("initialize", params), "initialize")
         if result.protocol_version != PROTOCOL_VERSION:
             raise ProtocolError(
                 f"the agent speaks ACP protocol version {result.protocol_version}; "
@@ -107,69 +135,44 @@ class AcpSession:
         )
         return result
 
-    def _advertised(self, method_id: str) -> AuthMethod | None:
-        assert self.init is not None
-        return next((m for m in self.init.auth_methods if m.id == method_id), None)
-
-    def _usable_headless(self, method: AuthMethod) -> str | None:
-        """Why ``method`` cannot be used without a person (None: it can)."""
-        if method.type == "terminal":
-            command = " ".join([self.profile.command, *method.args])
-            return f"{method.id} needs an interactive login: run `{command}` in a terminal"
-        missing = [v.name for v in method.vars if not v.optional and v.name not in self.agent_env]
-        if missing:
-            link = f" ({method.link})" if method.link else ""
-            names = ", ".join(missing)
-            return f"{method.id} needs {names} in the agent's environment{link}"
-        return None
+    @property
+    def agent(self) -> InitializeResult:
+        assert self.init is not None, "initialize first"
+        return self.init
 
     async def authenticate(self, method: AuthMethod) -> None:
         self.phase = "authenticate"
-        why_not = self._usable_headless(method)
+        why_not = why_not_headless(method, self.profile.command, self.agent_env)
         if why_not:
             raise AuthRequiredError(why_not)
         try:
-            await self.conn.request("authenticate", AuthenticateParams(method_id=method.id).wire())
+            await self.call("authenticate", AuthenticateParams(method_id=method.id))
         except AgentRequestError as exc:
             raise AuthRequiredError(f"authentication with {method.id} failed: {exc}") from exc
         self.sink.emit("status", phase="authenticated", method=method.id)
 
-    async def _configured_auth(self) -> None:
-        method_id = self.profile.auth.method
-        if method_id is None:
-            return
-        method = self._advertised(method_id)
-        if method is None:
-            assert self.init is not None
-            offered = ", ".join(m.id for m in self.init.auth_methods) or "none"
-            raise AuthRequiredError(
-                f"profile auth.method {method_id!r} is not offered by the agent (offered: "
-                f"{offered})"
+    async def configured_auth(self) -> None:
+        """``authenticate`` with the profile's ``auth.method``, if it names one."""
+        if self.profile.auth.method is not None:
+            await self.authenticate(
+                configured_method(self.agent.auth_methods, self.profile.auth.method)
             )
-        await self.authenticate(method)
 
-    def _headless_auth_choice(self) -> AuthMethod:
-        """After -32000: an advertised method whose variables are present, or a clear error."""
-        assert self.init is not None
-        reasons = []
-        for method in self.init.auth_methods:
-            if method.type != "env_var":
-                reasons.append(
-                    self._usable_headless(method)
-                    or f"{method.id} ({method.name or 'agent-driven login'}) cannot be "
-                    "completed headless"
-                )
-                continue
-            why_not = self._usable_headless(method)
-            if why_not is None:
-                return method
-            reasons.append(why_not)
-        detail = "; ".join(reasons) or "the agent offers no auth methods"
-        raise AuthRequiredError(f"the agent requires authentication: {detail}")
+    async def call_authenticated(self, method: str, params: Wire) -> Any:
+        """``call``; on -32000 (auth required), authenticate headless and retry once."""
+        try:
+            return await self.call(method, params)
+        except AgentRequestError as exc:
+            if exc.rpc_code != AUTH_REQUIRED:
+                raise
+        choice = headless_choice(self.agent.auth_methods, self.profile.command, self.agent_env)
+        await self.authenticate(choice)
+        self.phase = method
+        return await self.call(method, params)
 
     # --- session ----------------------------------------------------------------------------
 
-    def _mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
+    def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
         servers: list[McpServerStdio | McpServerHttp] = []
         for server in self.profile.mcp_servers:
             if server.type == "stdio":
@@ -194,112 +197,76 @@ class AcpSession:
                 )
         return servers
 
-    async def open(self, additional_directories: list[str]) -> NewSessionResult:
-        """Auth (if configured), ``session/new`` (auth + one retry on -32000), options."""
-        assert self.init is not None
-        await self._configured_auth()
-        self.phase = "session/new"
-        supports_dirs = self.init.agent_capabilities.session_supports("additionalDirectories")
-        params = NewSessionParams(
-            cwd=self.cwd,
-            mcp_servers=self._mcp_servers(),
-            additional_directories=additional_directories
-            if supports_dirs and additional_directories
-            else None,
-        ).wire()
-        try:
-            raw = await self.conn.request("session/new", params)
-        except AgentRequestError as exc:
-            if exc.rpc_code != AUTH_REQUIRED:
-                raise
-            await self.authenticate(self._headless_auth_choice())
-            self.phase = "session/new"
-            raw = await self.conn.request("session/new", params)
-        result = parse_reply(NewSessionResult, raw, "session/new")
-        self.session_id = result.session_id
-        self.sink.emit("status", phase="session", session_id=result.session_id)
-        await self._configure(result)
-        return result
+    def _continue_method(self, fork: bool, unstable: bool) -> str:
+        """Which method continues an earlier session, or why none can."""
+        caps = self.agent.agent_capabilities
+        if fork:
+            if not unstable:
+                raise NotOffered(f"--fork: session/fork is an unstable ACP method; {UNSTABLE_HINT}")
+            if not caps.session_supports("fork"):
+                raise NotOffered("--fork: the agent does not offer session/fork")
+            return "session/fork"
+        if caps.session_supports("resume"):
+            return "session/resume"
+        if caps.load_session:
+            return "session/load"
+        raise NotOffered(
+            "--resume: the agent offers neither session/resume nor session/load, so an "
+            "earlier session cannot be continued"
+        )
 
-    async def _configure(self, created: NewSessionResult) -> None:
-        """Mode, model and config options from the profile, each only if advertised."""
+    async def open(
+        self,
+        additional_directories: list[str],
+        *,
+        resume: str | None = None,
+        fork: bool = False,
+        unstable: bool = False,
+    ) -> None:
+        """Auth (if configured), then ``session/new`` — or, with ``resume``, continue that
+        session (``fork``: in a copy of it) — with auth and one retry on -32000."""
+        caps = self.agent.agent_capabilities
+        method = "session/new" if resume is None else self._continue_method(fork, unstable)
+        await self.configured_auth()
+        self.phase = method
+        dirs = additional_directories if caps.session_supports("additionalDirectories") else []
+        common: dict[str, Any] = {
+            "cwd": self.cwd,
+            "mcp_servers": self.mcp_servers(),
+            "additional_directories": dirs or None,
+        }
+        setup: SessionSetup
+        if resume is None:
+            new = NewSessionParams(**common)
+            created = parse_reply(
+                NewSessionResult, await self.call_authenticated(method, new), method
+            )
+            self.session_id, setup = created.session_id, created
+        else:
+            params = SessionLifecycleParams(session_id=resume, **common)
+            if method == "session/load":
+                self.collector.replay(True)  # the conversation so far comes first: history
+            try:
+                raw = await self.call_authenticated(method, params)
+            finally:
+                self.collector.replay(False)
+            if method == "session/fork":
+                forked = parse_reply(ForkSessionResult, raw, method)
+                self.session_id, setup = forked.session_id, forked
+            else:
+                self.session_id, setup = resume, parse_reply(SessionSetup, raw, method)
+        self.session_method = method
+        self.state.apply_setup(setup)
+        self.sink.emit("status", phase="session", session_id=self.session_id, method=method)
+
+    async def configure(self, call: SessionChoices) -> None:
+        """The profile's mode, model and options (warnings), then ``call``'s (errors)."""
+        assert self.session_id is not None
         self.phase = "configure"
         wanted = self.profile.session
-        options = {o.id: o for o in created.config_options or []}
-        if wanted.mode is not None:
-            await self._set_mode(wanted.mode, created, options)
-        if wanted.model is not None:
-            model_option = next(
-                (o for o in options.values() if o.category == "model"), options.get("model")
-            )
-            if model_option is None:
-                self.warnings.append(
-                    f"session.model {wanted.model!r}: the agent offers no "
-                    "model option; left as it is"
-                )
-            else:
-                options = await self._set_option(model_option, wanted.model, options)
-        for option_id, value in wanted.config_options.items():
-            option = options.get(option_id)
-            if option is None:
-                offered = ", ".join(options) or "none"
-                self.warnings.append(
-                    f"session.config_options.{option_id}: not offered by the "
-                    f"agent (offered: {offered}); skipped"
-                )
-                continue
-            options = await self._set_option(option, value, options)
-
-    async def _set_mode(
-        self, mode: str, created: NewSessionResult, options: dict[str, ConfigOption]
-    ) -> None:
-        assert self.session_id is not None
-        modes = created.modes
-        if modes is not None and any(m.id == mode for m in modes.available_modes):
-            await self.conn.request(
-                "session/set_mode", SetModeParams(session_id=self.session_id, mode_id=mode).wire()
-            )
-            return
-        mode_option = next((o for o in options.values() if o.category == "mode"), None)
-        if mode_option is not None and mode in mode_option.allowed_values():
-            await self._set_option(mode_option, mode, options)
-            return
-        offered = [m.id for m in modes.available_modes] if modes else []
-        self.warnings.append(
-            f"session.mode {mode!r}: not offered by the agent (offered: "
-            f"{', '.join(offered) or 'none'}); left as it is"
-        )
-
-    async def _set_option(
-        self, option: ConfigOption, value: object, options: dict[str, ConfigOption]
-    ) -> dict[str, ConfigOption]:
-        assert self.session_id is not None
-        if option.type == "boolean":
-            if not isinstance(value, bool):
-                self.warnings.append(
-                    f"config option {option.id}: wants true/false, got {value!r}; skipped"
-                )
-                return options
-            params = SetConfigOptionParams(
-                session_id=self.session_id, config_id=option.id, value=value, type="boolean"
-            )
-        else:
-            allowed = option.allowed_values()
-            if allowed and str(value) not in allowed:
-                self.warnings.append(
-                    f"config option {option.id}: {value!r} is not one of "
-                    f"{', '.join(allowed)}; skipped"
-                )
-                return options
-            params = SetConfigOptionParams(
-                session_id=self.session_id, config_id=option.id, value=str(value)
-            )
-        reply = parse_reply(
-            SetConfigOptionResult,
-            await self.conn.request("session/set_config_option", params.wire()),
-            "session/set_config_option",
-        )
-        return {o.id: o for o in reply.config_options} or options
+        profile = SessionChoices(wanted.mode, wanted.model, wanted.config_options)
+        options = SessionOptions(self.call, self.session_id, self.state, self.warnings)
+        await options.apply(profile, call)
 
     # --- the turn ---------------------------------------------------------------------------
 
@@ -321,12 +288,13 @@ class AcpSession:
         self.collector.begin_turn()
         self.turn_in_progress = True
         self.sink.emit("status", phase="prompting")
-        params = PromptParams(session_id=self.session_id, prompt=[TextBlock(text=text)]).wire()
+        params = PromptParams(session_id=self.session_id, prompt=[TextBlock(text=text)])
+        wire = self.tracing.with_meta(params.wire())
         self.conn.set_deadline(deadline)
         sent: list[PendingRequest] = []
 
         async def send_and_wait() -> Response:
-            pending = await self.conn.start_request("session/prompt", params)
+            pending = await self.conn.start_request("session/prompt", wire)
             sent.append(pending)
             return await pending.wait()
 
@@ -351,13 +319,16 @@ class AcpSession:
 
     async def cancel_turn(self, why: str) -> bool:
         """``session/cancel``; pending permission requests are answered ``cancelled``.
-        Whether the notification was written (within CANCEL_WRITE seconds)."""
+        Whether the notification was written (within CANCEL_WRITE seconds).
+
+        The prompt is never cancelled with ``$/cancel_request``: ``session/cancel`` is its
+        own cancel, and the agent still owes the reply (``stopReason: cancelled``)."""
         if self.signals.cancelled.is_set() or self.session_id is None:
             return False
         self.phase = "cancel"
         self.signals.cancelled.set()
         self.sink.emit("status", phase="cancelling", reason=why)
-        params = SessionIdParams(session_id=self.session_id).wire()
+        params = self.tracing.with_meta(SessionIdParams(session_id=self.session_id).wire())
         with anyio.move_on_after(CANCEL_WRITE):
             try:
                 return await self.conn.notify("session/cancel", params, written_within=CANCEL_WRITE)
@@ -366,15 +337,16 @@ class AcpSession:
         return False
 
     async def close(self, grace: float) -> None:
-        """``session/close`` when the agent advertises it (best effort, bounded)."""
+        """``session/close`` when the agent advertises it (best effort, bounded: past
+        ``grace`` we cancel the request and go on with the shutdown)."""
         conn = self.conn
         if self.init is None or self.session_id is None or conn.failure or conn.outbox.failure:
             return
         if not self.init.agent_capabilities.session_supports("close"):
             return
         self.phase = "close"
+        params = self.tracing.with_meta(SessionIdParams(session_id=self.session_id).wire())
+        pending = await self.conn.start_request("session/close", params)
         with anyio.move_on_after(grace):
-            pending = await self.conn.start_request(
-                "session/close", SessionIdParams(session_id=self.session_id).wire()
-            )
             await pending.wait()
+        await self.conn.cancel_request(pending)  # a no-op when it was answered

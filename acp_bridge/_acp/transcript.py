@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from acp_bridge._os.locations import state_dir
 from acp_bridge._os.redact import Redactor
 
 RAW_LINE_LIMIT = 4096
@@ -34,9 +35,7 @@ CUT_NOTE_RESERVE = 512  # room kept under the cap for the note that says it was 
 
 
 def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")) / ".local" / "state")
-    return Path(state).expanduser() / "acp-bridge" / "transcripts"
+    return state_dir(environ) / "transcripts"
 
 
 class Transcript:
@@ -151,13 +150,15 @@ class Transcript:
 
 
 def prune(directory: Path, keep: int) -> None:
-    """Delete all but the newest ``keep`` transcripts in ``directory`` (best effort)."""
+    """Delete all but the newest ``keep`` transcripts in ``directory``, and the diff of each
+    run deleted (``<task_id>.diff`` beside its transcript). Best effort."""
     try:
         files = sorted(directory.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
     for old in files[keep:]:
-        try:
-            old.unlink()
-        except OSError:
-            continue
+        for path in (old, old.with_suffix(".diff")):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                continue

@@ -7,9 +7,19 @@ narration before tool calls is not the answer. A message's chunks are joined int
 they come (:class:`_Message`), so its memory grows with its text, not with the number of
 chunks: an object per token-sized chunk cost ~60 bytes each (25 MB for 400 000 chunks).
 
+Every stable v1 update kind is read: message and thought chunks, tool calls, ``plan`` (the
+latest one, for ``meta.plan``), ``usage_update``, and the session's state
+(``current_mode_update``, ``config_option_update``, ``session_info_update``,
+``available_commands_update``, kept in :class:`SessionState`). ``user_message_chunk`` is
+counted only.
+
 Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
 (the collector keeps listening until the agent has exited); a permission request may arrive
 before its ``tool_call``; unknown update kinds are counted and kept in the transcript.
+
+``session/load`` replays the whole conversation as updates before its reply
+(:meth:`TurnCollector.replay`): those are history, so they are counted and never become this
+turn's answer, tool calls or plan — only the session state they carry is kept.
 
 Hostile input: every field is type-checked where it is read; an update that does not fit is
 skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
@@ -26,9 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from acp_bridge._acp.schema import PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.schema import ConfigOption, PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.session_state import SessionState
 from acp_bridge._acp.toolcalls import TITLE_CHARS, announced
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
@@ -40,7 +49,7 @@ MAX_MESSAGES = 4096
 MAX_TOOL_CALLS = 10_000
 """Tool calls recorded for ``meta.tool_calls``; later ones are counted, not recorded."""
 MAX_ID_CHARS = 256
-"""Longest tool call id kept (ids are names, not payloads)."""
+"""Longest tool call or message id kept (ids are names, not payloads)."""
 MAX_KINDS = 64
 """Distinct update kinds counted; kind names are cut to 64 characters."""
 
@@ -82,12 +91,12 @@ class _Message:
     Joining every 1024 chunks keeps the total work linear (each chunk is copied once into
     its block, once into the answer) and the memory at the text plus ~0.1 %."""
 
-    __slots__ = ("blocks", "key", "parts")
+    __slots__ = ("blocks", "message_id", "parts")
 
-    def __init__(self, key: str | None = None) -> None:
+    def __init__(self, message_id: str | None = None) -> None:
         self.blocks: list[str] = []
         self.parts: list[str] = []
-        self.key = key
+        self.message_id = message_id
 
     def compact(self) -> None:
         self.blocks.append("".join(self.parts))
@@ -116,14 +125,22 @@ class TurnCollector:
         self.dropped_tool_calls = 0
         self.dropped_chars = 0
         self._chars = 0
-        self.mode_id: str | None = None
+        self.state = SessionState()
+        self.replaying = False
+        self.replayed = 0
         self._handlers = {
             "tool_call": self._tool_call,
             "tool_call_update": self._tool_call,
             "plan": self._plan,
             "usage_update": self._usage_update,
             "agent_thought_chunk": self._thought,
+            "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
+        }
+        self._state_handlers = {
             "current_mode_update": self._mode,
+            "config_option_update": self._config_options,
+            "session_info_update": self._session_info,
+            "available_commands_update": self._commands,
         }
 
     # --- the stream (called by the connection for every session/update) -----------------
@@ -137,6 +154,8 @@ class TurnCollector:
         if kind == "agent_message_chunk":
             if self._in_turn:
                 self._chunk(update)
+            elif self.replaying:
+                self.replayed += 1
             return
         if not isinstance(kind, str):
             self.malformed += 1
@@ -144,11 +163,16 @@ class TurnCollector:
         kind = kind[:64]
         if kind in self.kinds or len(self.kinds) < MAX_KINDS:
             self.kinds[kind] += 1
-        handler = self._handlers.get(kind)
+        handler = self._state_handlers.get(kind)
+        if handler is None:
+            if self.replaying:  # history: not this turn's tool calls, plan or usage
+                self.replayed += 1
+                return
+            handler = self._handlers.get(kind)
         if handler is not None:
             try:
                 handler(update)
-            except (ValidationError, ValueError, TypeError):  # a malformed rare update
+            except (ValueError, TypeError):  # a malformed rare update must not end the run
                 self.malformed += 1
         elif kind not in _KNOWN_IGNORED and (
             kind in self.unknown_kinds or len(self.unknown_kinds) < MAX_KINDS
@@ -186,13 +210,13 @@ class TurnCollector:
         if self._wants_message:
             self._sink.emit("message", text=text)
 
-    def _new_message(self, key: str | None) -> _Message:
-        message = _Message(key)
+    def _new_message(self, message_id: str | None) -> _Message:
+        message = _Message(message_id)
         self._messages.append(message)
         if len(self._messages) > MAX_MESSAGES:  # keep the newest: the answer is the last
             for old in self._messages[: MAX_MESSAGES // 2]:
-                if old.key is not None:
-                    self._by_id.pop(old.key, None)
+                if old.message_id is not None:
+                    self._by_id.pop(old.message_id, None)
             del self._messages[: MAX_MESSAGES // 2]
         return message
 
@@ -259,26 +283,44 @@ class TurnCollector:
     def _mode(self, update: dict[str, Any]) -> None:
         mode = update.get("currentModeId")
         if not isinstance(mode, str):
-            raise TypeError("current_mode_update without a string currentModeId")
-        self.mode_id = mode[:256]
+            raise TypeError("currentModeId must be a string")
+        self.state.mode_id = mode
+
+    def _config_options(self, update: dict[str, Any]) -> None:
+        options = update.get("configOptions")
+        if not isinstance(options, list):
+            raise TypeError("configOptions must be a list")
+        self.state.config_options = [ConfigOption.model_validate(o) for o in options]
+
+    def _session_info(self, update: dict[str, Any]) -> None:
+        # Only changed fields are sent; an explicit null clears one.
+        if "title" in update:
+            title = update["title"]
+            self.state.title = title if isinstance(title, str) else None
+        if "updatedAt" in update:
+            stamp = update["updatedAt"]
+            self.state.updated_at = stamp if isinstance(stamp, str) else None
+
+    def _commands(self, update: dict[str, Any]) -> None:
+        commands = update.get("availableCommands")
+        if not isinstance(commands, list):
+            raise TypeError("availableCommands must be a list")
+        self.state.commands = [
+            str(c["name"]) for c in commands if isinstance(c, dict) and "name" in c
+        ]
 
     # --- what the turn produced ---------------------------------------------------------
 
-    def begin_turn(self) -> None:
-        """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
-        self._in_turn = True
-        self._messages = []
-        self._by_id = {}
-        self._current = None
-        self._chars = 0
+    def replay(self, on: bool) -> None:
+        """Between sending ``session/load`` and its reply: updates are history."""
+        self.replaying = on
 
     def warnings(self) -> list[str]:
         """What the collector skipped or could not keep, in plain words."""
         out = []
         if self.unknown_kinds:
-            out.append(
-                f"ignored unknown session/update kinds: {', '.join(sorted(self.unknown_kinds))}"
-            )
+            kinds = ", ".join(sorted(self.unknown_kinds))
+            out.append(f"ignored unknown session/update kinds: {kinds}")
         if self.malformed:
             out.append(f"skipped {self.malformed} malformed session/update(s)")
         if self.dropped_tool_calls:
@@ -292,6 +334,14 @@ class TurnCollector:
                 f"{self.dropped_chars} more not kept"
             )
         return out
+
+    def begin_turn(self) -> None:
+        """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
+        self._chars = 0
+        self._in_turn = True
+        self._messages = []
+        self._by_id = {}
+        self._current = None
 
     def tool_call_seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before its ``tool_call``)."""
@@ -308,13 +358,21 @@ class TurnCollector:
         call = self.tool_calls.get(tool_call_id)
         return call.seen if call is not None else None
 
-    def answer(self) -> str:
-        """The last non-blank agent message of the turn."""
+    def _answer_message(self) -> tuple[str, _Message | None]:
         for message in reversed(self._messages):
             text = message.text()
             if text and not text.isspace():  # not strip(): no copy of a long answer
-                return text
-        return ""
+                return text, message
+        return "", None
+
+    def answer(self) -> str:
+        """The last non-blank agent message of the turn."""
+        return self._answer_message()[0]
+
+    def answer_message_id(self) -> str | None:
+        """The ``messageId`` of the answer, when the agent sends message ids."""
+        message = self._answer_message()[1]
+        return message.message_id if message is not None else None
 
     def add_prompt_usage(self, usage: Mapping[str, Any] | None) -> None:
         for wire, name in _USAGE_KEYS.items():
@@ -325,18 +383,14 @@ class TurnCollector:
         return [call.record for call in self.tool_calls.values()]
 
 
+def _ignore(update: dict[str, Any]) -> None:
+    return None
+
+
 def _number(value: object) -> bool:
     """A JSON number that is not a boolean and is finite."""
     return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
 
 
-_KNOWN_IGNORED = frozenset(
-    {
-        "user_message_chunk",
-        "available_commands_update",
-        "config_option_update",
-        "session_info_update",
-        "plan_update",
-        "plan_removed",
-    }
-)
+# Unstable kinds that only a client advertising them may receive: known, not used.
+_KNOWN_IGNORED = frozenset({"plan_update", "plan_removed"})

@@ -2,20 +2,17 @@
 
 Data flows one way: profile → constructed environment → :class:`AgentProcess` →
 :class:`JsonRpcConnection` → :class:`AcpSession` → :class:`SubtaskResult` (acp_result.py).
-Deadlines: the run's timeout T (``timeouts.run``, or the caller's) bounds the whole run from
-its start; start-up (spawn to the ``initialize`` reply) and session setup also have their
-own limits inside it. Every wait on the agent, every write to it included, runs under the
-current one. Then the wind-down: cancel an unfinished turn, close the session, release the
-terminals, end the agent — polite until shortly before ``END_GRACE`` seconds after the work
-stopped, then SIGKILL to every process the run started, no matter what (``abort``, the
-second Ctrl-C, skips straight there). Whatever happens, one envelope, with what was gathered.
+The run's timeout bounds the whole run; start-up and session setup have their own limits
+inside it, and every wait on the agent runs under the current one (acp_clock.py). When the
+host uses OpenTelemetry each phase has its span (``acp.initialize``, ``acp.session``,
+``acp.prompt``, ``acp.shutdown``). Whatever happens, the run ends in the same bounded
+wind-down (SIGKILL to all it started at the end) and one envelope with what was gathered.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -24,31 +21,32 @@ from acp_bridge._acp.agent_process import KILL_RESERVE, AgentProcess
 from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
+from acp_bridge._acp.session_options import OptionValue, SessionChoices
+from acp_bridge._acp.tracing import Tracing, set_attributes
 from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
 from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
 from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._entries.acp_clock import RunClock
 from acp_bridge._entries.acp_result import AcpResult, needs_repair, repair_prompt
-from acp_bridge._entries.runner import END_GRACE, RunContext, resolve_timeout, run_enveloped
+from acp_bridge._entries.confinement import Confinement, confined
+from acp_bridge._entries.runner import RunContext, log, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.procgroup import RunProcesses, run_processes
-from acp_bridge._os.race import race, wait_any
+from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots
 from acp_bridge._output import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
+from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Meta, SubtaskResult
-from acp_bridge.errors import BridgeError, ConfigError, RunCancelled, RunTimeout
+from acp_bridge.errors import BridgeError, ConfigError, SpawnError
 from acp_bridge.events import EventHandler, EventSink
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
-CANCEL_SHARE = 2.0
-"""Seconds of END_GRACE kept from the wait for ``stopReason: cancelled`` (for the rest of
-the wind-down): ``cancel_grace`` is cut to END_GRACE - CANCEL_SHARE."""
-log = logging.getLogger("acp_bridge")
 
 
 async def acp_spawn(
@@ -63,25 +61,40 @@ async def acp_spawn(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
+    elicitation_hook: ElicitationHook | None = None,
+    mode: str | None = None,
+    model: str | None = None,
+    config_options: Mapping[str, OptionValue] | None = None,
+    resume: str | None = None,
+    fork: bool = False,
+    unstable: bool = False,
+    isolation: IsolationMode | None = None,
     abort: anyio.Event | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
     ``cwd`` is the session's working directory (default: the profile's, else the current
     directory). ``timeout`` overrides the profile's run timeout (the whole run: it ends by
-    ``timeout`` + END_GRACE). Setting ``cancel`` ends the run gracefully with
-    ``error_code: cancelled``; setting ``abort`` too skips the graces (SIGKILL at once).
-    ``permission_hook`` answers ``ask`` rules.
+    ``timeout`` + END_GRACE). ``cancel`` ends the run gracefully (``error_code: cancelled``);
+    ``abort`` skips the graces (SIGKILL at once); ``permission_hook`` answers ``ask`` rules;
+    ``elicitation_hook`` the agent's questions to the user (without it they are refused).
+
+    ``mode``, ``model`` and ``config_options`` (id → value; booleans for boolean options)
+    override the profile's ``session:`` settings for this run; a value the agent does not
+    offer fails the run (``config_error``) with what it offers. ``resume`` continues that
+    earlier session of the agent (``session/resume``, else ``session/load``; an agent with
+    neither fails the run); ``fork=True`` continues it in a copy (``session/fork``, unstable
+    in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
+    ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
+    The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
     """
 
     async def body(ctx: RunContext) -> SubtaskResult:
         resolved = ctx.config.profiles.get(agent)
-        profile = resolved.profile
-        if not profile.enable:
-            where = resolved.source_of(("enable",))
-            raise ConfigError(f"agent profile {agent!r} is disabled (enable: false, {where})")
-        layer = resolved.owners.get(("command",))
-        origin = f"{layer.location(('command',))}: {layer.field(('command',))}" if layer else ""
+        profile = resolved.runnable()
+        origin = resolved.set_at(("command",))
+        if fork and resume is None:
+            raise ConfigError("fork needs resume: the session to fork")
         run = AcpRun(
             ctx,
             profile,
@@ -91,8 +104,14 @@ async def acp_spawn(
             timeout=resolve_timeout(timeout, profile.timeouts.run),
             sink=EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started),
             cancel=cancel,
-            abort=abort,
             permission_hook=permission_hook,
+            elicitation_hook=elicitation_hook,
+            choices=SessionChoices(mode, model, dict(config_options or {})),
+            resume=resume,
+            fork=fork,
+            unstable=unstable or profile.unstable,
+            isolation=isolation or profile.isolation,
+            abort=abort,
             origin=f"set at {origin}" if origin else "",
         )
         return await run.execute()
@@ -120,23 +139,31 @@ class AcpRun:
         sink: EventSink,
         cancel: anyio.Event | None,
         permission_hook: PermissionHook | None,
+        elicitation_hook: ElicitationHook | None = None,
+        choices: SessionChoices | None = None,
+        resume: str | None = None,
+        fork: bool = False,
+        unstable: bool = False,
+        isolation: IsolationMode = "none",
         abort: anyio.Event | None = None,
         origin: str = "",
     ) -> None:
         self.profile = profile
+        self.isolation: IsolationMode = isolation
         self.task = task
         self.ctx = ctx
         self.sink = sink
-        self.cancel = cancel
-        self.abort = abort
-        self.origin = origin
         self.permission_hook = permission_hook
-        self.timeout = timeout
-        self.deadline = ctx.deadline(timeout)
-        self.stopped_at: float | None = None
-        """When the work stopped other than by finishing (a timeout, a cancel)."""
-        self.cwd = _session_cwd(cwd, profile)
+        self.elicitation_hook = elicitation_hook
+        self.choices = choices or SessionChoices()
+        self.resume = resume
+        self.fork = fork
+        self.unstable = unstable
+        self.tracing = Tracing.from_host()
+        self.origin = origin
+        self.cwd = session_cwd(cwd, profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
+        self.sandbox = profile.sandbox.over(ctx.config.config.sandbox)
         self.env = constructed_env(
             depth=ctx.depth,
             max_depth=ctx.max_depth,
@@ -146,6 +173,15 @@ class AcpRun:
         passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
         self.redactor = Redactor([*profile.secret_values(), *passed])
         self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
+        grace = profile.timeouts.shutdown_grace
+        self.clock = RunClock(
+            ctx.deadline(timeout),
+            timeout,
+            cancel,
+            abort,
+            shutdown_grace=grace,
+            transcript=self.transcript,
+        )
         self.collector = TurnCollector(sink)
         self.signals = TurnSignals()
         self.result = AcpResult(
@@ -156,118 +192,159 @@ class AcpRun:
             transcript=self.transcript,
             redactor=self.redactor,
             timeout=timeout,
+            tracing=self.tracing,
         )
 
     async def execute(self) -> SubtaskResult:
+        names = {"acp.agent": self.profile.name, "acp.task_id": self.ctx.task_id}
+        with self.tracing.span("acp_bridge.acp_spawn", **names) as span:
+            envelope = await self._execute()
+            set_attributes(
+                span,
+                **{
+                    "acp.status": envelope.status,
+                    "acp.error_code": envelope.meta.error_code,
+                    "acp.session_id": envelope.meta.session_id,
+                    "acp.stop_reason": envelope.meta.stop_reason,
+                },
+            )
+        return envelope
+
+    async def _execute(self) -> SubtaskResult:
         """The run, then its envelope: never raises (the caller's cancellation aside)."""
         result = self.result
-        with run_processes() as started:
-            try:
-                await self._run(started)
-            except BridgeError as exc:  # spawn failures: nothing ran
-                result.error = result.error or exc
-            except Exception as exc:  # a bug here must still leave what was gathered
-                log.exception("internal error in acp_spawn")
-                result.error = result.error or BridgeError(
-                    f"internal error: {type(exc).__name__}: {exc}"
+        diff = self.transcript.path.with_suffix(".diff") if self.transcript.path else None
+        try:
+            if result.output_schema:  # a broken schema file is a config error before a spawn
+                result.schemas.schema(result.output_schema)
+            async with confined(
+                self.sandbox,
+                task_id=self.ctx.task_id,
+                cwd=self.cwd,
+                read_roots=self.roots.read,
+                write_roots=self.roots.write,
+                isolation=self.isolation,
+                keep_worktree=self.profile.keep_worktree,
+                diff=diff,
+                shutdown_grace=self.profile.timeouts.shutdown_grace,
+            ) as confinement:
+                result.confinement = confinement
+                self.cwd = confinement.cwd
+                self.roots = Roots.for_session(
+                    confinement.cwd, confinement.read_roots, confinement.write_roots
                 )
-            finally:
-                with anyio.CancelScope(shield=True):  # no matter what: nothing outlives the run
-                    await started.kill_all(wait=KILL_RESERVE)
-                self.transcript.close()
+                with run_processes() as started:
+                    await self._run_agent(confinement, started)
+        except BridgeError as exc:  # no sandbox here, no worktree: nothing ran
+            result.error = result.error or exc
+        except Exception as exc:  # a bug here must still leave what was gathered
+            log.exception("internal error in acp_spawn")
+            why = f"internal error: {type(exc).__name__}: {exc}"
+            result.error = result.error or BridgeError(why)
+        finally:
+            self.transcript.close()
         return result.envelope()
 
-    async def _run(self, started: RunProcesses) -> None:
+    def _launch(self, confinement: Confinement) -> Launched:
         argv = [self.profile.command, *self.profile.args]
-        self.sink.emit("status", phase="starting", agent=self.profile.name, command=argv)
-        result = self.result
-        if result.output_schema:  # a broken schema file is a config error before any spawn
-            result.schemas.schema(result.output_schema)
+        status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
+        self.sink.emit("status", phase="starting", **status)
+        try:
+            return confinement.launch(argv, self.env, self.cwd)
+        except SpawnError as exc:
+            where = f" ({self.origin})" if self.origin else ""
+            hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
+            raise SpawnError(f"{exc}{where}{hint}") from exc
+
+    async def _run_agent(self, confinement: Confinement, started: RunProcesses) -> None:
+        launch = self._launch(confinement)
         process = AgentProcess(
-            argv,
-            env=self.env,
-            cwd=self.cwd,
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
             grace=self.profile.timeouts.shutdown_grace,
             sink=self.sink,
             install_hint=self.profile.install,
             origin=self.origin,
+            graceful=launch.graceful,
         )
-        async with process, anyio.create_task_group() as services_tg:
-            result.process = process
-            services = result.services = ClientServices(
-                self.profile,
-                roots=self.roots,
-                cwd=self.cwd,
-                env=self.env,
-                tg=services_tg,
-                sink=self.sink,
-                signals=self.signals,
-                permission_hook=self.permission_hook,
-                on_tool_call=self.collector.tool_call_seen,
-                announced=self.collector.announced,
-            )
-            async with JsonRpcConnection(
-                process.stdout,
-                process.stdin,
-                on_update=self.collector,
-                router=services.router(),
-                transcript=self.transcript,
-                max_message_bytes=self.profile.max_message_bytes,
-            ) as conn:
-                session = result.session = AcpSession(
-                    conn,
-                    profile=self.profile,
-                    cwd=str(self.cwd),
-                    agent_env=self.env,
-                    capabilities=services.capabilities(),
-                    client_info=CLIENT_INFO,
-                    collector=self.collector,
-                    signals=self.signals,
+        result = self.result
+        try:
+            async with process, anyio.create_task_group() as services_tg:
+                result.process = process
+                services = result.services = ClientServices(
+                    self.profile,
+                    roots=self.roots,
+                    cwd=self.cwd,
+                    env=self.env,
+                    tg=services_tg,
                     sink=self.sink,
+                    signals=self.signals,
+                    permission_hook=self.permission_hook,
+                    elicitation_hook=self.elicitation_hook,
+                    on_tool_call=self.collector.tool_call_seen,
+                    launcher=confinement.launch,
+                    announced=self.collector.announced,
                 )
-                try:
-                    await self._phases(session)
-                except BridgeError as exc:
-                    result.error = exc
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await self._wind_down(session, process, services, started)
-            services_tg.cancel_scope.cancel()
-
-    async def _stop(self) -> None:
-        await wait_any(self.cancel, self.abort)
-
-    async def _phase(
-        self, session: AcpSession, job: Callable[[], Awaitable[object]], limit: float, what: str
-    ) -> None:
-        """``job`` under its own ``limit`` and the run's deadline, against cancel/abort."""
-        own = anyio.current_time() + limit
-        deadline = min(own, self.deadline)
-        session.conn.set_deadline(deadline)
-        raced = await race(job, self._stop, deadline=deadline)
-        if raced.finished:
-            return
-        self.stopped_at = anyio.current_time()
-        if not raced.timed_out:
-            raise RunCancelled("the run was cancelled")
-        if own <= self.deadline:
-            raise RunTimeout(what)
-        raise RunTimeout(f"the run did not finish within {self.timeout:g}s (timeout)")
+                async with JsonRpcConnection(
+                    process.stdout,
+                    process.stdin,
+                    on_update=self.collector,
+                    router=services.router(),
+                    on_notification=services.notification,
+                    transcript=self.transcript,
+                    max_message_bytes=self.profile.max_message_bytes,
+                ) as conn:
+                    session = result.session = AcpSession(
+                        conn,
+                        profile=self.profile,
+                        cwd=str(self.cwd),
+                        agent_env=self.env,
+                        capabilities=services.capabilities(),
+                        client_info=CLIENT_INFO,
+                        collector=self.collector,
+                        signals=self.signals,
+                        sink=self.sink,
+                        tracing=self.tracing,
+                    )
+                    try:
+                        await self._phases(session)
+                    except BridgeError as exc:
+                        result.error = exc
+                    finally:
+                        with anyio.CancelScope(shield=True), self.tracing.span("acp.shutdown"):
+                            await self.clock.wind_down(session, process, services, started)
+                services_tg.cancel_scope.cancel()
+        except BridgeError as exc:  # spawn failures: nothing ran
+            result.error = result.error or exc
+        finally:
+            with anyio.CancelScope(shield=True):  # no matter what: nothing outlives the run
+                await started.kill_all(wait=KILL_RESERVE)
 
     async def _phases(self, session: AcpSession) -> None:
-        timeouts = self.profile.timeouts
-        await self._phase(
-            session,
-            session.initialize,
-            timeouts.startup,
-            f"the agent did not answer initialize within {timeouts.startup:g}s (timeouts.startup)",
-        )
-        await self._phase(
-            session,
-            lambda: session.open(additional_directories=self._additional_directories()),
-            timeouts.session,
-            f"session setup took longer than {timeouts.session:g}s (timeouts.session)",
-        )
+        timeouts, clock = self.profile.timeouts, self.clock
+        with self.tracing.span("acp.initialize"):
+            what = f"the agent did not answer initialize within {timeouts.startup:g}s"
+            await clock.phase(
+                session.conn, session.initialize, timeouts.startup, f"{what} (timeouts.startup)"
+            )
+
+        async def open_session() -> None:
+            with self.tracing.span("acp.session") as span:
+                await session.open(
+                    self._additional_directories(),
+                    resume=self.resume,
+                    fork=self.fork,
+                    unstable=self.unstable,
+                )
+                set_attributes(
+                    span,
+                    **{"acp.session_id": session.session_id, "acp.method": session.session_method},
+                )
+                await session.configure(self.choices)
+
+        late = f"session setup took longer than {timeouts.session:g}s (timeouts.session)"
+        await clock.phase(session.conn, open_session, timeouts.session, late)
         result = self.result
         prompt = self.task
         if result.output_schema:
@@ -282,14 +359,12 @@ class AcpRun:
             await self._turn(session, repair_prompt(result.output_schema, error))
 
     async def _turn(self, session: AcpSession, prompt: str) -> None:
-        grace = min(self.profile.timeouts.cancel_grace, END_GRACE - CANCEL_SHARE)
-        outcome: TurnOutcome = await session.prompt(
-            prompt, deadline=self.deadline, cancel=self.cancel, abort=self.abort, grace=grace
-        )
+        with self.tracing.span("acp.prompt") as span:
+            grace = self.profile.timeouts.cancel_grace
+            outcome: TurnOutcome = await self.clock.turn(session, prompt, grace)
+            set_attributes(span, **{"acp.ended": outcome.ended})
         self.result.outcome = outcome
-        if outcome.ended != "response":
-            self.stopped_at = outcome.ended_at
-        error = turn_error(outcome, self.timeout)
+        error = turn_error(outcome, self.clock.timeout)
         if error is not None:
             raise error
         assert outcome.response is not None
@@ -297,50 +372,13 @@ class AcpRun:
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
 
-    async def _wind_down(
-        self,
-        session: AcpSession,
-        process: AgentProcess,
-        services: ClientServices,
-        started: RunProcesses,
-    ) -> None:
-        """Cancel an unfinished turn, close the session, release terminals, end the agent —
-        while still reading, so updates sent after the prompt reply are not lost. Polite until
-        KILL_RESERVE before the end of the grace (or an abort), then SIGKILL to everything."""
-        end_by = min(
-            (self.stopped_at or anyio.current_time()) + END_GRACE, self.deadline + END_GRACE
-        )
-        grace = self.profile.timeouts.shutdown_grace
-        conn = session.conn
-        conn.set_deadline(end_by - KILL_RESERVE)
-
-        async def polite() -> None:
-            if session.turn_in_progress and not conn.closed:
-                await session.cancel_turn("the caller went away")
-            await session.close(grace)
-            await services.aclose()
-            await process.end(end_by, hurry=self.abort)
-            with anyio.move_on_after(grace):
-                await conn.wait_closed()
-
-        hurry = self.abort
-        ended = await race(polite, lambda: wait_any(hurry), deadline=end_by - KILL_RESERVE)
-        if not ended.finished:
-            self.transcript.note("shutdown deadline reached: SIGKILL to every process of the run")
-            await process.end(end_by, hurry=self.abort)  # past its polite part: the kill
-            await started.kill_all(wait=max(0.1, end_by - anyio.current_time()))
-            with anyio.move_on_after(max(0.1, end_by - anyio.current_time())):
-                await conn.wait_closed()
-        for note in process.notes:
-            self.transcript.note(note)
-
     def _additional_directories(self) -> list[str]:
         roots = dict.fromkeys(str(r) for r in (*self.roots.read, *self.roots.write))
         roots.pop(str(self.cwd.resolve()), None)
         return list(roots)
 
 
-def _session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
+def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
     chosen = Path(cwd) if cwd is not None else (profile.cwd or Path.cwd())
     resolved = chosen.expanduser().resolve()
     if not resolved.is_dir():
@@ -350,8 +388,8 @@ def _session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
 
 def _open_transcript(loaded: LoadedConfig, task_id: str, redactor: Redactor) -> Transcript:
     settings = loaded.config.transcripts
-    directory = settings.dir or default_transcript_dir(dict(os.environ))
     if not settings.enabled:
         return Transcript(None)
+    directory = settings.dir or default_transcript_dir(dict(os.environ))
     prune(directory, settings.keep - 1)
     return Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)

@@ -16,9 +16,11 @@ from acp_bridge._acp.agent_process import AgentProcess
 from acp_bridge._acp.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.session import AcpSession
+from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
 from acp_bridge._output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
@@ -65,7 +67,9 @@ class AcpResult:
     services: ClientServices | None = None
     outcome: TurnOutcome | None = None
     error: BridgeError | None = None
+    confinement: Confinement | None = None
     warnings: list[str] = field(default_factory=list)
+    tracing: Tracing = NO_TRACING
 
     def answer(self) -> Answer:
         text = self.collector.answer()
@@ -120,26 +124,46 @@ class AcpResult:
             warnings.append(self.transcript.error)
         if self.transcript.cut:
             warnings.append(self.transcript.cut)
+        if self.confinement is not None:
+            warnings += self.confinement.notes
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:
-        process, services = self.process, self.services
+        process, services, collector = self.process, self.services, self.collector
         tail = process.stderr_tail() if process is not None and process.started else ""
         transcript = self.transcript
+        served = (services.files.files_changed or None) if services else None
+        confined = self.confinement.meta() if self.confinement is not None else {}
+        state = collector.state
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
+            session_method=self.session.session_method if self.session else None,
+            session_title=state.title,
+            mode=state.current_mode(),
+            model=state.current_model(),
+            config_options=state.config_values() or None,
+            available_commands=state.commands or None,
+            plan=collector.plan or None,
+            message_id=collector.answer_message_id(),
+            replayed_updates=collector.replayed or None,
+            unknown_updates=dict(collector.unknown_kinds) or None,
+            trace_id=self.tracing.trace_id,
+            elicitations=(services.elicitation.records or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,
             permissions=(services.ledger.records or None) if services else None,
             tool_calls=self.collector.tool_call_records() or None,
             terminals=(services.terminals.records or None) if services else None,
-            files_changed=(services.files.files_changed or None) if services else None,
+            # Measured (by any means, in-process included) when it could be; else what the
+            # bridge itself wrote for the agent.
+            files_changed=confined.pop("files_changed", served),
             files_read=(services.files.files_read or None) if services else None,
             refusals=(services.refusals or None) if services else None,
             stderr_tail=self.redactor.text(tail) or None,
             transcript=str(transcript.path) if transcript.path and not transcript.error else None,
             warnings=self._warnings() or None,
+            **confined,
         )
 
 

@@ -16,6 +16,7 @@ is cancelled, the whole group is ended, so background children never outlive it.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from typing import Any, Literal, overload
 import anyio
 from anyio.abc import ByteReceiveStream
 
+from acp_bridge._entries.confinement import confined
 from acp_bridge._entries.depth import current_depth, inherited_max_depth
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
@@ -32,9 +34,17 @@ from acp_bridge._os.buffers import HeadTail
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import ProcessGroup
 from acp_bridge._os.race import race, wait_any, wait_event
-from acp_bridge.config import MAX_BYTES, LoadedConfig, load_config
-from acp_bridge.envelope import BASH_RESULT_SCHEMA, Meta, SubtaskResult, done, failed, first_line
-from acp_bridge.errors import ConfigError, ErrorCode
+from acp_bridge.config import MAX_BYTES, LoadedConfig, SandboxSettings, load_config
+from acp_bridge.envelope import (
+    BASH_RESULT_SCHEMA,
+    Meta,
+    SubtaskResult,
+    done,
+    failed,
+    first_line,
+    new_task_id,
+)
+from acp_bridge.errors import ConfigError, ErrorCode, SpawnError
 from acp_bridge.events import EventHandler, EventSink
 
 TIMEOUT_EXIT_CODE = 124
@@ -58,6 +68,8 @@ class CommandResult:
     timed_out_after: float | None = None
     cancelled: bool = False
     start_error: str = ""
+    sandbox: dict[str, Any] | None = None
+    """How the command was confined (``meta.sandbox`` of its envelope)."""
 
     def to_output(self) -> dict[str, Any]:
         """The ``subtask.bash.result.v1`` output object (also the plain tool result)."""
@@ -173,13 +185,13 @@ async def bash(
     if not run_in_subtask:
         loaded = config if config is not None else load_config()
         shell = _Shell(command, cwd, env, EventSink(on_event, profile), cancel, abort)
-        return await shell.run(loaded, timeout, max_output_bytes, current_depth())
+        return await shell.run(loaded, timeout, max_output_bytes, current_depth(), new_task_id())
 
     async def body(ctx: RunContext) -> SubtaskResult:
         sink = EventSink(on_event, profile, task_id=ctx.task_id, started=ctx.started)
         shell = _Shell(command, cwd, env, sink, cancel, abort)
-        result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth)
-        return result.envelope(task_id=ctx.task_id)
+        result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth, ctx.task_id)
+        return result.envelope(task_id=ctx.task_id, meta=Meta(sandbox=result.sandbox))
 
     return await run_enveloped("bash", body, config=config, cancel=cancel)
 
@@ -197,7 +209,12 @@ class _Shell:
     abort: anyio.Event | None = None
 
     async def run(
-        self, loaded: LoadedConfig, timeout: float | None, keep: int | None, depth: int
+        self,
+        loaded: LoadedConfig,
+        timeout: float | None,
+        keep: int | None,
+        depth: int,
+        task_id: str,
     ) -> CommandResult:
         settings = loaded.config.tools.bash
         limit = resolve_timeout(timeout, settings.timeout)
@@ -210,13 +227,22 @@ class _Shell:
             return _not_started(f"bash not found on PATH ({environment['PATH']})")
         if self.cwd is not None and not await anyio.Path(self.cwd).is_dir():
             return _not_started(f"working directory does not exist: {self.cwd}")
-        try:
-            group = await ProcessGroup.start(
-                [shell, "-c", self.command], env=environment, cwd=self.cwd
-            )
-        except OSError as exc:
-            return _not_started(f"{shell}: {exc.strerror or exc}")
-        return await self._supervise(group, limit, keep)
+        where = Path(await anyio.Path(self.cwd or ".").resolve())
+        # The command runs in the config's default sandbox, its cwd the one write root.
+        sandbox = loaded.config.sandbox.over(SandboxSettings())
+        async with confined(
+            sandbox, task_id=task_id, cwd=where, read_roots=(), write_roots=(where,), measure=False
+        ) as confinement:
+            try:
+                launch = confinement.launch([shell, "-c", self.command], environment, where)
+                group = await ProcessGroup.start(
+                    launch.argv, env=launch.env, cwd=launch.cwd, graceful=launch.graceful
+                )
+            except (OSError, SpawnError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                return _not_started(f"{shell}: {reason}")
+            result = await self._supervise(group, limit, keep)
+        return dataclasses.replace(result, sandbox=confinement.box.meta())
 
     async def _supervise(self, group: ProcessGroup, limit: float, keep: int) -> CommandResult:
         sink, command = self.sink, self.command

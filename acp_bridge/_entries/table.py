@@ -13,8 +13,10 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge.config import LoadedConfig
+from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
 
@@ -28,12 +30,25 @@ class EntryRequest(BaseModel):
     task: str = Field(description="the task (acp_spawn, spawn, ask) or the command line (bash)")
     agent: str | None = Field(None, description="acp_spawn: the agent profile")
     tools: list[str] | None = Field(None, description="spawn: required; ask: default all")
-    model: str | None = Field(None, description="spawn, ask: a model name from the config")
+    model: str | None = Field(
+        None,
+        description="spawn, ask: a model name from the config; acp_spawn: the agent's model id",
+    )
+    mode: str | None = Field(None, description="acp_spawn: the session mode to set")
+    config_options: dict[str, str | bool | int | float] | None = Field(
+        None, description="acp_spawn: session config option id → value to set"
+    )
+    resume: str | None = Field(None, description="acp_spawn: continue this earlier session")
+    fork: bool = Field(False, description="acp_spawn: continue resume's session in a fork")
+    unstable: bool = Field(False, description="acp_spawn: allow unstable ACP methods")
     output_schema: str | None = Field(None, description="require a JSON answer under this label")
     timeout: float | None = Field(None, description="seconds the run may take")
     cwd: str | None = Field(None, description="working directory")
     observe_profile: str | None = Field(None, description="which live events to report")
     max_output_bytes: int | None = Field(None, description="bash: bytes kept per stream")
+    isolation: IsolationMode | None = Field(
+        None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
+    )
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:
@@ -41,6 +56,16 @@ class EntryRequest(BaseModel):
             raise ValueError("acp_spawn needs an agent")
         if self.entry == "spawn" and self.tools is None:
             raise ValueError("spawn needs tools")
+        if self.entry != "acp_spawn":
+            used = [
+                name
+                for name in ("mode", "config_options", "resume")
+                if getattr(self, name) is not None
+            ] + [name for name in ("fork", "unstable") if getattr(self, name)]
+            if used:
+                raise ValueError(f"{', '.join(used)}: only for acp_spawn")
+        if self.fork and self.resume is None:
+            raise ValueError("fork needs resume: the session to fork")
         return self
 
 
@@ -48,20 +73,39 @@ def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[Subta
     from acp_bridge._entries.acp_agent import acp_spawn
 
     assert request.agent is not None
-    return acp_spawn(request.agent, request.task, output_schema=request.output_schema, **common)
+    return acp_spawn(
+        request.agent,
+        request.task,
+        output_schema=request.output_schema,
+        isolation=request.isolation,
+        mode=request.mode,
+        model=request.model,
+        config_options=request.config_options,
+        resume=request.resume,
+        fork=request.fork,
+        unstable=request.unstable,
+        **common,
+    )
+
+
+def _not_acp(common: dict[str, Any]) -> dict[str, Any]:
+    """``common`` without what only an ACP agent can use."""
+    common.pop("permission_hook")
+    common.pop("elicitation_hook")
+    return common
 
 
 def _bash(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.shell import bash
 
-    common.pop("permission_hook")
+    _not_acp(common)
     return bash(request.task, max_output_bytes=request.max_output_bytes, **common)
 
 
 def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.inner import spawn
 
-    common.pop("permission_hook")
+    _not_acp(common)
     return spawn(
         request.task,
         request.tools or [],
@@ -74,7 +118,7 @@ def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskRe
 def _ask(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.host import ask
 
-    common.pop("permission_hook")
+    _not_acp(common)
     return ask(request.task, tools=request.tools, model=request.model, **common)
 
 
@@ -93,10 +137,13 @@ async def run_entry(
     on_event: EventHandler | None = None,
     cancel: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
+    elicitation_hook: ElicitationHook | None = None,
     abort: anyio.Event | None = None,
 ) -> SubtaskResult:
-    """Run ``request`` on its entry path; the envelope, whatever happens. ``cancel`` ends
-    it gracefully; ``abort`` (with or after ``cancel``) ends it now: no graces, SIGKILL."""
+    """Run ``request`` on its entry path; the envelope, whatever happens. The hooks answer an
+    ACP agent's ``ask`` permission requests and questions to the user (other entries have no
+    use for them). ``cancel`` ends it gracefully; ``abort`` (with or after ``cancel``) ends it
+    now: no graces, SIGKILL."""
     common: dict[str, Any] = {
         "timeout": request.timeout,
         "cwd": request.cwd,
@@ -105,6 +152,7 @@ async def run_entry(
         "config": config,
         "cancel": cancel,
         "permission_hook": permission_hook,
+        "elicitation_hook": elicitation_hook,
         "abort": abort,
     }
     return await ENTRIES[request.entry](request, common)

@@ -26,7 +26,16 @@ from acp_bridge.errors import BridgeError, ErrorCode
 
 DEFAULT_TIMEOUT = 60.0
 MAX_ATTEMPTS = 8
-LOCK_SIGNS = (".lock': File exists", "Unable to create", "cannot lock ref", "could not lock")
+LOCK_SIGNS = (
+    ".lock': File exists",
+    "Unable to create",
+    "cannot lock ref",
+    "could not lock",
+    # `git worktree add` reads every other worktree's admin dir; one being created by a
+    # concurrent run has no `commondir` yet. Transient like a held lock: look again.
+    "/commondir: ",
+    "/gitdir: ",
+)
 BASE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 

@@ -44,8 +44,9 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -60,6 +61,24 @@ KILL_WAIT = 5.0  # after SIGKILL; only a process stuck in the kernel takes longe
 STRAGGLER_PAUSE = 0.2  # between SIGTERM and SIGKILL for processes that outlived the leader
 
 Stdio = int | IO[bytes] | None
+Graceful = Callable[[int, signal.Signals], bool]
+"""How to ask a leader (by pid) to stop gracefully when signalling its group would be too
+much (a sandbox launcher that dies of SIGTERM and takes everything with it). True: sent."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """How to start a process some other way (in a sandbox): its argv, env and cwd, and how
+    to ask it to stop."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    graceful: Graceful | None = None
+
+
+Launcher = Callable[[list[str], dict[str, str], Path], Launched]
+"""Turns (argv, env, cwd) into how to start it; raises SpawnError when it cannot."""
 
 
 def signal_name(number: int) -> str:
@@ -175,10 +194,11 @@ def run_processes() -> Iterator[RunProcesses]:
 class ProcessGroup:
     """A child leading its own session and process group, and every process it started."""
 
-    def __init__(self, process: Process, marker: str) -> None:
+    def __init__(self, process: Process, marker: str, graceful: Graceful | None = None) -> None:
         self.process = process
         self.pid = process.pid
         self.marker = marker
+        self.graceful = graceful
         self.notes: list[str] = []
         """What ending it took (SIGTERM, SIGKILL, stragglers), for meta and transcripts."""
 
@@ -192,23 +212,29 @@ class ProcessGroup:
         stdin: Stdio = subprocess.DEVNULL,
         stdout: Stdio = subprocess.PIPE,
         stderr: Stdio = subprocess.PIPE,
+        graceful: Graceful | None = None,
     ) -> ProcessGroup:
         """Start ``argv`` as a new group that dies with us; OSError (not found, a directory,
-        not executable …) propagates."""
+        not executable …) propagates. ``graceful``: how to send its SIGTERM, when not to the
+        whole group."""
         marker = new_marker()
         path = env.get("PATH", os.defpath)
         command = resolve_command(argv[0], path, cwd)
         make_undumpable()  # before the first child exists: it must not read our /proc entry
-        process = await anyio.open_process(
-            [*launcher(), command, *argv[1:]],
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            cwd=cwd,
-            env={**env, MARKER_ENV: marker},
-            start_new_session=True,
-        )
-        group = cls(process, marker)
+        # Shielded: a cancel that lands mid-spawn would make asyncio SIGKILL the leader
+        # alone, leaving its group (a sandbox's init, a shell's children) running, untracked.
+        # The caller's cancellation takes effect at its next await, with the group in hand.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                [*launcher(), command, *argv[1:]],
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env={**env, MARKER_ENV: marker},
+                start_new_session=True,
+            )
+        group = cls(process, marker, graceful)
         started = _current_run.get()
         if started is not None:
             started.add(group)
@@ -227,6 +253,13 @@ class ProcessGroup:
             os.killpg(self.pid, sig)
         return True
 
+    def _soft_term(self) -> bool:
+        if self.process.returncode is not None:
+            return False
+        if self.graceful is not None and self.graceful(self.pid, signal.SIGTERM):
+            return True
+        return self.signal(signal.SIGTERM)
+
     async def exits_within(self, seconds: float) -> bool:
         """Whether the leader exits (and is reaped) within ``seconds``."""
         with anyio.move_on_after(seconds):
@@ -236,8 +269,8 @@ class ProcessGroup:
     async def terminate(self, grace: float, *, why: str = "", kill_wait: float = KILL_WAIT) -> None:
         """SIGTERM to the group → ``grace`` → SIGKILL to the group → wait; then sweep what
         outlived the leader. Bounded: at most ``grace`` + ``kill_wait`` + the sweep."""
-        if self.signal(signal.SIGTERM):
-            self.notes.append(f"{why or 'ending it'}: sent SIGTERM to its process group")
+        if self._soft_term():
+            self.notes.append(f"{why or 'ending it'}: sent SIGTERM")
             if not await self.exits_within(grace) and self.signal(signal.SIGKILL):
                 self.notes.append("it ignored SIGTERM: sent SIGKILL to its process group")
                 await self.exits_within(kill_wait)

@@ -107,9 +107,11 @@ async def create_worktree(
     )
     await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
     branch = BRANCH_PREFIX + task_id
-    await git(
-        "worktree", "add", "--quiet", "-b", branch, str(path), head.text, cwd=top, timeout=timeout
-    )
+    # The branch first, then the worktree on it: each step alone is safe to retry (git's
+    # retried errors include a concurrent `worktree add` seen half-way), unlike `add -b`,
+    # which may have made the branch before it failed.
+    await git("branch", branch, head.text, cwd=top, timeout=timeout)
+    await git("worktree", "add", "--quiet", str(path), branch, cwd=top, timeout=timeout)
     admin = await git("rev-parse", "--absolute-git-dir", cwd=path, timeout=timeout)
     mapped = path / cwd.relative_to(top)
     await anyio.Path(mapped).mkdir(parents=True, exist_ok=True)  # an untracked cwd

@@ -16,6 +16,8 @@ import sys
 
 import anyio
 
+from acp_bridge._acp.services.elicitation import ElicitationHook
+from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
@@ -34,8 +36,13 @@ def _read_task(task: str) -> str:
     return sys.stdin.read() if task == "-" else task
 
 
-def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
-    """Run ``request`` with the options every entry command shares; print the envelope."""
+def run_request(
+    args: argparse.Namespace,
+    request: EntryRequest,
+    hooks: tuple[PermissionHook | None, ElicitationHook | None] = (None, None),
+) -> int:
+    """Run ``request`` with the options every entry command shares; print the envelope.
+    ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:
@@ -46,7 +53,15 @@ def run_request(args: argparse.Namespace, request: EntryRequest) -> int:
     handler, finish = event_printer("none" if args.quiet else args.events)
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
-        return await run_entry(request, config=loaded, on_event=handler, cancel=cancel, abort=abort)
+        return await run_entry(
+            request,
+            config=loaded,
+            on_event=handler,
+            cancel=cancel,
+            permission_hook=hooks[0],
+            elicitation_hook=hooks[1],
+            abort=abort,
+        )
 
     async def interruptible() -> SubtaskResult:
         return await interrupts.run(run, err)
@@ -70,6 +85,14 @@ def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from acp_bridge.cli._prompts import hooks_for
+
+    if args.fork and args.resume is None:
+        raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
+    if args.ask_timeout is not None and not args.ask_timeout > 0:
+        raise ConfigError(
+            f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
+        )
     return run_request(
         args,
         _request(
@@ -78,7 +101,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             _read_task(args.task),
             agent=args.agent,
             output_schema=args.output_schema,
+            isolation=args.isolation,
+            mode=args.mode,
+            model=args.model,
+            config_options=dict(args.config_options) if args.config_options else None,
+            resume=args.resume,
+            fork=args.fork,
+            unstable=args.unstable,
         ),
+        hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout),
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _entries, _profiles, _smoke
+from acp_bridge.cli import _doctor, _entries, _profiles, _sessions, _smoke
 from acp_bridge.config import MAX_BYTES, MAX_SECONDS
 
 
@@ -147,9 +147,41 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
     )
+    p.add_argument(
+        "--isolation",
+        choices=["none", "worktree"],
+        help="worktree: run in a fresh git worktree on branch acp-bridge/<task_id> "
+        "(default: the profile's isolation)",
+    )
+    _session_options(p)
     _run_options(p, observe_default="default", loop=False)
     p.set_defaults(handler=_entries.cmd_run)
     _for_entry(p, "acp_spawn")
+
+    p = commands.add_parser(
+        "sessions",
+        help="list the sessions an ACP agent keeps (session/list); --delete one",
+        formatter_class=_Formatter,
+        description="Print the session ids, last activity and titles the agent of profile "
+        "AGENT lists for the working directory (--all: every directory). Continue one with "
+        "`acp-bridge run AGENT TASK --resume SESSION_ID`. Only for agents that offer "
+        "session/list (session/delete for --delete).",
+    )
+    p.add_argument("agent", metavar="AGENT")
+    p.add_argument("--cwd", type=Path, metavar="DIR", help="list this directory's sessions")
+    p.add_argument("--all", action="store_true", help="sessions of every directory")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--delete", metavar="SESSION_ID", help="remove this session from the list")
+    p.set_defaults(handler=_sessions.cmd_sessions)
+
+    p = commands.add_parser(
+        "logout",
+        help="log an ACP agent out (logout), where it offers that",
+        description="End the authenticated state of the agent of profile AGENT: its next "
+        "sessions need authentication again. Only for agents that offer logout.",
+    )
+    p.add_argument("agent", metavar="AGENT")
+    p.set_defaults(handler=_sessions.cmd_logout)
 
     p = commands.add_parser(
         "smoke",
@@ -179,6 +211,19 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(handler=_smoke.cmd_smoke)
 
     p = commands.add_parser(
+        "doctor",
+        help="is each profile ready here: command, version, auth, sandbox (and the fixes)",
+        formatter_class=_Formatter,
+        description="For each PROFILE (default: every profile): whether its command is found, "
+        "its version (and whether it is older than min_version), whether a variable that "
+        "authenticates it is set, and which sandbox mode a run would use and why. Every "
+        "problem comes with a one-line fix. Exit 0 when everything asked about is ready.",
+    )
+    p.add_argument("profiles", nargs="*", metavar="PROFILE")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(handler=_doctor.cmd_doctor)
+
+    p = commands.add_parser(
         "demo-agent",
         help="serve the bundled offline demo ACP agent on stdin/stdout",
         description="The bundled demo agent (profile 'demo'). It speaks ACP on stdio; it is "
@@ -187,6 +232,59 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(handler=_entries.cmd_demo_agent)
     _add_entry_commands(commands)
     return parser
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _session_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s per-call session settings and answers (errors when the agent can't)."""
+    g = p.add_argument_group(
+        "session",
+        "Per-call settings replace the profile's; a value the agent does not offer is an "
+        "error that lists what it offers.",
+    )
+    g.add_argument("--mode", metavar="MODE", help="session mode id to set (e.g. plan)")
+    g.add_argument("--model", metavar="MODEL", help="the agent's model id to select")
+    g.add_argument(
+        "--set",
+        dest="config_options",
+        type=_key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="set a session config option (repeatable; true/false for boolean options)",
+    )
+    g.add_argument(
+        "--resume",
+        metavar="SESSION_ID",
+        help="continue this earlier session (session/resume, else session/load)",
+    )
+    g.add_argument(
+        "--fork",
+        action="store_true",
+        help="continue --resume's session in a copy (session/fork; needs --unstable)",
+    )
+    g.add_argument(
+        "--unstable", action="store_true", help="allow unstable ACP methods (session/fork)"
+    )
+    a = p.add_argument_group(
+        "answers",
+        "On a terminal, `ask` permission decisions and the agent's questions are prompted; "
+        "headless they are rejected.",
+    )
+    yes_no = a.add_mutually_exclusive_group()
+    yes_no.add_argument("-y", "--yes", action="store_true", help="allow every `ask`; no prompts")
+    yes_no.add_argument("-n", "--no", action="store_true", help="reject every `ask`; no prompts")
+    a.add_argument(
+        "--ask-timeout",
+        type=seconds,
+        metavar="S",
+        help="seconds a prompt waits before its default (reject / cancel; default 60)",
+    )
 
 
 def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool = True) -> None:

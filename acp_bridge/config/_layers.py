@@ -95,6 +95,20 @@ class ResolvedProfile:
                 return ValueSource(layer.origin, layer.location(path), names)
         return ValueSource("default")
 
+    def set_at(self, path: DataPath) -> str:
+        """``FILE:LINE:COL: field`` of the value at ``path`` ("" when no file set it)."""
+        layer = self.owners.get(path)
+        return f"{layer.location(path)}: {layer.field(path)}" if layer else ""
+
+    def runnable(self) -> AgentProfile:
+        """The profile, unless ``enable: false`` says it must not run (a ConfigError)."""
+        if not self.profile.enable:
+            raise ConfigError(
+                f"agent profile {self.profile.name!r} is disabled (enable: false, "
+                f"{self.source_of(('enable',))})"
+            )
+        return self.profile
+
 
 class _Merged:
     """Profile layers deep-merged, remembering which layer set each value."""

@@ -147,7 +147,11 @@ def schema_problems(loaded: LoadedConfig, doc: YamlDocument | None = None) -> li
 
 def looks_like_config(doc: YamlDocument) -> bool:
     """Whether a YAML file is a config file (vs. a single profile file)."""
-    return isinstance(doc.data, dict) and bool(_CONFIG_KEYS & set(doc.data))
+    if not isinstance(doc.data, dict):
+        return False
+    keys = set(doc.data)
+    # `sandbox` is both a config key and a profile key: a profile names itself or a command.
+    return bool(_CONFIG_KEYS & keys) and not ({"name", "command"} & keys)
 
 
 def validate_files(

@@ -268,6 +268,11 @@ class AgentProfile(StrictModel):
         le=MAX_REPAIR_TURNS,
         description="extra turns allowed to fix output that breaks output_schema",
     )
+    unstable: bool = Field(
+        False,
+        description="allow unstable ACP methods the agent advertises (today: session/fork); "
+        "off by default, like --unstable",
+    )
     install: str = Field("", description="how to install the command (shown when it is missing)")
     min_version: str | None = Field(
         None, description="oldest version of the command known to work (acp-bridge doctor)"

@@ -3,10 +3,6 @@
 Usage: ``python fault_agent.py MODE``. Each mode breaks one rule, or exercises one quirk
 real agents have, at a precise point of the conversation; everything else is a plain,
 correct ACP v1 agent. The answer of a normal turn is ``ANSWER``.
-
-As a spy: ``FAULT_AGENT_LOG=FILE`` appends every message it receives to FILE (one JSON per
-line); ``FAULT_AGENT_INIT`` and ``FAULT_AGENT_SESSION`` (JSON objects) are merged into its
-``initialize`` and ``session/new`` results, so a test chooses what it advertises.
 """
 
 from __future__ import annotations
@@ -35,25 +31,13 @@ def raw(text: bytes) -> None:
     OUT.flush()
 
 
-def _spied(message: dict[str, Any]) -> dict[str, Any]:
-    log = os.environ.get("FAULT_AGENT_LOG")
-    if log:
-        with open(log, "a", encoding="utf-8") as file:
-            file.write(json.dumps(message) + "\n")
-    return message
-
-
-def _advertised(name: str) -> dict[str, Any]:
-    return json.loads(os.environ.get(name) or "{}")  # type: ignore[no-any-return]
-
-
 def read() -> dict[str, Any] | None:
     if _pending:
         return _pending.pop(0)
     line = sys.stdin.buffer.readline()
     if not line:
         return None
-    return _spied(json.loads(line))
+    return json.loads(line)  # type: ignore[no-any-return]
 
 
 def update(update_kind: str, **fields: Any) -> None:
@@ -76,7 +60,7 @@ def call(method: str, params: dict[str, Any], request_id: Any) -> dict[str, Any]
         line = sys.stdin.buffer.readline()
         if not line:
             sys.exit(0)
-        message = _spied(json.loads(line))
+        message = json.loads(line)
         if "method" not in message and message.get("id") == request_id:
             return message  # type: ignore[no-any-return]
         _pending.append(message)
@@ -110,7 +94,7 @@ def initialize_result() -> dict[str, Any]:
         ]
     if MODE == "malformed-initialize":
         del result["protocolVersion"]
-    return {**result, **_advertised("FAULT_AGENT_INIT")}
+    return result
 
 
 def prompt(message: dict[str, Any]) -> None:
@@ -263,19 +247,13 @@ def main() -> None:
             if MODE == "early-updates":
                 update("available_commands_update", availableCommands=[])
                 chunk("greeting before the session even exists")
-            created = {"sessionId": SESSION, **_advertised("FAULT_AGENT_SESSION")}
-            send({"id": rid, "result": created})
+            send({"id": rid, "result": {"sessionId": SESSION}})
             if MODE == "close-stdin":  # stops listening, keeps running: our writes now fail
                 os.close(0)
                 chunk("stopped listening")
                 hang()
         elif method == "session/prompt":
             prompt(message)
-        elif method in ("session/set_mode", "session/close"):
-            send({"id": rid, "result": {}})
-        elif method == "session/set_config_option":
-            options = _advertised("FAULT_AGENT_SESSION").get("configOptions", [])
-            send({"id": rid, "result": {"configOptions": options}})
         elif rid is not None:
             send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})
 

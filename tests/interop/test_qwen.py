@@ -41,6 +41,9 @@ def profile(model: FakeOpenAI, home: Path, **extra: Any) -> dict[str, Any]:
             "HOME": str(home),
         },
         "timeouts": {"startup": 60, "session": 60, "run": 60},
+        # Its HOME is a test folder under /tmp, which the sandbox replaces by a private one:
+        # declared as its state, as the built-in profile declares ~/.qwen.
+        "sandbox": {"state": [str(home)]},
         **extra,
     }
 

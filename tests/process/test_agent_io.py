@@ -15,7 +15,10 @@ FAST = {"startup": 5, "session": 5, "run": 5, "cancel_grace": 0.5, "shutdown_gra
 
 
 def test_an_agent_that_closed_its_stdin_ends_the_run_cleanly(harness: AgentHarness) -> None:
-    result = harness.run("fault", "go", harness.fault("close-stdin", timeouts=FAST))
+    # Without the sandbox: its launcher keeps a copy of the agent's stdin open, so there an
+    # agent that closed its stdin is one that stopped reading, and the run's timeout ends it.
+    config = harness.fault("close-stdin", timeouts=FAST, sandbox={"mode": "off"})
+    result = harness.run("fault", "go", config)
     assert result.meta.error_code == ErrorCode.AGENT_EXITED
     assert "closed its stdin" in result.error
     assert result.meta.session_id == "fault_session_1"  # what was gathered is kept

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -10,15 +12,12 @@ import pytest
 from acp_bridge._entries.depth import subtask_level
 from acp_bridge._entries.shell import CommandResult, bash, bash_sync
 from acp_bridge._os.environment import DEPTH_ENV, constructed_env
+from acp_bridge.config import Config, LoadedConfig
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event
-from tests.helpers import (
-    default_config,
-    read_pids,
-    run_bounded,
-    wait_all_dead,
-)
+from tests.conftest import MARKER_VAR
+from tests.helpers import default_config, gone_within, run_bounded, until_processes
 
 CONFIG = default_config()
 
@@ -53,43 +52,74 @@ def test_killed_by_a_signal_reports_128_plus_n() -> None:
     assert result.output["exit_code"] == 143
 
 
-def test_timeout_kills_the_whole_group_including_grandchildren(pidfile: Path) -> None:
-    command = (
-        f"(sleep 60 & echo $! >> {pidfile}; wait) & "
-        f"sleep 60 & echo $! >> {pidfile}; echo started; wait"
-    )
-    result = run_bounded(run, command, timeout=0.5, limit=10)  # the sleeps would take 60 s
-    assert result.status == "failed" and result.error == "bash timed out after 0.5s"
+SANDBOX_OFF = LoadedConfig(
+    None, Config.model_validate({"sandbox": {"mode": "off"}}), CONFIG.profiles
+)
+# Each process test runs in the default sandbox (a PID namespace ends everything) and with
+# the sandbox off (the process group and the marker sweep must do it alone).
+CONFIGS = pytest.mark.parametrize("config", [CONFIG, SANDBOX_OFF], ids=["sandbox", "no-sandbox"])
+
+
+async def run_marked(command: str, marker: str, config: LoadedConfig, **kwargs: object) -> Any:
+    env = {MARKER_VAR: marker}
+    return await bash(command, config=config, env=env, **kwargs)  # type: ignore[arg-type]
+
+
+@CONFIGS
+def test_timeout_kills_the_whole_group_including_grandchildren(
+    marker: str, config: LoadedConfig
+) -> None:
+    command = "(sleep 60 & wait) & sleep 60 & echo started; wait"
+
+    async def scenario() -> SubtaskResult:
+        async with anyio.create_task_group() as tg:
+            results: list[SubtaskResult] = []
+            tg.start_soon(lambda: _append(results, run_marked(command, marker, config, timeout=2)))
+            await until_processes(MARKER_VAR, marker, 4)  # bash, the subshell, two sleeps
+        return results[0]
+
+    result = run_bounded(scenario, limit=15)  # the sleeps would take 60 s
+    assert result.status == "failed" and result.error == "bash timed out after 2s"
     assert result.output["exit_code"] == 124 and result.meta.error_code == ErrorCode.TIMEOUT
     assert result.output["stdout"] == "started\n"
-    assert len(read_pids(pidfile)) == 2
-    assert wait_all_dead(read_pids(pidfile)) == []
+    assert gone_within(MARKER_VAR, marker) == []
 
 
-def test_background_children_die_when_the_command_ends(pidfile: Path) -> None:
+async def _append(results: list[SubtaskResult], call: Awaitable[SubtaskResult]) -> None:
+    results.append(await call)
+
+
+@CONFIGS
+def test_background_children_die_when_the_command_ends(marker: str, config: LoadedConfig) -> None:
     # The background sleep holds stdout open; the result must not wait for it (run_bounded
     # fails the test long before the 60 s sleep would end).
-    result = run_bounded(run, f"sleep 60 & echo $! > {pidfile}; echo done")
+    command = "sleep 60 & while [ ! -e /proc/$!/cmdline ]; do :; done; echo done"
+    result = run_bounded(run_marked, command, marker, config)
     assert result.ok and result.output["stdout"] == "done\n"
-    assert wait_all_dead(read_pids(pidfile)) == []
+    assert gone_within(MARKER_VAR, marker) == []
 
 
-def test_caller_cancellation_kills_the_group(pidfile: Path) -> None:
+@CONFIGS
+def test_caller_cancellation_kills_the_group(marker: str, config: LoadedConfig) -> None:
     async def cancelled() -> None:
-        with anyio.move_on_after(0.5):
-            await run(f"sleep 60 & echo $! > {pidfile}; wait")
-        raise AssertionError("the command should still have been running")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_marked, "sleep 60 & wait", marker, config)
+            await until_processes(MARKER_VAR, marker, 2)
+            tg.cancel_scope.cancel()  # the caller goes away mid-command
 
-    with pytest.raises(AssertionError, match="still have been running"):
-        run_bounded(cancelled)
-    assert len(read_pids(pidfile)) == 1
-    assert wait_all_dead(read_pids(pidfile)) == []
+    run_bounded(cancelled)
+    assert gone_within(MARKER_VAR, marker) == []
 
 
-def test_a_process_that_left_the_group_cannot_hang_the_result(pidfile: Path) -> None:
+@CONFIGS
+def test_a_process_that_left_the_group_cannot_hang_the_result(
+    marker: str, config: LoadedConfig
+) -> None:
     # It keeps the pipes open for 30 s; run_bounded (15 s) fails the test if we wait for it.
-    result = run_bounded(run, f"setsid sleep 30 & echo $! > {pidfile}; echo ok")
-    assert result.ok and result.output["stdout"] == "ok\n"  # the escapee: killed by the fixture
+    result = run_bounded(run_marked, "setsid sleep 30 & echo ok", marker, config)
+    assert result.ok and result.output["stdout"] == "ok\n"
+    # Inside the sandbox its namespace ends it; without, the marker sweep does.
+    assert gone_within(MARKER_VAR, marker) == []
 
 
 def test_each_stream_keeps_head_and_tail() -> None:

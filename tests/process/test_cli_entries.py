@@ -8,15 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from acp_bridge._loop.passthrough import call_tool_directive as call
 from acp_bridge._os.environment import DEPTH_ENV
 from acp_bridge.cli import main
-from tests.helpers import read_pids, wait_all_dead
+from tests.conftest import MARKER_VAR
+from tests.helpers import gone_within, until_processes
 
 pytestmark = pytest.mark.usefixtures("isolated_config")
 
@@ -108,8 +109,8 @@ def test_bash_and_help_do_not_import_the_model_stack() -> None:
         assert not {m for m in loaded if m.split(".")[0] in ("pydantic_ai", "openai")}, argv
 
 
-def test_interrupt_exits_130_and_leaves_no_process(pidfile: Path) -> None:
-    command = f"sleep 60 & echo $! > {pidfile}; wait"
+def test_interrupt_exits_130_and_leaves_no_process(marker: str) -> None:
+    command = f"export {MARKER_VAR}={marker}; sleep 60 & wait"
     process = subprocess.Popen(
         [sys.executable, "-m", "acp_bridge", "bash", "-q", "--", command],
         stdout=subprocess.PIPE,
@@ -117,13 +118,10 @@ def test_interrupt_exits_130_and_leaves_no_process(pidfile: Path) -> None:
         text=True,
     )
     try:
-        deadline = time.monotonic() + 10
-        while not read_pids(pidfile) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert read_pids(pidfile), "the command never started"
+        anyio.run(lambda: until_processes(MARKER_VAR, marker, 1))  # the sleep (exported to it)
         os.kill(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=10)
         assert process.returncode == 130, err
-        assert wait_all_dead(read_pids(pidfile)) == []
+        assert gone_within(MARKER_VAR, marker) == []
     finally:
         process.kill()

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge import SubtaskResult, acp_spawn, bash, spawn
+from acp_bridge import Event, SubtaskResult, acp_spawn, bash, spawn
 from acp_bridge._os.environment import DEPTH_ENV
 from tests.conftest import AgentHarness
 from tests.helpers import ECHO_SCHEMA
@@ -30,7 +30,7 @@ from tests.helpers import ECHO_SCHEMA
 GOLDEN = Path(__file__).parent.parent / "golden" / "envelope"
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
 DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"], "timeouts": FAST}
-_SESSION_ID = re.compile(r"demo_\d+_\d+")
+_SESSION_ID = re.compile(r"demo_[0-9a-f]{12}")
 
 
 def _fault(h: AgentHarness, mode: str, task: str = "go", **kw: Any) -> SubtaskResult:
@@ -60,16 +60,16 @@ def _cancelled(h: AgentHarness) -> SubtaskResult:
     async def cancelled_soon() -> SubtaskResult:
         cancel = anyio.Event()
         config = h.fault("cancel-aware", timeouts=FAST)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: _set_later(cancel))
-            return await acp_spawn("fault", "go", cwd=h.workspace, config=config, cancel=cancel)
+
+        def on_event(event: Event) -> None:  # once the turn is under way: a cancel before it
+            if event.data.get("phase") == "prompting":  # is a cancelled start-up instead
+                cancel.set()
+
+        return await acp_spawn(
+            "fault", "go", cwd=h.workspace, config=config, cancel=cancel, on_event=on_event
+        )
 
     return anyio.run(cancelled_soon)
-
-
-async def _set_later(event: anyio.Event) -> None:
-    await anyio.sleep(0.5)
-    event.set()
 
 
 CASES: dict[str, Callable[[AgentHarness], SubtaskResult]] = {
@@ -111,9 +111,11 @@ def normalise(envelope: dict[str, Any], harness: AgentHarness) -> dict[str, Any]
         meta["duration_ms"] = 0
     if "transcript" in meta:
         meta["transcript"] = "<transcript>"
+    if "sandbox" in meta:  # the mode is pinned; why (a version, a path) is the machine's
+        meta["sandbox"]["reason"] = "<reason>"
     text = json.dumps(envelope, ensure_ascii=False)
     text = text.replace(str(harness.root), "<tmp>").replace(sys.executable, "<python>")
-    text = _SESSION_ID.sub("demo_<pid>_1", text)
+    text = _SESSION_ID.sub("demo_<id>", text)
     return json.loads(text)  # type: ignore[no-any-return]
 
 

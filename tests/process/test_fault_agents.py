@@ -10,6 +10,7 @@ import pytest
 
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
+from acp_bridge.events import Event
 from tests.conftest import AgentHarness
 
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
@@ -215,22 +216,18 @@ def test_caller_cancel_is_graceful(harness: AgentHarness) -> None:
 
     async def cancel_soon() -> SubtaskResult:
         cancel = anyio.Event()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: _set_later(cancel))
-            with anyio.fail_after(20):
-                return await acp_spawn(
-                    "fault", "go", cwd=harness.workspace, config=config, cancel=cancel
-                )
-        raise AssertionError("unreachable")
+
+        def on_event(event: Event) -> None:  # once the turn is under way (a cancel before
+            if event.data.get("phase") == "prompting":  # it is a cancelled start-up)
+                cancel.set()
+
+        with anyio.fail_after(20):
+            return await acp_spawn(
+                "fault", "go", cwd=harness.workspace, config=config, cancel=cancel,
+                on_event=on_event,
+            )  # fmt: skip
 
     result = anyio.run(cancel_soon)
     assert result.meta.error_code == ErrorCode.CANCELLED
     assert result.meta.stop_reason == "cancelled"
     assert harness.leftovers() == []
-
-
-async def _set_later(event: object) -> None:
-    import anyio
-
-    await anyio.sleep(0.5)
-    event.set()  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
-"""What the bridge sends while it sets a session up, seen by a spy agent (the fault agent in
-``ok`` mode, recording every message it receives): MCP servers, additional directories, the
-configured auth method, mode / model / config options, the output_schema repair turn — each
-only when the agent advertises it."""
+"""What the bridge sends while it sets a session up, seen by the spy agent (which records
+every message it receives): MCP servers, additional directories, the configured auth method,
+mode / model / config options — each only when the agent advertises it; and the
+output_schema repair turn, in the same session."""
 
 from __future__ import annotations
 
@@ -13,31 +13,25 @@ from typing import Any
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from tests.conftest import AgentHarness
+from tests.spy import Spy
 
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
 
 
-def spy(
-    harness: AgentHarness,
-    mode: str = "ok",
+def run_spy(
+    spy: Spy,
     *,
-    init_reply: dict[str, Any] | None = None,
-    session_reply: dict[str, Any] | None = None,
-    output_schema: str | None = None,
+    advertise: dict[str, Any] | None = None,
+    offer: dict[str, Any] | None = None,
     **profile: Any,
 ) -> tuple[SubtaskResult, list[dict[str, Any]]]:
-    """Run the spy once; the envelope and every message it received, in order."""
-    log = harness.root / f"spy-{len(list(harness.root.glob('spy-*')))}.jsonl"
-    env = {
-        "FAULT_AGENT_LOG": str(log),
-        "FAULT_AGENT_INIT": json.dumps(init_reply or {}),
-        "FAULT_AGENT_SESSION": json.dumps(session_reply or {}),
-        **profile.pop("env", {}),
-    }
-    config = harness.fault(mode, env=env, timeouts=FAST, **profile)
-    result = harness.run("fault", "go", config, output_schema=output_schema)
-    received = [json.loads(line) for line in log.read_text().splitlines()]
-    return result, received
+    """Run the spy once; ``advertise`` goes into its initialize reply, ``offer`` into its
+    session/new reply. The envelope and every message it received, in order."""
+    spy.record.unlink(missing_ok=True)
+    script = {"initialize": advertise or {}, "session": offer or {}}
+    config = spy.config(script, timeouts=FAST, **profile)
+    result = spy.harness.run("spy", "go", config)
+    return result, spy.received()
 
 
 def sent(received: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
@@ -49,7 +43,7 @@ def methods(received: list[dict[str, Any]]) -> list[str]:
 
 
 def test_mcp_servers_are_forwarded_and_their_secrets_kept_out_of_the_transcript(
-    harness: AgentHarness,
+    spy: Spy,
 ) -> None:
     os.environ["SPY_MCP_TOKEN"] = "tok-1234567890"
     try:
@@ -59,7 +53,7 @@ def test_mcp_servers_are_forwarded_and_their_secrets_kept_out_of_the_transcript(
             {"name": "web", "type": "http", "url": "http://127.0.0.1:9/mcp",
              "headers": {"Authorization": "Bearer hdr-secret-value"}},
         ]  # fmt: skip
-        result, received = spy(harness, mcp_servers=servers)
+        result, received = run_spy(spy, mcp_servers=servers)
     finally:
         del os.environ["SPY_MCP_TOKEN"]
     assert result.status == "done", result.error
@@ -76,36 +70,36 @@ def test_mcp_servers_are_forwarded_and_their_secrets_kept_out_of_the_transcript(
     assert "debug" in transcript  # not a secret: neither its name nor its origin says so
 
 
-def test_additional_directories_only_when_advertised(harness: AgentHarness, tmp_path: Path) -> None:
+def test_additional_directories_only_when_advertised(spy: Spy, tmp_path: Path) -> None:
     other = tmp_path / "reference"
     other.mkdir()
-    roots = {"read_roots": [str(harness.workspace), str(other)]}
-    _, without = spy(harness, **roots)
+    roots = {"read_roots": [str(spy.harness.workspace), str(other)]}
+    _, without = run_spy(spy, **roots)
     assert "additionalDirectories" not in sent(without, "session/new")[0]
     advertised = {"agentCapabilities": {"sessionCapabilities": {"additionalDirectories": {}}}}
-    _, received = spy(harness, init_reply=advertised, **roots)
+    _, received = run_spy(spy, advertise=advertised, **roots)
     assert sent(received, "session/new")[0]["additionalDirectories"] == [str(other.resolve())]
 
 
-def test_the_configured_auth_method_is_used_before_session_new(harness: AgentHarness) -> None:
+def test_the_configured_auth_method_is_used_before_session_new(spy: Spy) -> None:
     methods_offered = {
         "authMethods": [
             {"id": "login", "name": "Browser"},
             {"id": "key", "name": "Key", "type": "env_var", "vars": [{"name": "SPY_KEY"}]},
         ]
     }
-    result, received = spy(
-        harness, init_reply=methods_offered, auth={"method": "key"}, env={"SPY_KEY": "k-1234"}
+    result, received = run_spy(
+        spy, advertise=methods_offered, auth={"method": "key"}, env={"SPY_KEY": "k-1234"}
     )
     assert result.status == "done", result.error
     assert methods(received)[:3] == ["initialize", "authenticate", "session/new"]
     assert sent(received, "authenticate") == [{"methodId": "key"}]
-    missing, _ = spy(harness, init_reply=methods_offered, auth={"method": "sso"})
+    missing, _ = run_spy(spy, advertise=methods_offered, auth={"method": "sso"})
     assert missing.meta.error_code == ErrorCode.AUTH_REQUIRED
     assert "'sso' is not offered by the agent (offered: login, key)" in missing.error
 
 
-def test_mode_model_and_config_options_are_set_when_offered(harness: AgentHarness) -> None:
+def test_mode_model_and_config_options_are_set_when_offered(spy: Spy) -> None:
     offered = {
         "modes": {"currentModeId": "default", "availableModes": [
             {"id": "default", "name": "Default"}, {"id": "careful", "name": "Careful"}]},
@@ -116,18 +110,18 @@ def test_mode_model_and_config_options_are_set_when_offered(harness: AgentHarnes
         ],
     }  # fmt: skip
     wanted = {"mode": "careful", "model": "m2", "config_options": {"fast": True, "nope": "x"}}
-    result, received = spy(harness, session_reply=offered, session=wanted)
+    result, received = run_spy(spy, offer=offered, session=wanted)
     assert result.status == "done", result.error
     assert sent(received, "session/set_mode") == [
-        {"sessionId": "fault_session_1", "modeId": "careful"}
+        {"sessionId": "spy-session-1", "modeId": "careful"}
     ]
     assert sent(received, "session/set_config_option") == [
-        {"sessionId": "fault_session_1", "configId": "model", "value": "m2"},
-        {"sessionId": "fault_session_1", "configId": "fast", "value": True, "type": "boolean"},
+        {"sessionId": "spy-session-1", "configId": "model", "value": "m2"},
+        {"sessionId": "spy-session-1", "configId": "fast", "value": True, "type": "boolean"},
     ]
-    assert any("config_options.nope: not offered" in w for w in result.meta.warnings or [])
+    assert any("'nope' is not offered" in w for w in result.meta.warnings or [])
     # Nothing offered: nothing is sent, and the envelope says what was left as it was.
-    bare, quiet = spy(harness, session=wanted)
+    bare, quiet = run_spy(spy, session=wanted)
     assert sent(quiet, "session/set_mode") == sent(quiet, "session/set_config_option") == []
     assert len(bare.meta.warnings or []) == 4  # mode, model, and both options
 
@@ -135,11 +129,18 @@ def test_mode_model_and_config_options_are_set_when_offered(harness: AgentHarnes
 def test_the_output_schema_repair_turn_happens_in_the_same_session(
     harness: AgentHarness,
 ) -> None:
-    result, received = spy(harness, "json-on-second-try", output_schema="any.json.v1")
+    config = harness.fault("json-on-second-try", timeouts=FAST)
+    result = harness.run("fault", "go", config, output_schema="any.json.v1")
     assert result.status == "done" and result.output == {"ok": True, "value": 7}
-    prompts = sent(received, "session/prompt")
+    lines = Path(result.meta.transcript or "").read_text().splitlines()
+    prompts = [
+        m["msg"]["params"]
+        for m in map(json.loads, lines)
+        if m["dir"] == "out" and m["msg"].get("method") == "session/prompt"
+    ]
     assert len(prompts) == 2 and {p["sessionId"] for p in prompts} == {"fault_session_1"}
     assert "does not satisfy the output contract any.json.v1" in prompts[1]["prompt"][0]["text"]
-    no_repair, _ = spy(harness, "json-on-second-try", output_schema="x.v1", repair_turns=0)
+    config = harness.fault("json-on-second-try", timeouts=FAST, repair_turns=0)
+    no_repair = harness.run("fault", "go", config, output_schema="x.v1")
     assert no_repair.meta.error_code == ErrorCode.OUTPUT_SCHEMA
     assert no_repair.output == "Sure! Here it is."

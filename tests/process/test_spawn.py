@@ -19,7 +19,8 @@ from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event
-from tests.helpers import ECHO_SCHEMA, read_pids, run_bounded, wait_all_dead
+from tests.conftest import MARKER_VAR
+from tests.helpers import ECHO_SCHEMA, gone_within, run_bounded
 
 
 def make_config(tmp_path: Path, extra: str = "") -> LoadedConfig:
@@ -92,13 +93,14 @@ def test_output_schema_violation_fails_after_the_repair_turn(tmp_path: Path) -> 
     assert "Answer again with the JSON value only" in result.output
 
 
-def test_timeout_fails_and_leaves_no_process(tmp_path: Path, pidfile: Path) -> None:
-    task = call("bash", {"command": f"sleep 30 & echo $! > {pidfile}; wait"})
-    result = run_spawn(tmp_path, task, ["bash"], timeout=0.5)  # bounded: a hang fails it
+def test_timeout_fails_and_leaves_no_process(tmp_path: Path, marker: str) -> None:
+    command = f"export {MARKER_VAR}={marker}; sleep 30 & wait"
+    task = call("bash", {"command": command})
+    result = run_spawn(tmp_path, task, ["bash"], timeout=1)  # bounded: a hang fails it
     assert result.meta.error_code == ErrorCode.TIMEOUT
     # The call never finished: it is recorded as what the loop was doing when time ran out.
     assert [c.status for c in result.meta.tool_calls or []] == ["cancelled"]
-    assert wait_all_dead(read_pids(pidfile)) == []
+    assert gone_within(MARKER_VAR, marker) == []
 
 
 def test_request_limit_is_max_turn_requests(tmp_path: Path) -> None:

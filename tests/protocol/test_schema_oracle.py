@@ -1,6 +1,10 @@
 """Every message the bridge sends validates against the official SDK's schema (acp.schema),
 field by field: the SDK's models are lenient, so we also check that re-dumping them keeps
-every value we sent (nothing silently dropped or defaulted)."""
+every value we sent (nothing silently dropped or defaulted).
+
+``session/set_model`` is no longer in the SDK's schema (ACP removed the unstable model API);
+what we send is checked against the definitions of the last schema that had it, kept in
+tests/golden/schema/session-set_model.json."""
 
 from __future__ import annotations
 
@@ -10,9 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import acp.schema as S
+import anyio
+import jsonschema
 import pytest
+from pydantic import TypeAdapter
 
+from acp_bridge._acp.services.elicitation import ElicitationAnswer, ElicitationQuestion
+from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
 from tests.conftest import AGENTS, AgentHarness
+from tests.spy import Spy
+
+SET_MODEL_SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "golden" / "schema" / "session-set_model.json").read_text()
+)
 
 REQUESTS: dict[str, Any] = {
     "initialize": S.InitializeRequest,
@@ -22,6 +36,18 @@ REQUESTS: dict[str, Any] = {
     "session/set_mode": S.SetSessionModeRequest,
     "session/close": S.CloseSessionRequest,
     "session/cancel": S.CancelNotification,
+    "session/load": S.LoadSessionRequest,
+    "session/resume": S.ResumeSessionRequest,
+    "session/fork": S.ForkSessionRequest,
+    "session/list": S.ListSessionsRequest,
+    "session/delete": S.DeleteSessionRequest,
+    "logout": S.LogoutRequest,
+    "$/cancel_request": S.CancelRequestNotification,
+}
+ELICITATION_REPLIES: dict[str, Any] = {
+    "accept": S.AcceptElicitationResponse,
+    "decline": S.DeclineElicitationResponse,
+    "cancel": S.CancelElicitationResponse,
 }
 REPLIES: dict[str, Any] = {
     "session/request_permission": S.RequestPermissionResponse,
@@ -52,8 +78,32 @@ def _kept(sent: Any, dumped: Any, where: str) -> None:
 
 
 def validate(model: Any, data: dict[str, Any], where: str) -> None:
-    dumped = model.model_validate(data).model_dump(mode="json", by_alias=True, exclude_none=True)
-    _kept(data, dumped, where)
+    adapter: TypeAdapter[Any] = TypeAdapter(model)
+    value = adapter.validate_python(data)
+    _kept(data, adapter.dump_python(value, mode="json", by_alias=True, exclude_none=True), where)
+
+
+def validate_request(method: str, params: dict[str, Any]) -> None:
+    if method == "session/set_model":
+        jsonschema.validate(params, SET_MODEL_SCHEMA)
+        allowed = SET_MODEL_SCHEMA["$defs"]["SetSessionModelRequest"]["properties"]
+        assert set(params) <= set(allowed), f"session/set_model: {set(params) - set(allowed)}"
+    elif method == "session/set_config_option":
+        model = (
+            S.SetSessionConfigOptionBooleanRequest
+            if params.get("type") == "boolean"
+            else S.SetSessionConfigOptionSelectRequest
+        )
+        validate(model, params, method)
+    else:
+        validate(REQUESTS[method], params, method)
+
+
+def validate_reply(method: str, result: dict[str, Any]) -> None:
+    if method == "elicitation/create":
+        validate(ELICITATION_REPLIES[result["action"]], result, f"reply to {method}")
+    else:
+        validate(REPLIES[method], result, f"reply to {method}")
 
 
 def check_transcript(path: Path) -> int:
@@ -71,19 +121,9 @@ def check_transcript(path: Path) -> int:
         message = entry["msg"]
         assert message["jsonrpc"] == "2.0"
         if "method" in message:
-            method = message["method"]
-            if method == "session/set_config_option":
-                model = (
-                    S.SetSessionConfigOptionBooleanRequest
-                    if message["params"].get("type") == "boolean"
-                    else S.SetSessionConfigOptionSelectRequest
-                )
-            else:
-                model = REQUESTS[method]
-            validate(model, message["params"], method)
+            validate_request(message["method"], message["params"])
         elif "result" in message:
-            method = agent_requests[message["id"]]
-            validate(REPLIES[method], message["result"], f"reply to {method}")
+            validate_reply(agent_requests[message["id"]], message["result"])
         else:
             error = S.Error.model_validate(message["error"])
             assert isinstance(error.code, int) and error.message
@@ -134,3 +174,104 @@ def test_fault_agent_conversations_validate(harness: AgentHarness, mode: str) ->
     )
     result = harness.run("fault", "go", config)
     assert check_transcript(Path(result.meta.transcript or "")) >= 4
+
+
+MODELS = {"currentModelId": "a", "availableModels": [{"modelId": "a"}, {"modelId": "b"}]}
+OPTIONS = [
+    {"id": "brave", "name": "Brave", "type": "boolean", "currentValue": False},
+    {
+        "id": "effort",
+        "name": "Effort",
+        "type": "select",
+        "currentValue": "low",
+        "options": [{"value": "low", "name": "Low"}, {"value": "high", "name": "High"}],
+    },
+]
+FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def test_spy_conversation_with_every_stable_method_validates(spy: Spy) -> None:
+    """resume, set_mode, set_model, boolean and select options, permission, elicitation
+    (accepted and declined), the agent's $/cancel_request (-32800) and close."""
+    caps = {"sessionCapabilities": {"resume": {}, "close": {}}}
+    permission = {
+        "toolCall": {"toolCallId": "t1", "title": "Edit a", "kind": "edit"},
+        "options": [
+            {"optionId": "y", "name": "Yes", "kind": "allow_once"},
+            {"optionId": "n", "name": "No", "kind": "reject_once"},
+        ],
+    }
+    url = {"mode": "url", "message": "Log in", "elicitationId": "e", "url": "https://x.test/"}
+    prompt = [
+        {"request": "session/request_permission", "params": permission},
+        {"request": "session/request_permission", "params": permission, "cancel": True},
+        {
+            "request": "elicitation/create",
+            "params": {"mode": "form", "message": "Name?", "requestedSchema": FORM},
+        },
+        {"request": "elicitation/create", "params": url},
+    ]
+    script = {
+        "initialize": {"agentCapabilities": caps},
+        "setup": {
+            "modes": {"currentModeId": "m1", "availableModes": [{"id": "m1"}, {"id": "m2"}]},
+            "models": MODELS,
+        },
+        "session": {"configOptions": OPTIONS},
+        "prompt": prompt,
+    }
+    # session/resume's reply carries no config options in this script: the spy's list
+    # comes with session/new only, so give the resumed session its options through setup.
+    script["setup"]["configOptions"] = OPTIONS
+
+    async def answer(question: ElicitationQuestion) -> ElicitationAnswer:
+        if question.mode == "form":
+            return ElicitationAnswer("accept", {"name": "Ada"})
+        return ElicitationAnswer("decline")
+
+    config = spy.config(script, permissions={"mode": "approve-all"})
+    result = spy.harness.run(
+        "spy",
+        "go",
+        config,
+        resume="s-old",
+        mode="m2",
+        model="b",
+        config_options={"brave": True, "effort": "high"},
+        elicitation_hook=answer,
+    )
+    assert result.status == "done", result.error
+    methods = spy.methods()
+    for method in ("session/resume", "session/set_mode", "session/set_model", "session/close"):
+        assert method in methods
+    assert methods.count("session/set_config_option") == 2
+    assert spy.reply_to("spy-1")["error"]["code"] == -32800
+    assert check_transcript(Path(result.meta.transcript or "")) == 12
+
+
+def test_spy_load_fork_and_cancel_request_validate(spy: Spy) -> None:
+    caps = {"loadSession": True, "sessionCapabilities": {"fork": {}}}
+    config = spy.config({"initialize": {"agentCapabilities": caps}})
+    loaded = spy.harness.run("spy", "go", config, resume="s-old")
+    forked = spy.harness.run("spy", "go", config, resume="s-old", fork=True, unstable=True)
+    config = spy.config({"hang": ["session/new"]}, timeouts={"session": 0.5})
+    cancelled = spy.harness.run("spy", "go", config)
+    assert "$/cancel_request" in spy.methods()
+    for result in (loaded, forked, cancelled):
+        assert check_transcript(Path(result.meta.transcript or "")) >= 3
+
+
+def test_session_list_delete_and_logout_validate(spy: Spy) -> None:
+    caps = {"sessionCapabilities": {"list": {}, "delete": {}}, "auth": {"logout": {}}}
+    sessions = [{"sessionId": f"s{i}", "cwd": "/w"} for i in range(3)]
+    config = spy.config(
+        {"initialize": {"agentCapabilities": caps}, "sessions": sessions, "pageSize": 2}
+    )
+    anyio.run(lambda: agent_sessions("spy", config=config))
+    anyio.run(lambda: delete_agent_session("spy", "s1", config=config))
+    anyio.run(lambda: agent_logout("spy", config=config))
+    sent = [m for m in spy.received() if "method" in m]
+    assert [m["method"] for m in sent].count("session/list") == 1  # filtered by cwd
+    for message in sent:
+        validate_request(message["method"], message["params"])
+    assert {m["method"] for m in sent} == {"initialize", "session/list", "session/delete", "logout"}

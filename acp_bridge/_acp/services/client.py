@@ -1,7 +1,9 @@
 """Everything the bridge serves to one session, the capabilities that say so, and the routes.
 
 Only what the profile enables and the bridge fully serves is advertised in ``initialize``;
-a method that is not advertised has no route either (-32601).
+a method that is not advertised has no route either (-32601) — except
+``elicitation/create``, which the spec wants answered -32602 when not advertised
+(elicitation.py). Boolean session config options are always advertised: we can set them.
 
 What the bridge serves is judged by the permission policy whether or not the agent asked
 first (see permissions.py): a served request the policy refuses, or one the confined
@@ -14,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
@@ -21,13 +24,22 @@ from acp_bridge._acp.router import Reply, RequestError, Route, Router
 from acp_bridge._acp.schema import (
     INVALID_PARAMS,
     ClientCapabilities,
+    ClientSessionCapabilities,
+    ConfigOptionsCapabilities,
     CreateTerminalParams,
+    Empty,
     FsCapabilities,
     ReadTextFileParams,
     RequestPermissionParams,
     TerminalIdParams,
     ToolCallUpdate,
     WriteTextFileParams,
+)
+from acp_bridge._acp.services.elicitation import (
+    CompleteElicitationParams,
+    CreateElicitationParams,
+    ElicitationHook,
+    ElicitationService,
 )
 from acp_bridge._acp.services.files import FileService
 from acp_bridge._acp.services.permissions import (
@@ -39,6 +51,7 @@ from acp_bridge._acp.services.terminals import TerminalService, shell_argv
 from acp_bridge._acp.toolcalls import overlay
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.cmdline import Command, from_argv, parse_line
+from acp_bridge._os.procgroup import Launcher
 from acp_bridge._os.race import race
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile
@@ -83,7 +96,9 @@ class ClientServices:
         sink: EventSink,
         signals: TurnSignals,
         permission_hook: PermissionHook | None = None,
+        elicitation_hook: ElicitationHook | None = None,
         on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
+        launcher: Launcher | None = None,
         announced: Callable[[str], ToolCallUpdate | None] | None = None,
     ) -> None:
         self.profile = profile
@@ -103,8 +118,15 @@ class ClientServices:
             max_write_bytes=profile.fs.max_write_bytes,
         )
         self.terminals = TerminalService(
-            roots=roots, cwd=cwd, env=env, settings=profile.terminal, tg=tg, sink=sink
+            roots=roots,
+            cwd=cwd,
+            env=env,
+            settings=profile.terminal,
+            tg=tg,
+            sink=sink,
+            launcher=launcher,
         )
+        self.elicitation = ElicitationService(elicitation_hook, signals=signals, sink=sink)
         self._on_tool_call = on_tool_call
         self._announced = announced
         self.refusals: list[RefusalRecord] = []
@@ -115,11 +137,24 @@ class ClientServices:
         return ClientCapabilities(
             fs=FsCapabilities(read_text_file=fs.read, write_text_file=fs.write),
             terminal=self.profile.terminal.enabled,
+            session=ClientSessionCapabilities(
+                config_options=ConfigOptionsCapabilities(boolean=Empty())
+            ),
+            elicitation=self.elicitation.capabilities(),
         )
+
+    def notification(self, method: str, params: Any) -> None:
+        """The agent's notifications other than ``session/update`` (unknown ones: ignored)."""
+        if method == "elicitation/complete" and isinstance(params, dict):
+            try:
+                self.elicitation.complete(CompleteElicitationParams.model_validate(params))
+            except ValueError:  # malformed: nothing to complete
+                return
 
     def router(self) -> Router:
         routes: list[Route[Any]] = [
-            Route("session/request_permission", RequestPermissionParams, self.request_permission)
+            Route("session/request_permission", RequestPermissionParams, self.request_permission),
+            Route("elicitation/create", CreateElicitationParams, self.elicitation.create),
         ]
         if self.profile.fs.read:
             routes.append(
@@ -188,7 +223,13 @@ class ClientServices:
         cancelled = self.signals.cancelled
         if cancelled.is_set():
             return self._decided(*self.policy.answer_cancelled(request))
-        raced = await race(lambda: self.policy.answer(request), cancelled.wait)
+        try:
+            raced = await race(lambda: self.policy.answer(request), cancelled.wait)
+        except anyio.get_cancelled_exc_class():
+            # The agent's $/cancel_request: the connection answers -32800; the ledger
+            # still says what became of the request.
+            self._decided(*self.policy.answer_cancelled(request, "cancelled by the agent"))
+            raise
         if raced.value is None:  # the turn was cancelled while the host was deciding
             return self._decided(*self.policy.answer_cancelled(request))
         return self._decided(*raced.value)

@@ -35,9 +35,11 @@ govern (a rule can). ``switch_mode`` is refused by ``read-only`` because a mode 
 turn off the agent's own permission requests.
 
 A rule may say ``ask``: the host hook decides; with no hook (headless), or a hook that
-fails, the request is rejected and the ledger says why. The answer is always one of the
-offered options, ``*_once`` preferred; when the turn is cancelled, pending requests are
-answered ``cancelled`` as the protocol requires.
+fails, the request is rejected and the ledger says why. The hook answers True (allow) or
+False (reject), or names one of the offered options by its id (a person at a terminal may
+pick "allow always"): the option's kind says whether that allows. The answer is always one
+of the offered options, ``*_once`` preferred; when the turn is cancelled, pending requests
+are answered ``cancelled`` as the protocol requires.
 
 The same policy judges what the bridge *serves*, whether or not the agent asked first
 (:meth:`PermissionPolicy.judge_served`): a file read is a ``read`` of its path, a write an
@@ -94,8 +96,13 @@ class PermissionQuestion:
     parsed: Command | None = field(default=None, repr=False, compare=False)
 
 
-PermissionHook = Callable[[PermissionQuestion], Awaitable[bool]]
-"""Host callback for ``ask``: return True to allow, False to reject."""
+PermissionHook = Callable[[PermissionQuestion], Awaitable[bool | str]]
+"""Host callback for ``ask``: return True to allow, False to reject, or the ``option_id`` of
+one of the question's options (for a request the bridge serves unasked, there are none)."""
+
+
+def _allows(kind: str) -> bool:
+    return kind.startswith("allow")
 
 
 @dataclass
@@ -250,9 +257,14 @@ class PermissionPolicy:
 
     async def verdict(self, question: PermissionQuestion) -> tuple[bool, str]:
         """(allow?, reason) for one question: rules, then mode, then the hook for ``ask``."""
+        allowed, reason, _ = await self._verdict(question)
+        return allowed, reason
+
+    async def _verdict(self, question: PermissionQuestion) -> tuple[bool, str, str | None]:
+        """(allow?, reason, the option the host picked, if it picked one)."""
         decision, reason = self.static_verdict(question)
         if decision != "ask":
-            return decision == "allow", reason
+            return decision == "allow", reason, None
         return await self._ask_host(question, reason)
 
     async def judge_served(
@@ -273,17 +285,28 @@ class PermissionPolicy:
         decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason
-        return await self._ask_host(question, reason)
+        allowed, reason, _ = await self._ask_host(question, reason)
+        return allowed, reason
 
-    async def _ask_host(self, question: PermissionQuestion, reason: str) -> tuple[bool, str]:
+    async def _ask_host(
+        self, question: PermissionQuestion, reason: str
+    ) -> tuple[bool, str, str | None]:
         if self.permission_hook is None:
-            return False, f"{reason}: no host hook to ask (headless), rejected"
+            return False, f"{reason}: no host hook to ask (headless), rejected", None
         try:
-            allowed = bool(await self.permission_hook(question))
+            said = await self.permission_hook(question)
         except Exception as exc:  # the host's bug must not become the agent's permission
             log.warning("permission hook failed", exc_info=True)
-            return False, f"{reason}: the host hook failed ({type(exc).__name__}), rejected"
-        return allowed, f"{reason}: host {'allowed' if allowed else 'rejected'}"
+            failed = f"{reason}: the host hook failed ({type(exc).__name__}), rejected"
+            return False, failed, None
+        if isinstance(said, str):
+            option = next((o for o in question.options if o.option_id == said), None)
+            if option is None:  # not one of the offered options: a host bug, not a yes
+                return False, f"{reason}: the host picked {said!r}, not offered; rejected", None
+            allowed = _allows(option.kind)
+            return allowed, f"{reason}: host picked {option.name or said}", said
+        allowed = bool(said)
+        return allowed, f"{reason}: host {'allowed' if allowed else 'rejected'}", None
 
     def question(self, params: RequestPermissionParams) -> PermissionQuestion:
         tool = params.tool_call
@@ -304,8 +327,9 @@ class PermissionPolicy:
     ) -> tuple[dict[str, Any], PermissionRecord]:
         """The reply to one ``session/request_permission`` and its record in the ledger."""
         question = self.question(params)
-        allowed, reason = await self.verdict(question)
-        option = choose_option(question.options, allowed)
+        allowed, reason, picked = await self._verdict(question)
+        option = next((o for o in question.options if o.option_id == picked), None)
+        option = option or choose_option(question.options, allowed)
         if option is None and allowed:
             # Only reject options offered: we cannot say yes, so we say the closest no.
             allowed, reason = False, f"{reason}; no allow option offered"
@@ -326,10 +350,10 @@ class PermissionPolicy:
         return permission_selected(option.option_id), record
 
     def answer_cancelled(
-        self, params: RequestPermissionParams
+        self, params: RequestPermissionParams, why: str = "turn cancelled"
     ) -> tuple[dict[str, Any], PermissionRecord]:
         """The reply for a request pending when the turn was cancelled, and its record."""
-        record = self.record(self.question(params), "cancelled", "", "turn cancelled")
+        record = self.record(self.question(params), "cancelled", "", why)
         return PERMISSION_CANCELLED, record
 
     def record(

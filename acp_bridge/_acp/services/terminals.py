@@ -40,11 +40,11 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._os.buffers import TailBuffer
 from acp_bridge._os.environment import DEPTH_ENV
-from acp_bridge._os.procgroup import ProcessGroup, signal_name
+from acp_bridge._os.procgroup import Graceful, Launcher, ProcessGroup, signal_name
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import TerminalSettings
 from acp_bridge.envelope import TerminalRecord
-from acp_bridge.errors import LimitExceeded
+from acp_bridge.errors import LimitExceeded, SpawnError
 from acp_bridge.events import EventSink
 
 KILL_GRACE = 2.0
@@ -116,8 +116,10 @@ class TerminalService:
         settings: TerminalSettings,
         tg: TaskGroup,
         sink: EventSink | None = None,
+        launcher: Launcher | None = None,
     ) -> None:
         self.roots = roots
+        self._launcher = launcher
         self.cwd = cwd
         self.env = dict(env)
         self.settings = settings
@@ -202,15 +204,21 @@ class TerminalService:
         self._tg.start_soon(self._run, terminal)
         return {"terminalId": terminal.id}
 
-    @staticmethod
-    async def _spawn(request: CreateTerminalParams, cwd: Path, env: dict[str, str]) -> ProcessGroup:
+    async def _spawn(
+        self, request: CreateTerminalParams, cwd: Path, env: dict[str, str]
+    ) -> ProcessGroup:
         argv = shell_argv(request.command, request.args)
+        graceful: Graceful | None = None
         try:
-            return await ProcessGroup.start(argv, env=env, cwd=cwd, stderr=subprocess.STDOUT)
-        except OSError as exc:
-            raise RequestError(
-                INTERNAL_ERROR, f"cannot start {argv[0]}: {exc.strerror or exc}"
-            ) from exc
+            if self._launcher is not None:  # in the run's sandbox, like the agent itself
+                launch = self._launcher(argv, env, cwd)
+                argv, env, cwd, graceful = launch.argv, launch.env, launch.cwd, launch.graceful
+            return await ProcessGroup.start(
+                argv, env=env, cwd=cwd, stderr=subprocess.STDOUT, graceful=graceful
+            )
+        except (OSError, SpawnError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise RequestError(INTERNAL_ERROR, f"cannot start {argv[0]}: {reason}") from exc
 
     async def _run(self, terminal: Terminal) -> None:
         try:

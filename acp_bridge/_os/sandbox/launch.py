@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
@@ -106,10 +107,18 @@ class RunSandbox:
             return Launch(list(argv), dict(env), where, mode)
         if self.spec.private_tmp and self.private_tmp is None:
             raise RuntimeError("use RunSandbox as a context manager: no private /tmp yet")
-        if not argv or _find(argv[0], env, where) is None:
-            # Inside, "not found" would come back as bwrap's exit 1 or the shim's 127:
-            # say it here, as an unsandboxed spawn would.
-            raise SpawnError(f"command not found: {argv[0] if argv else '(empty argv)'}")
+        if not argv:
+            raise SpawnError("command not found: (empty argv)")
+        # Inside, "not found" would come back as bwrap's exit 1 or the shim's 127: say it
+        # here, as an unsandboxed spawn would (the one resolver: procgroup's).
+        try:
+            resolve_command(argv[0], env.get("PATH", os.defpath), where)
+        except IsADirectoryError as exc:
+            raise SpawnError(f"cannot execute {exc.filename}: it is a directory") from exc
+        except PermissionError as exc:
+            raise SpawnError(f"cannot execute {exc.filename}: permission denied") from exc
+        except OSError as exc:
+            raise SpawnError(f"command not found: {argv[0]}") from exc
         plan = plan_paths(self.spec, needed=needed_paths(argv, env, where))
         out_env = dict(env)
         if mode == "bwrap":
@@ -146,13 +155,6 @@ class RunSandbox:
         if self.warnings:
             meta["warnings"] = list(self.warnings)
         return meta
-
-
-def _find(command: str, env: Mapping[str, str], cwd: Path) -> str | None:
-    if "/" in command:
-        target = cwd / command
-        return str(target) if os.access(target, os.X_OK) and target.is_file() else None
-    return shutil.which(command, path=env.get("PATH", os.defpath))
 
 
 def _remove_tree(path: Path) -> None:

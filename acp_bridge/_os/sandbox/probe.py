@@ -70,7 +70,8 @@ def _userns_blocker() -> tuple[str, str]:
     if _sysctl("kernel.apparmor_restrict_unprivileged_userns") == "1":
         return (
             "AppArmor restricts unprivileged user namespaces (Ubuntu ≥ 23.10 default)",
-            "give /usr/bin/bwrap an AppArmor profile with `userns,` (docs/security.md) or "
+            "give /usr/bin/bwrap an AppArmor profile with `userns,` "
+            "(docs/explanation/security.md) or "
             "sysctl kernel.apparmor_restrict_unprivileged_userns=0",
         )
     if _sysctl("user.max_user_namespaces") == "0":

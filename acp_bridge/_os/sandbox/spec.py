@@ -43,7 +43,7 @@ DEFAULT_HIDDEN_HOME: tuple[str, ...] = (
 # Doors out of any file sandbox: sockets of daemons that run commands for whoever connects
 # (docker/containerd/podman run containers as root; systemd's private socket and the D-Bus
 # system bus start units). /run/user/<uid> holds the session bus, gpg-agent and keyring
-# ssh-agent sockets. Not exhaustive: see docs/security.md.
+# ssh-agent sockets. Not exhaustive: see docs/explanation/security.md.
 DEFAULT_HIDDEN_SYSTEM: tuple[str, ...] = (
     "/run/user",
     "/run/docker.sock",

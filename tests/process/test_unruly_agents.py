@@ -1,4 +1,4 @@
-"""Hostile agents (tests/agents/hostile_agent.py) against the real bridge: every wait has a
+"""Hostile agents (tests/agents/unruly_agent.py) against the real bridge: every wait has a
 deadline, every malformed message is skipped or a clean protocol_error, everything is
 bounded — and whatever happens, the envelope keeps what was gathered."""
 
@@ -22,7 +22,7 @@ SLACK = 5.0
 
 
 def hostile(harness: AgentHarness, mode: str, *args: str, **profile: Any) -> Any:
-    command = {"command": sys.executable, "args": [str(AGENTS / "hostile_agent.py"), mode, *args]}
+    command = {"command": sys.executable, "args": [str(AGENTS / "unruly_agent.py"), mode, *args]}
     timeouts = {**FAST, **profile.pop("timeouts", {})}
     settings = profile.pop("settings", {})
     return harness.config({"hostile": {**command, "timeouts": timeouts, **profile}}, **settings)

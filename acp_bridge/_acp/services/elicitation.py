@@ -1,0 +1,182 @@
+"""``elicitation/create``: the agent asks the user for structured information (ACP v1,
+stable since schema 1.21), answered by a host hook, or refused.
+
+Advertised (``clientCapabilities.elicitation``, form and url modes) only when there is a
+host hook to ask: the library's ``elicitation_hook=``, or the CLI's prompt on a terminal.
+Headless there is nobody to ask, so nothing is advertised and a request that comes anyway
+is answered -32602, the spec's error for a mode the client did not advertise, with a message
+that says why; it is recorded in ``meta.elicitations`` either way.
+
+The hook sees an :class:`ElicitationQuestion` and returns an :class:`ElicitationAnswer`:
+``accept`` (with ``content`` for a form), ``decline`` or ``cancel``. An accepted form is
+checked against the requested schema before it is sent (the spec: clients SHOULD validate);
+content that does not fit, or a hook that fails, becomes ``cancel``. A turn cancelled while
+the host is deciding answers ``cancel`` too. For ``url`` mode, ``accept`` means the user
+agreed to open the URL themselves; the bridge never opens or fetches it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from acp_bridge._acp.router import Reply, RequestError
+from acp_bridge._acp.schema import (
+    INVALID_PARAMS,
+    ElicitationCapabilities,
+    Empty,
+    Wire,
+)
+from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._os.race import race
+from acp_bridge.envelope import ElicitationRecord
+from acp_bridge.events import EventSink
+
+log = logging.getLogger("acp_bridge.elicitation")
+MODES = ("form", "url")
+
+
+@dataclass(frozen=True)
+class ElicitationQuestion:
+    """What a host hook is asked: one elicitation from the agent."""
+
+    mode: str
+    """``form`` (fill in ``requested_schema``) or ``url`` (consent to open ``url``)."""
+    message: str
+    requested_schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    session_id: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ElicitationAnswer:
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+ElicitationHook = Callable[[ElicitationQuestion], Awaitable[ElicitationAnswer]]
+"""Host callback for the agent's questions to the user."""
+
+
+class CreateElicitationParams(Wire):
+    mode: str
+    message: str = ""
+    requested_schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    session_id: str | None = None
+    tool_call_id: str | None = None
+
+
+class CompleteElicitationParams(Wire):
+    elicitation_id: str
+
+
+def schema_problem(schema: dict[str, Any], content: dict[str, Any]) -> str | None:
+    """Why ``content`` does not fit the requested form ``schema`` (None: it fits)."""
+    import jsonschema  # lazily: only a run that gets an elicitation pays for it
+
+    try:
+        jsonschema.validate(content, schema)
+    except jsonschema.ValidationError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path)
+        return f"{where + ': ' if where else ''}{exc.message}"
+    except jsonschema.SchemaError as exc:
+        return f"the agent's schema is invalid: {exc.message}"
+    return None
+
+
+class ElicitationService:
+    """Answers one session's ``elicitation/create`` requests and records them."""
+
+    def __init__(
+        self, hook: ElicitationHook | None, *, signals: TurnSignals, sink: EventSink
+    ) -> None:
+        self.hook = hook
+        self.signals = signals
+        self.sink = sink
+        self.records: list[ElicitationRecord] = []
+        self._by_id: dict[str, ElicitationRecord] = {}
+
+    def capabilities(self) -> ElicitationCapabilities | None:
+        if self.hook is None:
+            return None
+        return ElicitationCapabilities(form=Empty(), url=Empty())
+
+    def _record(self, request: CreateElicitationParams, action: str, reason: str) -> None:
+        schema = request.requested_schema or {}
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        record = ElicitationRecord(
+            mode=request.mode,
+            message=request.message,
+            action=action,
+            fields=list(properties) if isinstance(properties, dict) else [],
+            url_host=urlsplit(request.url).hostname or "" if request.url else "",
+            reason=reason,
+        )
+        self.records.append(record)
+        if request.elicitation_id:
+            self._by_id[request.elicitation_id] = record
+        self.sink.emit("status", phase="elicitation", action=action, reason=reason)
+
+    async def create(self, request: CreateElicitationParams) -> Reply:
+        if self.hook is None or request.mode not in MODES:
+            why = (
+                "acp-bridge runs headless: no host to ask (no elicitation hook), so "
+                "elicitation was not advertised"
+                if self.hook is None
+                else f"elicitation mode {request.mode!r} was not advertised (form, url)"
+            )
+            self._record(request, "refused", why)
+            raise RequestError(INVALID_PARAMS, why, {"reason": "elicitation_not_supported"})
+        if request.mode == "form" and not isinstance(request.requested_schema, dict):
+            raise RequestError(INVALID_PARAMS, "form elicitation needs a requestedSchema")
+        if request.mode == "url" and not request.url:
+            raise RequestError(INVALID_PARAMS, "url elicitation needs a url")
+        answer, reason = await self._ask(request)
+        self._record(request, answer.action, reason)
+        reply: Reply = {"action": answer.action}
+        if answer.action == "accept" and answer.content is not None:
+            reply["content"] = answer.content
+        return reply
+
+    async def _ask(self, request: CreateElicitationParams) -> tuple[ElicitationAnswer, str]:
+        hook = self.hook
+        assert hook is not None
+        question = ElicitationQuestion(
+            mode=request.mode,
+            message=request.message,
+            requested_schema=request.requested_schema,
+            url=request.url,
+            elicitation_id=request.elicitation_id,
+            session_id=request.session_id,
+            tool_call_id=request.tool_call_id,
+        )
+        cancelled = self.signals.cancelled
+        if cancelled.is_set():
+            return ElicitationAnswer("cancel"), "turn cancelled"
+        try:
+            raced = await race(lambda: hook(question), cancelled.wait)
+        except Exception as exc:  # the host's bug must not end the run
+            log.warning("elicitation hook failed", exc_info=True)
+            return ElicitationAnswer("cancel"), f"the host hook failed ({type(exc).__name__})"
+        answer = raced.value
+        if answer is None:
+            return ElicitationAnswer("cancel"), "turn cancelled"
+        if answer.action == "accept" and request.mode == "form":
+            assert request.requested_schema is not None
+            problem = schema_problem(request.requested_schema, answer.content or {})
+            if problem is not None:
+                return ElicitationAnswer("cancel"), f"the host's answer does not fit: {problem}"
+        return answer, f"host: {answer.action}"
+
+    def complete(self, params: CompleteElicitationParams) -> None:
+        """``elicitation/complete``: a URL interaction finished (unknown ids are ignored)."""
+        record = self._by_id.get(params.elicitation_id)
+        if record is not None:
+            record.completed = True

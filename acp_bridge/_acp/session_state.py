@@ -1,0 +1,63 @@
+"""What the agent has told us about the session, kept current: its modes, models, config
+options, title and commands.
+
+Two sources feed it: the replies of session setup and ``session/set_config_option`` (which
+carry the complete option list), and the ``session/update`` stream (``current_mode_update``,
+``config_option_update``, ``session_info_update``, ``available_commands_update``). Whichever
+came last wins, as the spec says both carry the complete state. The envelope's ``meta``
+reports it at the end of a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge._acp.schema import ConfigOption, SessionModelState, SessionModeState, SessionSetup
+
+
+@dataclass
+class SessionState:
+    modes: SessionModeState | None = None
+    mode_id: str | None = None
+    models: SessionModelState | None = None
+    model_id: str | None = None
+    config_options: list[ConfigOption] = field(default_factory=list)
+    title: str | None = None
+    updated_at: str | None = None
+    commands: list[str] = field(default_factory=list)
+
+    def apply_setup(self, setup: SessionSetup) -> None:
+        """A session setup reply (new, load, resume, fork): what it says replaces ours."""
+        if setup.modes is not None:
+            self.modes = setup.modes
+            self.mode_id = setup.modes.current_mode_id
+        if setup.models is not None:
+            self.models = setup.models
+            self.model_id = setup.models.current_model_id
+        if setup.config_options is not None:
+            self.config_options = list(setup.config_options)
+
+    def options(self) -> dict[str, ConfigOption]:
+        return {option.id: option for option in self.config_options}
+
+    def option_in(self, category: str) -> ConfigOption | None:
+        """The first option of ``category`` (the spec: earlier options win ties), else the
+        option whose id is the category's name (agents older than categories)."""
+        found = next((o for o in self.config_options if o.category == category), None)
+        return found or self.options().get(category)
+
+    def config_values(self) -> dict[str, Any]:
+        return {o.id: o.current_value for o in self.config_options if o.current_value is not None}
+
+    def current_mode(self) -> str | None:
+        option = self.option_in("mode")
+        if option is not None and isinstance(option.current_value, str):
+            return option.current_value
+        return self.mode_id
+
+    def current_model(self) -> str | None:
+        option = self.option_in("model")
+        if option is not None and isinstance(option.current_value, str):
+            return option.current_value
+        return self.model_id

@@ -1,0 +1,188 @@
+"""One run's confinement: its OS sandbox, its own git worktree when asked, and the
+measurement of what it changed (DESIGN §9).
+
+:func:`confined` is entered before the agent starts and left after every process of the
+run ended. Entering picks the sandbox mode (``auto``: bubblewrap, else Landlock, else a
+clear error), creates the worktree (``isolation: worktree``) and the agent's missing state
+directories, and records the write roots; leaving measures what changed there — by any
+means: the agent in-process, its terminals, the bridge's own file service — writes the diff
+beside the run's transcript, keeps or removes the worktree, and removes the private ``/tmp``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from acp_bridge._os.changes import Baseline, FilesChanged, measure_changes, take_baseline
+from acp_bridge._os.locations import config_dir, state_dir
+from acp_bridge._os.procgroup import Launched
+from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
+from acp_bridge._os.sandbox.bwrap import signal_command
+from acp_bridge._os.worktree import Worktree, create_worktree, finish_worktree
+from acp_bridge.config import ResolvedSandbox
+from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
+from acp_bridge.errors import BridgeError
+
+SHIM_GRACE_SHARE = 0.5  # of the shutdown grace: the Landlock shim must finish before SIGKILL
+
+
+@dataclass
+class Confinement:
+    """What a run works in and under."""
+
+    box: RunSandbox
+    cwd: Path
+    read_roots: tuple[Path, ...]
+    write_roots: tuple[Path, ...]
+    worktree: Worktree | None = None
+    files: FilesChanged | None = None
+    worktree_meta: dict[str, object] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def launch(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
+    ) -> Launched:
+        """How ``argv`` starts in this run's sandbox (the agent, and each terminal); a
+        :data:`~acp_bridge._os.procgroup.Launcher`. Under bubblewrap a graceful stop signals
+        the command inside, not bwrap (which would take the whole namespace with it)."""
+        launch = self.box.wrap(argv, env, cwd=cwd)
+        graceful = signal_command if launch.mode == "bwrap" else None
+        return Launched(launch.argv, launch.env, launch.cwd, graceful)
+
+    @property
+    def mode(self) -> str:
+        return self.box.choice.mode
+
+    def meta(self) -> dict[str, Any]:
+        """``meta.sandbox``, ``meta.files_changed``, ``meta.diff``, ``meta.worktree``."""
+        out: dict[str, Any] = {"sandbox": self.box.meta()}
+        if self.files is not None:
+            out["files_changed"] = self.files.paths or None
+            out["diff"] = str(self.files.diff) if self.files.diff else None
+            if self.files.truncated or self.files.notes:
+                out["files_changed_notes"] = list(self.files.notes) or None
+        if self.worktree_meta is not None:
+            out["worktree"] = self.worktree_meta
+        return out
+
+
+def _mapped(paths: Sequence[Path], worktree: Worktree | None) -> tuple[Path, ...]:
+    """Roots inside the repository, moved to the same place inside the run's worktree."""
+    if worktree is None:
+        return tuple(paths)
+    out = []
+    for path in paths:
+        inside = path == worktree.repo or worktree.repo in path.parents
+        out.append(worktree.path / path.relative_to(worktree.repo) if inside else path)
+    return tuple(out)
+
+
+async def _make_state_dirs(paths: Sequence[Path]) -> list[str]:
+    """Create the agent's missing state directories (a fresh machine has no ``~/.gemini``
+    yet, and the agent cannot create it where the home is read-only). A path with a suffix
+    (``~/.claude.json``) is a file: left to the agent, and said so when it is missing."""
+    notes = []
+    for path in paths:
+        if await anyio.Path(path).exists():
+            continue
+        if path.suffix:
+            notes.append(f"state file {path} does not exist yet: the agent cannot create it")
+            continue
+        with contextlib.suppress(OSError):
+            await anyio.Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+    return notes
+
+
+@asynccontextmanager
+async def confined(
+    settings: ResolvedSandbox,
+    *,
+    task_id: str,
+    cwd: Path,
+    read_roots: Sequence[Path],
+    write_roots: Sequence[Path],
+    isolation: IsolationMode = "none",
+    keep_worktree: KeepWorktree = "changed",
+    measure: bool = True,
+    diff: Path | None = None,
+    shutdown_grace: float = 2.0,
+) -> AsyncIterator[Confinement]:
+    """The confinement of one run; see the module docstring. ``diff``: where the unified
+    diff of the run's changes goes (None: no diff is kept)."""
+    choice = await choose_mode(settings.mode, network=settings.network)
+    state = state_dir()
+    scratch = state / "scratch" / task_id
+    worktree = (
+        await create_worktree(cwd, task_id, state_dir=state) if isolation == "worktree" else None
+    )
+    try:
+        reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
+        notes = await _make_state_dirs(settings.state)
+        spec = SandboxSpec(
+            cwd=worktree.cwd if worktree else cwd,
+            write=(
+                *writes,
+                *settings.state,
+                *(worktree.sandbox_write_paths() if worktree else ()),
+            ),
+            read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
+            hidden=(*settings.hidden, state, config_dir()),
+            mode=settings.mode,
+            network=settings.network,
+        )
+        conf = Confinement(
+            RunSandbox(
+                spec, choice, tmp_parent=state / "tmp", grace=shutdown_grace * SHIM_GRACE_SHARE
+            ),
+            spec.cwd,
+            reads,
+            writes,
+            worktree,
+            notes=notes,
+        )
+        baseline: Baseline | None = None
+        if measure and worktree is None:
+            baseline = await take_baseline(writes, workdir=scratch / "changes")
+        try:
+            with conf.box:
+                yield conf
+        finally:
+            # The run is over, however it ended: measure it even if it failed or was
+            # cancelled (shielded), and never let a failed measurement hide the run's error.
+            with anyio.CancelScope(shield=True):
+                await _finish(conf, baseline, scratch, keep_worktree, diff)
+                worktree = None  # finished (kept or removed): nothing left to clean up
+    finally:
+        if worktree is not None:  # the sandbox could not even be set up
+            with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError):
+                await finish_worktree(worktree, scratch=scratch / "worktree", keep="changed")
+        with contextlib.suppress(OSError):
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+async def _finish(
+    conf: Confinement,
+    baseline: Baseline | None,
+    scratch: Path,
+    keep: KeepWorktree,
+    diff: Path | None,
+) -> None:
+    try:
+        if conf.worktree is not None:
+            result = await finish_worktree(
+                conf.worktree, scratch=scratch / "worktree", keep=keep, diff=diff
+            )
+            conf.files, conf.worktree_meta = result.files, result.meta()
+            conf.notes += result.notes
+        elif baseline is not None:
+            conf.files = await measure_changes(baseline, diff=diff)
+    except (BridgeError, OSError) as exc:
+        conf.notes.append(f"files changed not measured: {exc}")

@@ -1,0 +1,184 @@
+"""A spy ACP agent (stdlib only): advertises what its script says and records every message
+it receives, so a test can check which methods the client called, in which order, and only
+when advertised.
+
+Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
+
+    record        path of the JSONL file every received message is appended to
+    initialize    merged into the initialize result (agentCapabilities, authMethods, …)
+    session       merged into the session/new reply (modes, models, configOptions, …)
+    setup         merged into the session/load, resume and fork replies
+    sessions      the SessionInfo list session/list pages through (pageSize per page)
+    replay        updates sent before the session/load reply (the history)
+    hang          methods never answered
+    errors        method → JSON-RPC error object to answer instead
+    prompt        steps of a prompt turn, in order:
+                  {"update": {...}}                  send this session/update
+                  {"say": "text", "messageId": "m"}  an agent_message_chunk
+                  {"request": M, "params": {...}, "cancel": true?}
+                      ask the client; with cancel, send $/cancel_request for it at once
+                  {"wait_cancel": true}              until session/cancel: stopReason cancelled
+    answer        the turn's last message (default: the JSON list of replies to requests)
+
+Unknown methods are answered -32601; every request the client sends is still recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+SCRIPT: dict[str, Any] = {}
+if len(sys.argv) > 1:
+    with open(sys.argv[1]) as script:
+        SCRIPT = json.load(script)
+SESSION = SCRIPT.get("sessionId", "spy-session-1")
+OUT = sys.stdout.buffer
+_pending: list[dict[str, Any]] = []
+_config_options: list[dict[str, Any]] = list(
+    SCRIPT.get("session", {}).get("configOptions")
+    or SCRIPT.get("setup", {}).get("configOptions", [])
+)
+
+
+def record(message: dict[str, Any]) -> None:
+    path = SCRIPT.get("record")
+    if path:
+        with open(path, "a") as log:
+            log.write(json.dumps(message) + "\n")
+
+
+def send(message: dict[str, Any]) -> None:
+    OUT.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    OUT.flush()
+
+
+def read() -> dict[str, Any] | None:
+    if _pending:
+        return _pending.pop(0)
+    line = sys.stdin.buffer.readline()
+    if not line:
+        return None
+    message: dict[str, Any] = json.loads(line)
+    record(message)
+    return message
+
+
+def update(session_id: str, body: dict[str, Any]) -> None:
+    send({"method": "session/update", "params": {"sessionId": session_id, "update": body}})
+
+
+def call(method: str, params: dict[str, Any], request_id: Any, cancel: bool) -> dict[str, Any]:
+    send({"id": request_id, "method": method, "params": params})
+    if cancel:
+        send({"method": "$/cancel_request", "params": {"requestId": request_id}})
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        message = json.loads(line)
+        record(message)
+        if "method" not in message and message.get("id") == request_id:
+            return message  # type: ignore[no-any-return]
+        _pending.append(message)
+
+
+def prompt(request_id: Any, session_id: str) -> None:
+    replies: list[Any] = []
+    for number, step in enumerate(SCRIPT.get("prompt", [])):
+        if "update" in step:
+            update(session_id, step["update"])
+        elif "say" in step:
+            chunk = {"sessionUpdate": "agent_message_chunk"}
+            chunk["content"] = {"type": "text", "text": step["say"]}
+            if "messageId" in step:
+                chunk["messageId"] = step["messageId"]
+            update(session_id, chunk)
+        elif "request" in step:
+            params = {"sessionId": session_id, **step.get("params", {})}
+            reply = call(step["request"], params, f"spy-{number}", step.get("cancel", False))
+            replies.append(reply.get("result", reply.get("error")))
+        elif step.get("wait_cancel"):
+            while (message := read()) is not None:
+                if message.get("method") == "session/cancel":
+                    send({"id": request_id, "result": {"stopReason": "cancelled"}})
+                    return
+    answer = SCRIPT.get("answer", json.dumps(replies))
+    update(
+        session_id,
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": answer}},
+    )
+    send({"id": request_id, "result": {"stopReason": "end_turn"}})
+
+
+def result_for(method: str, params: dict[str, Any]) -> Any:
+    if method == "initialize":
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {},
+            "authMethods": [],
+            "agentInfo": {"name": "spy-agent", "version": "1"},
+            **SCRIPT.get("initialize", {}),
+        }
+    if method == "session/new":
+        return {"sessionId": SESSION, **SCRIPT.get("session", {})}
+    if method in ("session/load", "session/resume"):
+        if method == "session/load":
+            for body in SCRIPT.get("replay", []):
+                update(params["sessionId"], body)
+            return None if not SCRIPT.get("setup") else SCRIPT["setup"]
+        return SCRIPT.get("setup", {})
+    if method == "session/fork":
+        return {"sessionId": f"{params['sessionId']}-fork", **SCRIPT.get("setup", {})}
+    if method == "session/list":
+        sessions = SCRIPT.get("sessions", [])
+        size = SCRIPT.get("pageSize", len(sessions) or 1)
+        start = int(params.get("cursor") or 0)
+        if params.get("cwd"):
+            sessions = [s for s in sessions if s.get("cwd") == params["cwd"]]
+        page: dict[str, Any] = {"sessions": sessions[start : start + size]}
+        if start + size < len(sessions):
+            page["nextCursor"] = str(start + size)
+        return page
+    if method == "session/set_config_option":
+        for option in _config_options:
+            if option["id"] == params["configId"]:
+                option["currentValue"] = params["value"]
+        return {"configOptions": _config_options}
+    if method in (
+        "authenticate",
+        "session/set_mode",
+        "session/set_model",
+        "session/close",
+        "session/delete",
+        "logout",
+    ):
+        return {}
+    raise KeyError(method)
+
+
+def main() -> None:
+    while (message := read()) is not None:
+        method = message.get("method")
+        if method is None or "id" not in message:
+            continue  # replies to nothing pending, notifications (recorded already)
+        request_id = message["id"]
+        if method in SCRIPT.get("hang", []):
+            continue
+        if method in SCRIPT.get("errors", {}):
+            send({"id": request_id, "error": SCRIPT["errors"][method]})
+            continue
+        if method == "session/prompt":
+            prompt(request_id, message["params"]["sessionId"])
+            continue
+        try:
+            result = result_for(method, message.get("params") or {})
+        except KeyError:
+            send({"id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+            continue
+        send({"id": request_id, "result": result})
+
+
+if __name__ == "__main__":
+    main()

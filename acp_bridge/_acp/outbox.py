@@ -32,6 +32,8 @@ from acp_bridge.errors import AgentExitedError, BridgeError, RunTimeout
 
 MAX_QUEUED_BYTES = 8 << 20
 """Bytes waiting for the agent to read them before senders have to wait."""
+NOTED_DROPS = 8
+"""Messages dropped at a stall that get a note each in the transcript (then one for the rest)."""
 BATCH_BYTES = 64 << 10
 """Queued messages are written together up to this many bytes: one send, one flush."""
 
@@ -184,14 +186,17 @@ class Outbox:
     def _drop_all(self, why: BridgeError) -> None:
         """Everything still queued is not going to be written: say so, wake its waiters."""
         self.failure = failure = self.failure or why
-        for message in self._queue:
-            if self._transcript is not None:
+        for index, message in enumerate(self._queue):
+            if self._transcript is not None and index < NOTED_DROPS:
                 self._transcript.note(
                     f"not sent: {message.label} ({len(message.data)} bytes): {failure}"
                 )
             message.done()
             if self._on_drop is not None:
                 self._on_drop(message, failure)
+        if self._transcript is not None and len(self._queue) > NOTED_DROPS:
+            more = len(self._queue) - NOTED_DROPS
+            self._transcript.note(f"not sent either: {more} more queued message(s)")
         self._queue.clear()
         self._queued_bytes = 0
         self._room.set()

@@ -39,10 +39,11 @@ from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
 
 log = logging.getLogger("acp_bridge")
 
-END_GRACE = 5.0
+END_GRACE = 4.0
 """Seconds a run may take past its timeout (or its cancel) to wind down: ask the worker to
 stop, wait for it, close, then SIGKILL to every process it started. Profile graces
-(``cancel_grace``, ``shutdown_grace``) are cut to fit inside it."""
+(``cancel_grace``, ``shutdown_grace``) are cut to fit inside it. 4 s, so that a CLI run with
+``--timeout T``, its own start-up and exit included, is over by T + 5 s."""
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,8 @@ def test_hang_at_initialize_times_out(harness: AgentHarness) -> None:
 
 
 def test_hang_mid_turn_timeout_cancel_kill(harness: AgentHarness) -> None:
-    result = run_fault(harness, "hang-mid-turn", timeouts={**FAST, "run": 1})
+    # The run timeout counts from the start: room for start-up, then the turn times out.
+    result = run_fault(harness, "hang-mid-turn", timeouts={**FAST, "run": 3})
     assert result.meta.error_code == ErrorCode.TIMEOUT
     assert result.output == "thinking..."
     transcript = Path(result.meta.transcript or "").read_text()
@@ -68,7 +69,7 @@ def test_hang_mid_turn_timeout_cancel_kill(harness: AgentHarness) -> None:
 
 
 def test_cancel_aware_agent_stops_with_cancelled(harness: AgentHarness) -> None:
-    result = run_fault(harness, "cancel-aware", timeouts={**FAST, "run": 1})
+    result = run_fault(harness, "cancel-aware", timeouts={**FAST, "run": 3})
     assert result.meta.error_code == ErrorCode.TIMEOUT
     assert result.meta.stop_reason == "cancelled"
     assert result.output == "partial before cancel"

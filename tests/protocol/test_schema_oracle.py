@@ -170,7 +170,7 @@ def test_sdk_agent_conversation_validates(harness: AgentHarness) -> None:
 def test_fault_agent_conversations_validate(harness: AgentHarness, mode: str) -> None:
     (harness.workspace / "hello.txt").write_text("hi\n")
     config = harness.fault(
-        mode, env={"FAKE_AGENT_KEY": "k-0000"}, timeouts={"run": 1, "startup": 5}
+        mode, env={"FAKE_AGENT_KEY": "k-0000"}, timeouts={"run": 3, "startup": 5}
     )
     result = harness.run("fault", "go", config)
     assert check_transcript(Path(result.meta.transcript or "")) >= 4

@@ -151,24 +151,24 @@ class RunProcesses:
 
     def __init__(self) -> None:
         self.groups: list[ProcessGroup] = []
-        self.markers: list[str] = []
-        """Of every group ever started here: what outlived a reaped leader carries one."""
+        """Every group started here that may have left something (not yet swept)."""
 
     def add(self, group: ProcessGroup) -> None:
-        self.groups = [g for g in self.groups if g.returncode is None]  # forget the reaped
+        self.groups = [g for g in self.groups if not g.swept]  # forget the finished
         self.groups.append(group)
-        self.markers.append(group.marker)
 
     async def kill_all(self, wait: float) -> None:
         """SIGKILL every group still led by an unreaped leader, then every process that
-        carries one of their markers; wait up to ``wait`` seconds for them to be gone."""
-        groups = list(self.groups)
+        carries one of their markers; wait up to ``wait`` seconds for them to be gone.
+        Groups whose leader was reaped and swept since cost nothing (no /proc scan)."""
+        groups = [group for group in self.groups if not group.swept]
         for group in groups:
             if group.signal(signal.SIGKILL):
                 group.notes.append("shutdown deadline: sent SIGKILL to its process group")
-        if self.markers:
+        if groups:
+            markers = [group.marker for group in groups]
             await anyio.to_thread.run_sync(
-                functools.partial(kill_marked, MARKER_ENV, self.markers, signal.SIGKILL, wait=wait)
+                functools.partial(kill_marked, MARKER_ENV, markers, signal.SIGKILL, wait=wait)
             )
         with anyio.move_on_after(wait):
             async with anyio.create_task_group() as tg:
@@ -199,6 +199,8 @@ class ProcessGroup:
         self.pid = process.pid
         self.marker = marker
         self.graceful = graceful
+        self.swept = False
+        """Whether its leader was reaped before a sweep that found what outlived it."""
         self.notes: list[str] = []
         """What ending it took (SIGTERM, SIGKILL, stragglers), for meta and transcripts."""
 
@@ -280,6 +282,7 @@ class ProcessGroup:
         """End every process still carrying this group's marker (children that outlived the
         leader or left the group): SIGTERM, ``pause``, SIGKILL, up to ``wait`` for them to go.
         How many were found. Runs in a thread that cannot be cancelled: bounded by the two."""
+        reaped = self.returncode is not None
         found = await anyio.to_thread.run_sync(
             functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGTERM, wait=pause)
         )
@@ -288,6 +291,7 @@ class ProcessGroup:
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGKILL, wait=wait)
             )
+        self.swept = self.swept or reaped
         return found
 
     async def kill(self, wait: float = KILL_WAIT) -> None:

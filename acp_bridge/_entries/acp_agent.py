@@ -67,6 +67,7 @@ async def acp_spawn(
     fork: bool = False,
     unstable: bool = False,
     isolation: IsolationMode | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
@@ -84,6 +85,7 @@ async def acp_spawn(
     in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
     ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
     The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
+    ``task_id`` names the run (default: a fresh ``sub_…`` id).
     """
 
     async def body(ctx: RunContext) -> SubtaskResult:
@@ -109,7 +111,10 @@ async def acp_spawn(
         )
         return await run.execute()
 
-    return await run_enveloped("acp_spawn", body, config=config, meta=Meta(agent=agent))
+    return await run_enveloped(
+        "acp_spawn", body, config=config, meta=Meta(agent=agent), task_id=task_id, task=task,
+        cwd=cwd,
+    )  # fmt: skip
 
 
 acp_spawn_sync = synchronous(acp_spawn)

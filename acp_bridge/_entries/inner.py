@@ -40,13 +40,15 @@ async def spawn(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     registry: ToolSet | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult:
     """Run ``task`` in a local inner loop that may use only ``tools``; never raises.
 
     ``registry`` is the parent registry the tools come from (default: the built-in tools
     of ``config`` in ``cwd``); its config is used when ``config`` is not given.
     ``timeout`` defaults to ``tools.spawn.timeout``; setting ``cancel`` stops the loop with
-    ``error_code: cancelled``, keeping what it did so far.
+    ``error_code: cancelled``, keeping what it did so far. ``task_id`` names the run
+    (default: a fresh ``sub_…`` id).
     """
     wanted = list(tools)
     config = config if config is not None else (registry.config if registry else None)
@@ -89,7 +91,7 @@ async def spawn(
             selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_enveloped("spawn", body, config=config)
+    return await run_enveloped("spawn", body, config=config, task_id=task_id, task=task, cwd=cwd)
 
 
 spawn_sync = synchronous(spawn)

@@ -137,6 +137,7 @@ async def bash(
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult: ...
 
 
@@ -168,6 +169,7 @@ async def bash(
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult | CommandResult:
     """Run one shell command; see the module docstring for the two shapes.
 
@@ -175,6 +177,7 @@ async def bash(
     explicit variables to the constructed environment; ``max_output_bytes`` (default
     ``tools.bash.max_output_bytes``) is kept per stream, head and tail. Live events go to
     ``on_event``: ``terminal``, and with ``long_shell`` (the default here) ``terminal_output``.
+    ``task_id`` names the subtask run (default: a fresh ``sub_…`` id; a plain call has none).
     """
     profile = observe_profile or "long_shell"
     if not run_in_subtask:
@@ -188,7 +191,7 @@ async def bash(
         result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth, ctx.task_id)
         return result.envelope(task_id=ctx.task_id, meta=Meta(sandbox=result.sandbox))
 
-    return await run_enveloped("bash", body, config=config)
+    return await run_enveloped("bash", body, config=config, task_id=task_id, task=command, cwd=cwd)
 
 
 bash_sync = synchronous(bash)

@@ -21,13 +21,15 @@ FINAL: tuple[RunStatus, ...] = ("done", "failed", "cancelled", "lost")
 LIST_COLUMNS = (
     "id, entry, agent, task, cwd, status, lane, group_name, created_at, started_at, ended_at, "
     "supervisor_pid, supervisor_start, supervisor_boot, session_id, transcript, summary, "
-    "error_code, tokens, cost, max_tokens, max_cost, stop_requested, events_count, seq, env_key"
+    "error_code, tokens, cost, max_tokens, max_cost, stop_requested, events_count, seq, env_key, "
+    "detached"
 )
 FULL_COLUMNS = LIST_COLUMNS + ", caller_cwd, spec, config_path, envelope"
 
 
-class Run(NamedTuple):
-    """One run as the store knows it. Listings leave the heavy columns (spec, envelope) out."""
+class RunRecord(NamedTuple):
+    """One run as the store knows it. Listings leave the heavy columns (request, envelope)
+    out."""
 
     id: str
     entry: str
@@ -53,8 +55,11 @@ class Run(NamedTuple):
     events_count: int
     seq: int
     env_key: str
+    detached: bool = True
+    """False: a foreground call, carried (and recorded) by its caller's process."""
     caller_cwd: str = ""
-    spec: dict[str, Any] | None = None
+    request: dict[str, Any] | None = None
+    """The :class:`~acp_bridge.EntryRequest` the run carries, as JSON data."""
     config_path: str | None = None
     envelope: dict[str, Any] | None = None
 
@@ -83,16 +88,17 @@ class Run(NamedTuple):
             "error_code": self.error_code,
             "usage": {"tokens": self.tokens, "cost": self.cost},
             "events": self.events_count,
+            "detached": self.detached,
         }
         if self.envelope is not None:
             data["envelope"] = self.envelope
         return data
 
 
-def row_to_run(row: sqlite3.Row) -> Run:
+def row_to_run(row: sqlite3.Row) -> RunRecord:
     keys = row.keys()
     pid, start, boot = row["supervisor_pid"], row["supervisor_start"], row["supervisor_boot"]
-    return Run(
+    return RunRecord(
         id=row["id"],
         entry=row["entry"],
         agent=row["agent"],
@@ -117,8 +123,9 @@ def row_to_run(row: sqlite3.Row) -> Run:
         events_count=row["events_count"],
         seq=row["seq"],
         env_key=row["env_key"],
+        detached=bool(row["detached"]),
         caller_cwd=row["caller_cwd"] if "caller_cwd" in keys else "",
-        spec=json.loads(row["spec"]) if "spec" in keys else None,
+        request=json.loads(row["spec"]) if "spec" in keys else None,
         config_path=row["config_path"] if "config_path" in keys else None,
         envelope=json.loads(row["envelope"]) if "envelope" in keys and row["envelope"] else None,
     )
@@ -133,7 +140,8 @@ class NewRun(NamedTuple):
     task: str
     cwd: str
     caller_cwd: str
-    spec: dict[str, Any]
+    request: dict[str, Any]
+    """The EntryRequest as JSON data (stored in the ``spec`` column)."""
     config_path: str | None
     lane: str
     group: str | None

@@ -92,7 +92,15 @@ CREATE TABLE settings (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# v2: every run of every entry is recorded. A foreground run (a caller waiting for its
+# envelope) records itself as running, carried by the caller's own process; it never waits
+# in a lane, and lanes do not count it. ``spec`` now holds the EntryRequest (JSON) that the
+# supervisor runs; a run queued under v1 fails with config_error when it starts.
+_V2 = """
+ALTER TABLE runs ADD COLUMN detached INTEGER NOT NULL DEFAULT 1;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 VERSION = len(MIGRATIONS)
 
 

@@ -30,6 +30,7 @@ from acp_bridge.config._load import (
 )
 from acp_bridge.config._profile import (
     MAX_BYTES,
+    MAX_CONCURRENT,
     MAX_SECONDS,
     AgentProfile,
     AuthSettings,
@@ -53,6 +54,8 @@ from acp_bridge.config._settings import (
     Config,
     ModelEntry,
     ModelsConfig,
+    RetentionSettings,
+    RunsSettings,
     SpawnToolSettings,
     SubtasksConfig,
     ToolsConfig,
@@ -64,6 +67,7 @@ __all__ = [
     "CONFIG_ENV",
     "LOCAL_CONFIG_NAME",
     "MAX_BYTES",
+    "MAX_CONCURRENT",
     "MAX_SECONDS",
     "PASSTHROUGH_MODEL",
     "AcpSection",
@@ -83,6 +87,8 @@ __all__ = [
     "ProfileLayer",
     "ResolvedProfile",
     "ResolvedSandbox",
+    "RetentionSettings",
+    "RunsSettings",
     "SandboxMode",
     "SandboxSettings",
     "SessionSettings",

@@ -21,6 +21,8 @@ MAX_SECONDS = 7 * 24 * 3600.0
 """The longest any timeout may be (a week): past it a run is lost, not slow."""
 MAX_BYTES = 1 << 30
 """The most any size limit may be (1 GiB): each is memory the bridge may hold at once."""
+MAX_CONCURRENT = 1024
+"""The most any ``max_concurrent`` may be: each running run is at least one process."""
 
 
 class StrictModel(BaseModel):
@@ -237,6 +239,13 @@ class AgentProfile(StrictModel):
     )
     keep_worktree: KeepWorktree = Field(
         "changed", description="which worktrees are kept after a run: changed | always | never"
+    )
+    max_concurrent: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_CONCURRENT,
+        description="detached runs of this profile running at once; later ones wait, first in "
+        "first out (runs.max_concurrent caps all lanes together); null: no limit",
     )
 
     _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())

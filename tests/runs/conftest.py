@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._runs import liveness
-from acp_bridge._runs.handle import stop_run
+from acp_bridge._entries.table import EntryRequest
+from acp_bridge._runs import ledger, liveness
+from acp_bridge._runs.handle import RunHandle, stop_run
+from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge._runs.store import Store, close_stores
+from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
 USAGE_AGENT = Path(__file__).parent / "usage_agent.py"
@@ -67,17 +70,31 @@ class RunsEnv:
         """A ``sleep`` argument no other process on the host has: findable in /proc."""
         return f"{seconds}.{random.randrange(10**8, 10**9)}"
 
-    def config(self, agents: dict[str, dict[str, Any]]) -> Path:
+    def config(self, agents: dict[str, dict[str, Any]] | None = None, **runs: Any) -> LoadedConfig:
+        """Writes ./acp-bridge.yaml (found by every process started here) and loads it:
+        ``agents`` are profiles (merged over built-in ones of the same name), ``runs`` the
+        config's ``runs:`` section."""
         entries = [
             {"name": name, "timeouts": {"shutdown_grace": 1, "cancel_grace": 1}, **profile}
-            for name, profile in agents.items()
+            for name, profile in (agents or {}).items()
         ]
         path = self.root / "acp-bridge.yaml"
-        path.write_text(json.dumps({"acp": {"agents": entries}}))  # JSON is YAML
-        return path
+        path.write_text(json.dumps({"runs": runs, "acp": {"agents": entries}}))  # JSON is YAML
+        return load_config(path)
 
-    def usage_agent_config(self) -> Path:
+    def usage_agent_config(self) -> LoadedConfig:
         return self.config({"usage": {"command": sys.executable, "args": [str(USAGE_AGENT)]}})
+
+    def start(self, entry: str, task: str, agent: str | None = None, **options: Any) -> RunHandle:
+        """A detached run of ``entry`` (``acp_spawn`` needs ``agent``) under RunOptions."""
+        request = EntryRequest(entry=entry, task=task, agent=agent)  # type: ignore[arg-type]
+        return start_run_sync(request, options=RunOptions(**options))
+
+    def demo(self, task: str = "Reply with exactly OK", **options: Any) -> RunHandle:
+        return self.start("acp_spawn", task, "demo", **options)
+
+    def bash(self, command: str, **options: Any) -> RunHandle:
+        return self.start("bash", command, **options)
 
 
 @pytest.fixture
@@ -96,9 +113,12 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
 def _clean_up(env: RunsEnv) -> None:
     """Stop whatever a test left running (even a failing one), then insist nothing is left."""
     close_stores()
+    ledger.close()
     if env.db.exists():
         store = env.store()
         for run in store.active():
+            if not run.detached:
+                continue  # this process's own foreground runs ended with their tests
             with contextlib.suppress(Exception):
                 stop_run(run.id, store=env.db)
         deadline = time.monotonic() + 5

@@ -2,7 +2,9 @@
 
 Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
 130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
-spawn, ask, tools), ``_profiles``, ``_smoke``, ``_progress`` (live events), ``_output``.
+spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (``--detach``
+and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
+events), ``_output``.
 """
 
 from __future__ import annotations

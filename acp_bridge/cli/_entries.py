@@ -21,6 +21,8 @@ from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge._os.race import race
+from acp_bridge._runs import ledger
+from acp_bridge.cli._detach import run_through_store, wants_run_layer
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
@@ -63,6 +65,9 @@ def run_request(
 ) -> int:
     """Run ``request`` with the options every entry command shares; print the envelope.
     ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
+    if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
+        return run_through_store(args, request)
+    ledger.install()  # recorded in the run store as a foreground run
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:

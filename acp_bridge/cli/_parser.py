@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _doctor, _entries, _profiles, _sessions, _smoke
+from acp_bridge.cli import _runs
+
+
+class _Handlers:
+    """A command module imported only when one of its handlers runs: building the parser
+    stays cheap, and commands that only read the run store (wait, ps, logs) never load the
+    entry code and pydantic."""
+
+    def __init__(self, module: str) -> None:
+        self._module = f"acp_bridge.cli.{module}"
+
+    def __getattr__(self, name: str) -> Callable[[argparse.Namespace], int]:
+        def handler(args: argparse.Namespace) -> int:
+            func: Callable[[argparse.Namespace], int] = getattr(
+                importlib.import_module(self._module), name
+            )
+            return func(args)
+
+        return handler
+
+
+_doctor, _entries = _Handlers("_doctor"), _Handlers("_entries")
+_profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _Handlers("_smoke")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -89,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _session_options(p)
     _run_options(p, observe_default="default", loop=False)
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_run)
 
     p = commands.add_parser(
@@ -162,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_entries.cmd_demo_agent)
     _add_entry_commands(commands)
+    _runs.add_commands(commands)
     return parser
 
 
@@ -263,6 +289,7 @@ def _add_entry_commands(commands: Any) -> None:
         "--max-output-bytes", type=int, metavar="N", help="bytes kept per stream (head + tail)"
     )
     _run_options(p, observe_default="long_shell", loop=False)
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_bash)
 
     p = commands.add_parser(
@@ -276,6 +303,7 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
     p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
     _run_options(p, observe_default="default")
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_spawn)
 
     p = commands.add_parser(

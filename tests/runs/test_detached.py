@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 import acp_bridge
-from acp_bridge import EntryRequest, list_runs, open_run, start_run
+from acp_bridge import EntryRequest, RunHandle, list_runs, open_run, start_run
 from acp_bridge.errors import ConfigError, UnknownProfileError
 from tests.runs.conftest import RunsEnv
 
@@ -125,3 +125,19 @@ def test_a_caller_chosen_task_id_names_the_run(runs: RunsEnv) -> None:
     assert result is not None and result.task_id == "fix-1"
     with pytest.raises(ConfigError, match="exists already"):
         acp_bridge.start_run_sync(EntryRequest(entry="bash", task="true", task_id="fix-1"))
+
+
+def test_reading_runs_stays_light(runs: RunsEnv) -> None:
+    # wait, ps and logs must not pay for pydantic and the entry code (over 0.3 s of import).
+    handle: RunHandle = runs.bash("true")
+    code = (
+        "import sys\n"
+        "from acp_bridge.cli import main\n"
+        f"for argv in (['wait', '{handle.id}'], ['ps', '--all'], ['logs', '{handle.id}']):\n"
+        "    assert main(argv) == 0\n"
+        "heavy = ('pydantic', 'anyio', 'acp_bridge.envelope', 'acp_bridge.config')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "[]"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import signal
 import time
@@ -12,6 +15,7 @@ import pytest
 
 from acp_bridge._runs import procs
 from acp_bridge._runs.handle import RunHandle
+from acp_bridge.cli import main
 from tests.runs.conftest import RunsEnv, processes_running, wait_until_gone
 
 
@@ -76,16 +80,34 @@ def test_stop_a_queued_run_at_once(runs: RunsEnv) -> None:
     assert first.wait_sync(timeout=15) is not None and first.status == "cancelled"
 
 
+def printed(argv: list[str]) -> Any:
+    """What ``acp-bridge ARGV`` prints (JSON), run in this process."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(argv) == 0
+    return json.loads(buffer.getvalue())
+
+
 def seen_by_wait(handle: RunHandle) -> dict[str, Any]:
     result = handle.wait_sync(timeout=5)
     assert result is not None, "still not ended 5 s after its supervisor was killed"
     return {"status": handle.status, "envelope": result.to_dict()}
 
 
+def seen_by_ps(handle: RunHandle) -> dict[str, Any]:
+    rows = [row for row in printed(["ps", "--all", "--json"]) if row["task_id"] == handle.id]
+    return {**rows[0], "envelope": handle.record().envelope}
+
+
+def seen_by_show(handle: RunHandle) -> dict[str, Any]:
+    shown: dict[str, Any] = printed(["show", handle.id])
+    return shown
+
+
 @pytest.mark.parametrize(
     ("entry", "observer"),
-    [("acp_spawn", seen_by_wait)],
-    ids=["agent-seen-by-wait"],
+    [("acp_spawn", seen_by_wait), ("bash", seen_by_ps), ("bash", seen_by_show)],
+    ids=["agent-seen-by-wait", "command-seen-by-ps", "command-seen-by-show"],
 )
 def test_sigkill_of_the_supervisor_is_lost_within_5_s_and_leaves_nothing(
     runs: RunsEnv, entry: str, observer: Callable[[RunHandle], dict[str, Any]]

@@ -40,8 +40,10 @@ class Cursor(sqlite3.Cursor):
     where = ""
 
     def __next__(self) -> Any:
-        with translated(self.where):
+        try:  # not `with translated(...)`: a context manager per row doubles a listing's cost
             return super().__next__()
+        except sqlite3.Error as exc:
+            raise store_error(self.where, f"{type(exc).__name__}: {exc}") from exc
 
     def fetchone(self) -> Any:
         with translated(self.where):

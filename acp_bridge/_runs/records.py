@@ -9,7 +9,7 @@ start-up, and a run may wait in the queue behind hundreds of others.
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from acp_bridge._runs.procs import Identity
@@ -95,40 +95,21 @@ class RunRecord(NamedTuple):
         return data
 
 
-def row_to_run(row: sqlite3.Row) -> RunRecord:
-    keys = row.keys()
-    pid, start, boot = row["supervisor_pid"], row["supervisor_start"], row["supervisor_boot"]
+def row_to_run(row: Sequence[Any]) -> RunRecord:
+    """A row of :data:`LIST_COLUMNS` (or :data:`FULL_COLUMNS`), in that order, as a record.
+    By position, not by name: ``ps`` decodes every row of the store (1000 in ~3 ms)."""
+    (run_id, entry, agent, task, cwd, status, lane, group, created_at, started_at, ended_at,
+     pid, start, boot, session_id, transcript, summary, error_code, tokens, cost, max_tokens,
+     max_cost, stop_requested, events_count, seq, env_key, detached, *full) = row  # fmt: skip
+    caller_cwd, spec, config_path, envelope = full if full else ("", None, None, None)
     return RunRecord(
-        id=row["id"],
-        entry=row["entry"],
-        agent=row["agent"],
-        task=row["task"],
-        cwd=row["cwd"],
-        status=cast(RunStatus, row["status"]),
-        lane=row["lane"],
-        group=row["group_name"],
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        supervisor=None if pid is None else Identity(pid, start, boot),
-        session_id=row["session_id"],
-        transcript=row["transcript"],
-        summary=row["summary"],
-        error_code=row["error_code"],
-        tokens=row["tokens"],
-        cost=row["cost"],
-        max_tokens=row["max_tokens"],
-        max_cost=row["max_cost"],
-        stop_requested=row["stop_requested"],
-        events_count=row["events_count"],
-        seq=row["seq"],
-        env_key=row["env_key"],
-        detached=bool(row["detached"]),
-        caller_cwd=row["caller_cwd"] if "caller_cwd" in keys else "",
-        request=json.loads(row["spec"]) if "spec" in keys else None,
-        config_path=row["config_path"] if "config_path" in keys else None,
-        envelope=json.loads(row["envelope"]) if "envelope" in keys and row["envelope"] else None,
-    )
+        run_id, entry, agent, task, cwd, cast(RunStatus, status), lane, group, created_at,
+        started_at, ended_at, None if pid is None else Identity(pid, start, boot), session_id,
+        transcript, summary, error_code, tokens, cost, max_tokens, max_cost, stop_requested,
+        events_count, seq, env_key, bool(detached), caller_cwd,
+        None if spec is None else json.loads(spec), config_path,
+        json.loads(envelope) if envelope else None,
+    )  # fmt: skip
 
 
 class NewRun(NamedTuple):

@@ -72,7 +72,6 @@ class Store:
             raise store_error(self.path, exc) from exc
         self.db = connect(self.path, timeout=BUSY_TIMEOUT, any_thread=any_thread)
         try:
-            self.db.row_factory = sqlite3.Row
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA synchronous = NORMAL")
             migrate(self.db, str(self.path))

@@ -1,8 +1,10 @@
 """The run store: every run of every entry, in one SQLite database shared by many processes.
 
-Where: ``$ACP_BRIDGE_RUNS_DB``, else ``$XDG_STATE_HOME/acp-bridge/runs.db``, else
-``~/.local/state/acp-bridge/runs.db`` (the folder 0700, the file 0600: tasks, outputs and
-transcript paths are private).
+Where (``_os/locations.py``): ``$ACP_BRIDGE_RUNS_DB``, else
+``$XDG_STATE_HOME/acp-bridge/runs.db``, else ``~/.local/state/acp-bridge/runs.db`` (the
+folder 0700, the file 0600: tasks, outputs and transcript paths are private). The sandbox
+hides these files from agents, and the change measurement never reads them: a process that
+holds the store open loses SQLite's locks when it closes any other descriptor of them.
 
 How it stays safe with many processes at once:
 - WAL journal: readers never block the writer nor each other (``ps`` while 50 supervisors
@@ -32,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os.locations import RUN_LOGS, run_store_path
 from acp_bridge._runs.dbapi import connect, store_error
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import (
@@ -44,17 +47,12 @@ from acp_bridge._runs.records import (
 )
 from acp_bridge._runs.schema import migrate
 
-DB_ENV = "ACP_BRIDGE_RUNS_DB"
 BUSY_TIMEOUT = 10.0
 """Seconds a writer waits for the write lock (transactions are short; this is contention)."""
 
 
 def default_path(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    if explicit := environ.get(DB_ENV):
-        return Path(explicit)
-    base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "acp-bridge" / "runs.db"
+    return run_store_path(environ)
 
 
 class Store:
@@ -85,7 +83,7 @@ class Store:
     @property
     def logs_dir(self) -> Path:
         """Where supervisors write what they print (normally nothing)."""
-        return self.path.parent / "run-logs"
+        return self.path.parent / RUN_LOGS
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:

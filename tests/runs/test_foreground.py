@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -88,3 +89,28 @@ def test_a_killed_foreground_cli_run_is_lost_and_cannot_be_stopped_from_elsewher
     result = open_run(run.id).wait_sync(timeout=5)
     assert result is not None and result.meta.error_code == "lost"
     assert "caller (a foreground run)" in result.error
+
+
+def sqlite_locks(db: Path) -> set[str]:
+    """The files of the store at ``db`` this process holds POSIX locks on."""
+    files = {os.stat(p).st_ino: p.name for p in db.parent.glob(db.name + "*")}
+    held = set()
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if fields[1] == "POSIX" and int(fields[4]) == os.getpid():
+            inode = int(fields[5].rsplit(":", 1)[1])
+            if inode in files:
+                held.add(files[inode])
+    return held
+
+
+def test_measuring_a_runs_changes_never_reads_the_run_store(runs: RunsEnv) -> None:
+    # The store lies inside the run's cwd, a write root whose changes are measured. Reading
+    # its files through a new descriptor would drop this process's SQLite locks, and another
+    # process could then reset the write-ahead log under it and lose its commits.
+    acp_bridge.acp_spawn_sync("demo", "Reply with exactly OK", cwd=runs.root)
+    held = sqlite_locks(runs.db)
+    assert "runs.db-shm" in held  # the ledger's connection: SQLite's lock while it is open
+    result = acp_bridge.acp_spawn_sync("demo", "write out.txt: hi", cwd=runs.root)
+    assert result.meta.files_changed == [str(runs.root / "out.txt")], result.meta
+    assert sqlite_locks(runs.db) == held

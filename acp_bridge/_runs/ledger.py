@@ -104,9 +104,13 @@ class _Record:
             log.warning("%s: not recorded in the run store: %s", self.run.task_id, exc)
 
     def _insert(self, config: LoadedConfig | None) -> None:
-        from acp_bridge._runs import lanes, policy, procs, retention
+        # bell, budget and envelopes only for ended(): imported now, in this worker thread,
+        # because ended() is on the caller's critical path (they cost a cold run ~3 ms).
+        from acp_bridge._runs import bell, budget, envelopes, lanes, policy, procs, retention
         from acp_bridge._runs.records import NewRun
         from acp_bridge._runs.store import default_path
+
+        del bell, budget, envelopes
 
         run = self.run
         self.path = default_path().absolute()

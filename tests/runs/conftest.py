@@ -58,6 +58,8 @@ def wait_until_gone(needle: str, limit: float = 5.0) -> list[int]:
 class RunsEnv:
     root: Path
     marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+    loaded: LoadedConfig | None = None
+    """The config :meth:`config` wrote, passed to every start (else each loads its own)."""
 
     @property
     def db(self) -> Path:
@@ -80,7 +82,8 @@ class RunsEnv:
         ]
         path = self.root / "acp-bridge.yaml"
         path.write_text(json.dumps({"runs": runs, "acp": {"agents": entries}}))  # JSON is YAML
-        return load_config(path)
+        self.loaded = load_config(path)
+        return self.loaded
 
     def usage_agent_config(self) -> LoadedConfig:
         return self.config({"usage": {"command": sys.executable, "args": [str(USAGE_AGENT)]}})
@@ -88,7 +91,7 @@ class RunsEnv:
     def start(self, entry: str, task: str, agent: str | None = None, **options: Any) -> RunHandle:
         """A detached run of ``entry`` (``acp_spawn`` needs ``agent``) under RunOptions."""
         request = EntryRequest(entry=entry, task=task, agent=agent)  # type: ignore[arg-type]
-        return start_run_sync(request, options=RunOptions(**options))
+        return start_run_sync(request, options=RunOptions(**options), config=self.loaded)
 
     def demo(self, task: str = "Reply with exactly OK", **options: Any) -> RunHandle:
         return self.start("acp_spawn", task, "demo", **options)
@@ -111,28 +114,31 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
 
 
 def _clean_up(env: RunsEnv) -> None:
-    """Stop whatever a test left running (even a failing one), then insist nothing is left."""
+    """Stop whatever a test left running (even a failing one), then insist nothing is left:
+    no active run, and no supervisor still alive a few seconds after its run ended."""
     close_stores()
     ledger.close()
-    if env.db.exists():
-        store = env.store()
+    store = env.store() if env.db.exists() else None
+    leftover_runs = []
+    if store is not None:
         for run in store.active():
-            if not run.detached:
-                continue  # this process's own foreground runs ended with their tests
-            with contextlib.suppress(Exception):
-                stop_run(run.id, store=env.db)
+            if run.detached:  # this process's own foreground runs ended with their tests
+                with contextlib.suppress(Exception):
+                    stop_run(run.id, store=env.db)
         deadline = time.monotonic() + 5
         while store.active() and time.monotonic() < deadline:
             time.sleep(0.05)
         leftover_runs = store.active()
-        for pid in processes_with(env.marker):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
-        liveness.reap(store)  # the killed supervisors' runs: lost, their groups killed
-        store.close()
-        assert not leftover_runs, f"runs still active after the test: {leftover_runs}"
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if store is not None:
+        if alive:
+            time.sleep(0.1)
+            liveness.reap(store)  # the killed supervisors' runs: lost, their groups killed
+        store.close()
+    assert not leftover_runs, f"runs still active after the test: {leftover_runs}"
     assert not alive, f"supervisors left behind: {alive}"

@@ -54,7 +54,7 @@ def test_fan_out_to_two_agents_and_collect_both(runs: RunsEnv) -> None:
 
 
 def test_follow_replays_then_streams_until_the_end(runs: RunsEnv) -> None:
-    handle = runs.bash("echo one; sleep 1; echo two")
+    handle = runs.bash("echo one; sleep 0.3; echo two")
 
     async def follow() -> list[str]:
         with anyio.fail_after(20):
@@ -74,7 +74,7 @@ def test_the_run_outlives_its_caller_and_a_hang_up(runs: RunsEnv) -> None:
             sys.executable, "-c",
             "import sys, time\n"
             "from acp_bridge import EntryRequest, start_run_sync\n"
-            "request = EntryRequest(entry='bash', task='sleep 1; echo survived')\n"
+            "request = EntryRequest(entry='bash', task='sleep 0.5; echo survived')\n"
             "print(start_run_sync(request).id, flush=True)\n"
             "time.sleep(60)\n",
         ],

@@ -22,7 +22,8 @@ def most_at_once(runs: list[RunRecord]) -> int:
 
 
 def test_fifty_demo_agent_runs_through_a_profile_lane_of_four(runs: RunsEnv) -> None:
-    runs.config({"demo": {"max_concurrent": 4}})
+    # The sandbox is off: this is about lanes, and 50 sandboxes cost seconds of CPU.
+    runs.config({"demo": {"max_concurrent": 4, "sandbox": {"mode": "off"}}})
     handles = [runs.demo(f"Reply with exactly R{n}") for n in range(50)]
     ended = wait_all_sync([h.id for h in handles], timeout=90)
     assert [run.status for run in ended] == ["done"] * 50, [run.summary for run in ended]

@@ -15,6 +15,7 @@ import pytest
 import acp_bridge
 from acp_bridge import list_runs, open_run
 from acp_bridge._runs import procs
+from acp_bridge.cli import main
 from acp_bridge.errors import ConfigError
 from tests.runs.conftest import RunsEnv
 
@@ -114,3 +115,14 @@ def test_measuring_a_runs_changes_never_reads_the_run_store(runs: RunsEnv) -> No
     result = acp_bridge.acp_spawn_sync("demo", "write out.txt: hi", cwd=runs.root)
     assert result.meta.files_changed == [str(runs.root / "out.txt")], result.meta
     assert sqlite_locks(runs.db) == held
+
+
+def test_smoke_cases_are_recorded(runs: RunsEnv) -> None:
+    suite = runs.root / "suite.yaml"
+    suite.write_text(
+        "name: recorded\ncases:\n  - name: echo\n    entry: bash\n    command: echo smoke\n"
+        "    expect: {status: done}\n"
+    )
+    assert main(["smoke", str(suite)]) == 0
+    [run] = list_runs()
+    assert (run.entry, run.task, run.status, run.detached) == ("bash", "echo smoke", "done", False)

@@ -10,7 +10,9 @@ a queued run may start when no older queued run of its lane is waiting (FIFO), i
 fewer than its limit, and fewer than the global limit run in all, with older lane heads served
 first. Lanes without a limit, when there is no global limit either, start at once. Only
 detached runs take part: a foreground call (its caller waits for the envelope) starts at
-once and is not counted, so a host's own concurrent calls never queue behind a lane.
+once and is not counted, so a host's own concurrent calls never queue behind a lane. A run
+whose agent is held for a follow-up keeps its slot, and its queued follow-ups wait for the
+holder (:mod:`.turns`).
 
 Waiting for a slot: a queued run's supervisor waits on its doorbell (:mod:`.bell`). Whoever
 ends, claims or dequeues a run rings the bells of the runs that may start now (:func:`heads`).
@@ -74,17 +76,23 @@ def admissible(
 def _admissible_now(db: sqlite3.Connection) -> list[RunRecord]:
     queued: list[RunRecord] = []
     running: dict[str, int] = {}
+    held: set[str] = set()
     for row in db.execute(
-        f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running')"
-        " AND detached = 1 ORDER BY seq"
+        f"SELECT {LIST_COLUMNS} FROM runs WHERE (status IN ('queued', 'running')"
+        " AND detached = 1) OR held_until > ? ORDER BY seq",
+        (time.time(),),
     ):
         run = row_to_run(row)
         if run.status == "queued":
             queued.append(run)
-        else:
+        else:  # running, or ended with its agent held for a follow-up: it has a slot
             running[run.lane] = running.get(run.lane, 0) + 1
+            if run.status != "running":
+                held.add(run.id)
+    # A follow-up of a held run is its holder's to take (see turns.py), not a new start.
+    waiting = [run for run in queued if run.follows not in held]
     limits = dict(db.execute("SELECT lane, max_concurrent FROM limits"))
-    return admissible(queued, running, limits)
+    return admissible(waiting, running, limits)
 
 
 def heads(store: Store) -> list[str]:

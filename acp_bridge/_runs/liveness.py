@@ -24,6 +24,7 @@ from acp_bridge._runs.bell import ring
 from acp_bridge._runs.lanes import heads
 from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
+from acp_bridge._runs.turns import release_dead_holders
 
 
 def check(store: Store, run: RunRecord) -> RunRecord:
@@ -34,12 +35,15 @@ def check(store: Store, run: RunRecord) -> RunRecord:
 
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
-    """:func:`check` every active run (or the given ones); the runs found lost."""
+    """:func:`check` every active run (or the given ones); the runs found lost. Holds of
+    dead supervisors are released too (see :mod:`.turns`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
+    if runs is None and release_dead_holders(store):
+        ring(store, heads(store))  # their slots, and follow-ups reserved for them, are free
     return found
 
 

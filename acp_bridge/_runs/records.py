@@ -22,7 +22,7 @@ LIST_COLUMNS = (
     "id, entry, agent, task, cwd, status, lane, group_name, created_at, started_at, ended_at, "
     "supervisor_pid, supervisor_start, supervisor_boot, session_id, transcript, summary, "
     "error_code, tokens, cost, max_tokens, max_cost, stop_requested, events_count, seq, env_key, "
-    "detached"
+    "detached, follows, session_name, held_until"
 )
 FULL_COLUMNS = LIST_COLUMNS + ", caller_cwd, spec, config_path, envelope"
 
@@ -57,6 +57,11 @@ class RunRecord(NamedTuple):
     env_key: str
     detached: bool = True
     """False: a foreground call, carried (and recorded) by its caller's process."""
+    follows: str | None = None
+    """The run whose ACP session this one continues (a follow-up turn)."""
+    session_name: str | None = None
+    held_until: float | None = None
+    """Its supervisor keeps the agent alive for a follow-up turn until then (Unix time)."""
     caller_cwd: str = ""
     request: dict[str, Any] | None = None
     """The :class:`~acp_bridge.EntryRequest` the run carries, as JSON data."""
@@ -89,6 +94,9 @@ class RunRecord(NamedTuple):
             "usage": {"tokens": self.tokens, "cost": self.cost},
             "events": self.events_count,
             "detached": self.detached,
+            "follows": self.follows,
+            "session": self.session_name,
+            "held_until": self.held_until,
         }
         if self.envelope is not None:
             data["envelope"] = self.envelope
@@ -100,13 +108,14 @@ def row_to_run(row: Sequence[Any]) -> RunRecord:
     By position, not by name: ``ps`` decodes every row of the store (1000 in ~3 ms)."""
     (run_id, entry, agent, task, cwd, status, lane, group, created_at, started_at, ended_at,
      pid, start, boot, session_id, transcript, summary, error_code, tokens, cost, max_tokens,
-     max_cost, stop_requested, events_count, seq, env_key, detached, *full) = row  # fmt: skip
+     max_cost, stop_requested, events_count, seq, env_key, detached, follows, session_name,
+     held_until, *full) = row  # fmt: skip
     caller_cwd, spec, config_path, envelope = full if full else ("", None, None, None)
     return RunRecord(
         run_id, entry, agent, task, cwd, cast(RunStatus, status), lane, group, created_at,
         started_at, ended_at, None if pid is None else Identity(pid, start, boot), session_id,
         transcript, summary, error_code, tokens, cost, max_tokens, max_cost, stop_requested,
-        events_count, seq, env_key, bool(detached), caller_cwd,
+        events_count, seq, env_key, bool(detached), follows, session_name, held_until, caller_cwd,
         None if spec is None else json.loads(spec), config_path,
         json.loads(envelope) if envelope else None,
     )  # fmt: skip
@@ -129,6 +138,8 @@ class NewRun(NamedTuple):
     env_key: str
     max_tokens: int | None = None
     max_cost: float | None = None
+    follows: str | None = None
+    session_name: str | None = None
 
 
 class Outcome(NamedTuple):

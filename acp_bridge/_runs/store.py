@@ -122,14 +122,16 @@ class Store:
             db.execute(
                 "INSERT INTO runs (id, entry, agent, task, cwd, caller_cwd, spec, config_path,"
                 " status, lane, group_name, created_at, started_at, supervisor_pid,"
-                " supervisor_start, supervisor_boot, env_key, max_tokens, max_cost, detached)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " supervisor_start, supervisor_boot, env_key, max_tokens, max_cost, detached,"
+                " follows, session_name)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id, run.entry, run.agent, run.task, run.cwd, run.caller_cwd,
                     json.dumps(run.request), run.config_path,
                     "queued" if detached else "running", run.lane, run.group, now,
                     None if detached else now, supervisor.pid, supervisor.start,
                     supervisor.boot, run.env_key, run.max_tokens, run.max_cost, int(detached),
+                    run.follows, run.session_name,
                 ),
             )  # fmt: skip
 

@@ -5,7 +5,8 @@ Without it, a run that asks for the run layer (``--group``, ``--max-tokens``, â€
 the same way and then followed here, as if it ran in the foreground: its events on stderr,
 its envelope on stdout, the exit code from its status. Ctrl-C (or SIGTERM) stops the run
 gracefully and waits for its ``cancelled`` envelope; a second one stops waiting (the run
-stops all the same).
+stops all the same). Every option of the request travels with it (``--resume``, ``--mode``,
+â€¦); prompts cannot: such a run is headless, and ``--yes`` is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from acp_bridge.cli._output import EXIT_INTERRUPTED, EXIT_OK, err, out, print_en
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ConfigError
 
 _RUN_LAYER_OPTIONS = ("group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost")
 
@@ -34,6 +36,12 @@ def wants_run_layer(args: argparse.Namespace) -> bool:
 
 
 def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
+    if getattr(args, "yes", False):  # --no is what a headless run does anyway
+        raise ConfigError(
+            "--yes answers `ask` permissions in this process; a run the run layer carries "
+            "(--detach, --group, budgets) has its own supervisor and nobody to ask: allow what "
+            "it needs in the profile's permissions instead (mode or rules)"
+        )
     options = RunOptions(**{name: getattr(args, name) for name in _RUN_LAYER_OPTIONS})
     handle = start_run_sync(request, options=options, config=load(args))
     if args.detach:

@@ -77,9 +77,13 @@ def test_budget_options_run_through_the_store_and_are_followed(
     assert "· prompting" in err  # followed: its events as live progress
 
 
-def test_nothing_starts_for_an_unknown_agent(runs: RunsEnv, capsys: Capture) -> None:
+def test_nothing_starts_for_an_unknown_agent_or_a_prompt_answer(
+    runs: RunsEnv, capsys: Capture
+) -> None:
     code, out, err = cli(capsys, "run", "--detach", "nobody", "hello")
     assert code == 2 and out == "" and "nobody" in err
+    code, out, err = cli(capsys, "run", "--detach", "--yes", "demo", "hello")
+    assert code == 2 and out == "" and "--yes" in err
     assert cli(capsys, "ps", "--all", "--json")[1].strip() == "[]"
     code, _, err = cli(capsys, "wait", "sub_000000000000")
     assert code == 2 and "no run" in err
@@ -93,3 +97,13 @@ def test_prune_keeps_the_newest(runs: RunsEnv, capsys: Capture) -> None:
     assert code == 0 and json.loads(out)["pruned"] == 1
     rows = json.loads(cli(capsys, "ps", "--all", "--json")[1])
     assert [row["summary"] for row in rows] == ["two"]
+
+
+def test_a_detached_run_continues_an_agents_session(runs: RunsEnv, capsys: Capture) -> None:
+    # Every option of the request travels to the supervisor: here --resume, so a follow-up
+    # turn can already run detached (the demo agent keeps its sessions for session/resume).
+    first = detach(capsys, "run", "--detach", "demo", "remember PINEAPPLE")
+    session = json.loads(cli(capsys, "wait", first)[1])["meta"]["session_id"]
+    second = detach(capsys, "run", "--detach", "--resume", session, "demo", "recall")
+    code, out, _ = cli(capsys, "wait", second)
+    assert code == 0 and "PINEAPPLE" in json.loads(out)["output"]

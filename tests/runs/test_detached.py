@@ -72,7 +72,8 @@ def test_the_run_outlives_its_caller_and_a_hang_up(runs: RunsEnv) -> None:
     caller = subprocess.Popen(
         [
             sys.executable, "-c",
-            "import sys, time\n"
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGHUP, signal.SIG_DFL)  # whatever we inherited (nohup)\n"
             "from acp_bridge import EntryRequest, start_run_sync\n"
             "request = EntryRequest(entry='bash', task='sleep 0.5; echo survived')\n"
             "print(start_run_sync(request).id, flush=True)\n"

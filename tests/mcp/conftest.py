@@ -25,11 +25,17 @@ import mcp.types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import MARKER_VAR, processes_with
+from tests.conftest import AGENTS, MARKER_VAR, processes_with
 from tests.helpers import kill_quietly
 
 ACP_BRIDGE = [sys.executable, "-m", "acp_bridge"]
 ASK_RULE = {"rules": [{"kind": "execute", "decision": "ask"}]}
+FORM = {
+    "type": "object",
+    "properties": {"strategy": {"type": "string", "enum": ["safe", "bold"]}},
+    "required": ["strategy"],
+}
+"""What the ``questioner`` agent asks its user (an ACP elicitation form)."""
 
 
 @dataclass
@@ -37,10 +43,17 @@ class Answers:
     """What the test's host answers to elicitations (and what it was asked)."""
 
     decision: str | None = "allow"
+    """For a permission question; None: decline."""
+    form: dict[str, Any] = field(default_factory=lambda: {"strategy": "bold"})
+    """For any other form."""
     asked: list[types.ElicitRequestParams] = field(default_factory=list)
 
     async def __call__(self, ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.asked.append(params)
+        if not isinstance(params, types.ElicitRequestFormParams):
+            return types.ElicitResult(action="decline")
+        if "decision" not in params.requested_schema.get("properties", {}):
+            return types.ElicitResult(action="accept", content=self.form)
         if self.decision is None:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"decision": self.decision})
@@ -70,11 +83,22 @@ class Bridge:
         agent = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
         marker = {"env": {MARKER_VAR: self.marker}, "cwd": str(self.workspace)}
         grace = {"timeouts": {"shutdown_grace": 1, "cancel_grace": 1}}
+        script = self.root / "questioner.json"
+        question = {"mode": "form", "message": "How bold?", "requestedSchema": FORM}
+        script.write_text(
+            json.dumps({"prompt": [{"request": "elicitation/create", "params": question}]})
+        )
+        questioner = {
+            "command": sys.executable,
+            "args": [str(AGENTS / "spy_agent.py"), str(script)],
+        }
         agents = [
             # The built-in demo profile, with the marker (a later layer merges over it).
             {"name": "demo", **marker, **grace},
             {"name": "asker", "description": "demo, asking the host before commands",
              **agent, **marker, **grace, "permissions": ASK_RULE},
+            {"name": "questioner", "description": "asks its user one question (a form)",
+             **questioner, **marker, **grace},
         ]  # fmt: skip
         data = {"transcripts": {"dir": str(self.root / "transcripts")}, "acp": {"agents": agents}}
         self.config.write_text(json.dumps(data))  # JSON is YAML

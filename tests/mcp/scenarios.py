@@ -3,6 +3,7 @@ protocol era (test_stdio.py, test_http.py)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import anyio
@@ -10,7 +11,7 @@ import mcp.types as types
 from mcp import Client
 
 from acp_bridge.envelope import SubtaskResult
-from tests.mcp.conftest import Bridge, bounded, text_of
+from tests.mcp.conftest import FORM, Bridge, bounded, text_of
 
 
 async def lists_the_tools(client: Client) -> None:
@@ -70,6 +71,23 @@ async def an_ask_is_answered_through_elicitation(
         assert (permission.decision, permission.option_id) == ("rejected", "reject")
         assert "1 permission request refused" in envelope.summary
     return envelope
+
+
+async def the_agents_own_question_goes_to_the_host(bridge: Bridge, client: Client) -> None:
+    """An ACP agent's elicitation (a form) is passed on to the host as it came, and the
+    host's answer goes back to the agent."""
+    bridge.answers.asked.clear()
+    async with bounded():
+        result = await client.call_tool("acp_spawn", {"agent": "questioner", "task": "go"})
+    (question,) = bridge.answers.asked
+    assert isinstance(question, types.ElicitRequestFormParams)
+    assert question.message == "questioner asks: How bold?"
+    assert question.requested_schema == FORM
+    envelope = SubtaskResult.model_validate(result.structured_content)
+    # The spy agent answers with the replies it got to its requests.
+    assert json.loads(envelope.output) == [{"action": "accept", "content": {"strategy": "bold"}}]
+    (record,) = envelope.meta.elicitations or []
+    assert (record.mode, record.action, record.fields) == ("form", "accept", ["strategy"])
 
 
 async def progress_arrives_and_a_host_cancel_stops_the_run(

@@ -114,6 +114,12 @@ async def test_an_ask_rule_is_answered_through_elicitation(
     await scenarios.an_ask_is_answered_through_elicitation(bridge, clients[era], "allow")
 
 
+async def test_the_agents_own_question_goes_to_the_host(
+    bridge: Bridge, clients: dict[str, Client], nothing_left: None
+) -> None:
+    await scenarios.the_agents_own_question_goes_to_the_host(bridge, clients["modern"])
+
+
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_progress_arrives_during_a_long_run_and_a_host_cancel_stops_it(
     bridge: Bridge, clients: dict[str, Client], era: str, nothing_left: None

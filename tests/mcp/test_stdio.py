@@ -82,6 +82,12 @@ async def test_an_ask_rule_is_answered_through_elicitation(
     await scenarios.an_ask_is_answered_through_elicitation(bridge, client, decision)
 
 
+async def test_the_agents_own_question_goes_to_the_host(
+    bridge: Bridge, client: Client, nothing_left: None
+) -> None:
+    await scenarios.the_agents_own_question_goes_to_the_host(bridge, client)
+
+
 async def test_progress_arrives_during_a_long_run_and_a_host_cancel_stops_it(
     bridge: Bridge, client: Client, nothing_left: None
 ) -> None:
@@ -94,6 +100,18 @@ async def test_start_then_wait_status_and_list(client: Client, nothing_left: Non
 
 async def test_stop_ends_a_background_run_cancelled(client: Client, nothing_left: None) -> None:
     await scenarios.stop_ends_a_background_run_cancelled(client)
+
+
+async def test_a_background_run_keeps_to_its_budget(client: Client, nothing_left: None) -> None:
+    arguments = {"agent": "demo", "task": "Reply with exactly OVER", "max_tokens": 1}
+    async with bounded():
+        started = await client.call_tool("start", arguments)
+        assert started.structured_content is not None
+        task_id = started.structured_content["task_id"]
+        waited = await client.call_tool("wait", {"task_id": task_id, "timeout": 60})
+    run = waited.structured_content
+    assert run is not None and run["status"] == "failed"
+    assert run["envelope"]["meta"]["error_code"] == "budget"
 
 
 async def test_an_unknown_run_and_send_are_clear_errors(client: Client) -> None:

@@ -114,10 +114,11 @@ class StartArgs(_RunArgs):
 class WaitArgs(_Args):
     task_id: str = Field(min_length=1, description="the run's task_id (from start)")
     timeout: float = Field(
-        300,
+        50,
         gt=0,
         le=MAX_SECONDS,
-        description="seconds to wait; the run as it is then if it has not ended",
+        description="seconds to wait; the run as it is then if it has not ended (default 50: "
+        "below most hosts' own limit for one tool call; call wait again)",
     )
 
 

@@ -32,6 +32,7 @@ class _Handlers:
 
 _doctor, _entries = _Handlers("_doctor"), _Handlers("_entries")
 _profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _Handlers("_smoke")
+_mcp = _Handlers("_mcp")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -179,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=_doctor.cmd_doctor)
 
+    _add_mcp_command(commands)
+
     p = commands.add_parser(
         "demo-agent",
         help="serve the bundled offline demo ACP agent on stdin/stdout",
@@ -189,6 +192,56 @@ def build_parser() -> argparse.ArgumentParser:
     _add_entry_commands(commands)
     _runs.add_commands(commands)
     return parser
+
+
+def _add_mcp_command(commands: Any) -> None:
+    p = commands.add_parser(
+        "mcp",
+        help="serve acp_spawn, spawn, bash and run control to MCP hosts (stdio or HTTP)",
+        formatter_class=_Formatter,
+        description="An MCP server (official SDK) offering the tools acp_spawn, spawn, bash "
+        "(each waits: the envelope as structured content) and start, wait, status, list, "
+        "stop, send (background runs). Live events become progress notifications; an `ask` "
+        "permission becomes an elicitation when the host supports it (else it is rejected). "
+        "Default: stdio, for a host that starts it. See docs/how-to/mcp.md.",
+        epilog="example (in a host's MCP config): acp-bridge mcp --config ~/acp-bridge.yaml",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        # SUPPRESS: given here or before `mcp`, the same option (hosts' configs read better
+        # with every argument after the command).
+        default=argparse.SUPPRESS,
+        help="config file (as acp-bridge --config; default: the usual search)",
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; beyond "
+        "loopback only with a token",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="with --http: the bearer token every request must send (default: "
+        "$ACP_BRIDGE_MCP_TOKEN)",
+    )
+    p.add_argument(
+        "--tools",
+        metavar="A,B",
+        help="offer only these tools (default: acp_spawn, spawn, bash, start, wait, status, "
+        "list, stop, send)",
+    )
+    p.add_argument(
+        "--ask-timeout",
+        type=float,
+        metavar="S",
+        help="seconds an elicitation waits for the host's answer before the safe default "
+        "(reject / cancel; default 120)",
+    )
+    p.set_defaults(handler=_mcp.cmd_mcp)
 
 
 def _key_value(text: str) -> tuple[str, str]:

@@ -6,10 +6,15 @@ demo agent (a submodule) starts without loading pydantic. No submodule is named 
 exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
 before.
 
+Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
+exported here install the store's ledger when first looked up (``runs.record: false`` in the
+config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
+
 Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
 
     cli          the command line (the only place that prints)
     smoke        suites, checks, reports
+    _runs        the run store, detached runs and their supervisors, lanes, budgets
     _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
     _loop        the local model loop (everything that imports pydantic-ai)
     _acp         the ACP client: schema, connection, router, process, session, services
@@ -45,6 +50,9 @@ if TYPE_CHECKING:
     from acp_bridge._entries.tools import ToolRegistry
     from acp_bridge._loop.registry import Selection, Tool, ToolSet
     from acp_bridge._output import SchemaRegistry
+    from acp_bridge._runs.handle import RunEvent, RunHandle, list_runs, open_run
+    from acp_bridge._runs.records import RunRecord, RunStatus
+    from acp_bridge._runs.start import RunOptions, start_run, start_run_sync
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, ToolKind, load_config
     from acp_bridge.envelope import (
         ElicitationRecord,
@@ -75,6 +83,7 @@ if TYPE_CHECKING:
         ProfileError,
         ProtocolError,
         RunCancelled,
+        RunStoreError,
         RunTimeout,
         SandboxViolation,
         SourceLocation,
@@ -98,6 +107,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._entries.tools": ("ToolRegistry",),
     "acp_bridge._loop.registry": ("Selection", "Tool", "ToolSet"),
     "acp_bridge._output": ("SchemaRegistry",),
+    "acp_bridge._runs.handle": ("RunEvent", "RunHandle", "list_runs", "open_run"),
+    "acp_bridge._runs.records": ("RunRecord", "RunStatus"),
+    "acp_bridge._runs.start": ("RunOptions", "start_run", "start_run_sync"),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
     "acp_bridge.envelope": (
         "ElicitationRecord", "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord",
@@ -106,13 +118,23 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
-        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError", "ProtocolError",
-        "RunCancelled", "RunTimeout", "SandboxViolation", "SourceLocation", "SpawnError",
-        "TurnLimitError", "UnknownProfileError",
+        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
+        "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
+        "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+# Modules whose exports run entries: looking one up installs the run store's ledger first.
+_RECORDED = frozenset(
+    {
+        "acp_bridge._entries.acp_agent",
+        "acp_bridge._entries.host",
+        "acp_bridge._entries.inner",
+        "acp_bridge._entries.shell",
+        "acp_bridge._entries.table",
+    }
+)
 
 __all__ = [
     "AgentError",
@@ -152,6 +174,12 @@ __all__ = [
     "ProtocolError",
     "RefusalRecord",
     "RunCancelled",
+    "RunEvent",
+    "RunHandle",
+    "RunOptions",
+    "RunRecord",
+    "RunStatus",
+    "RunStoreError",
     "RunTimeout",
     "SandboxViolation",
     "SchemaRegistry",
@@ -175,10 +203,14 @@ __all__ = [
     "ask_sync",
     "bash",
     "bash_sync",
+    "list_runs",
     "load_config",
+    "open_run",
     "run_entry",
     "spawn",
     "spawn_sync",
+    "start_run",
+    "start_run_sync",
 ]
 
 
@@ -186,6 +218,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'acp_bridge' has no attribute {name!r}")
+    if module in _RECORDED:
+        importlib.import_module("acp_bridge._runs.ledger").install()
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

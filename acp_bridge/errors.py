@@ -21,6 +21,7 @@ purpose from inside the package.
     ├── BudgetExceeded              budget            a run used more tokens or cost than allowed
     ├── RunTimeout                  timeout           a phase ran past its deadline
     ├── RunCancelled                cancelled         the caller cancelled the run
+    ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
     ├── ModelError                  model_error       a model endpoint failed or answered nonsense
     └── AgentError                  (abstract)        the external agent misbehaved
@@ -169,6 +170,12 @@ class RunCancelled(BridgeError):
     """The caller cancelled the run."""
 
     code = ErrorCode.CANCELLED
+
+
+class RunStoreError(BridgeError):
+    """The run store could not be read or written (a locked, full or damaged SQLite file)."""
+
+    code = ErrorCode.INTERNAL_ERROR
 
 
 class TurnLimitError(BridgeError):

@@ -2,7 +2,7 @@
 
     python benchmarks/cold_start.py [--rounds 7] [--acpx PATH] [--install-acpx]
 
-Three commands, run in turn round after round (A B C A B C …) after one warm-up round:
+The commands run in turn round after round (A B C A B C …) after one warm-up round:
 
 - ``floor``: ``python -c pass`` on the interpreter acp-bridge runs on (the least any Python
   CLI can cost);
@@ -11,6 +11,8 @@ Three commands, run in turn round after round (A B C A B C …) after one warm-u
   sandbox, as by default: bubblewrap where it works);
 - ``nosandbox``: the same with ``sandbox: {mode: off}``, and ``landlock``: with the sandbox
   forced to Landlock — so the sandbox's cost is a difference within the same rounds;
+- ``norecord``: the same with ``runs: {record: false}``: the cost of recording the run in the
+  run store (DESIGN §10) is ``bridge`` minus ``norecord``, in wall and in CPU time;
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
   ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``.
 
@@ -161,6 +163,9 @@ def main() -> int:
         for name, mode in (("nosandbox", "off"), ("landlock", "landlock")):
             configs[name] = work / f"{name}.yaml"
             configs[name].write_text(f"sandbox: {{mode: {mode}}}\n")
+        # The same run without its record in the run store (DESIGN §10): the record's cost.
+        configs["norecord"] = work / "norecord.yaml"
+        configs["norecord"].write_text("runs: {record: false}\n")
         commands = {
             "floor": ([python, "-c", "pass"], check_floor),
             "bridge": ([str(bridge), "run", "demo", TASK], check_bridge),
@@ -205,9 +210,9 @@ def main() -> int:
     def ratios(a: str, b: str) -> list[float]:
         return [x.wall / y.wall for x, y in zip(runs[a], runs[b], strict=True)]
 
-    def added_ms(a: str, b: str) -> float:
+    def added_ms(a: str, b: str, what: str = "wall") -> float:
         return 1000 * statistics.median(
-            x.wall - y.wall for x, y in zip(runs[a], runs[b], strict=True)
+            getattr(x, what) - getattr(y, what) for x, y in zip(runs[a], runs[b], strict=True)
         )
 
     print()
@@ -216,6 +221,11 @@ def main() -> int:
             f"sandbox cost ({name} - nosandbox, median of the rounds): "
             f"{added_ms(name, 'nosandbox'):+.1f} ms"
         )
+    record_wall, record_cpu = added_ms("bridge", "norecord"), added_ms("bridge", "norecord", "cpu")
+    print(
+        f"run store record cost (bridge - norecord, median of the rounds): "
+        f"{record_wall:+.1f} ms wall, {record_cpu:+.1f} ms CPU"
+    )
     for a, b in (("bridge", "acpx"), ("bridge", "floor"), ("acpx", "floor")):
         if a in runs and b in runs:
             values = ratios(a, b)
@@ -230,6 +240,9 @@ def main() -> int:
     checks.append(
         (f"the sandbox adds ≤ 30 ms: {added_ms('bridge', 'nosandbox'):+.1f} ms",
          added_ms("bridge", "nosandbox") <= 30)
+    )  # fmt: skip
+    checks.append(
+        (f"recording the run adds ≤ 5 ms: {record_wall:+.1f} ms", record_wall <= 5)
     )  # fmt: skip
     if "acpx" in runs:
         half = statistics.median(ratios("bridge", "acpx"))

@@ -70,6 +70,7 @@ async def acp_spawn(
     unstable: bool = False,
     isolation: IsolationMode | None = None,
     abort: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
@@ -87,6 +88,7 @@ async def acp_spawn(
     in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
     ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
     The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
+    ``task_id`` names the run (default: a fresh ``sub_…`` id).
     """
 
     async def body(ctx: RunContext) -> SubtaskResult:
@@ -117,8 +119,9 @@ async def acp_spawn(
         return await run.execute()
 
     return await run_enveloped(
-        "acp_spawn", body, config=config, meta=Meta(agent=agent), cancel=cancel
-    )
+        "acp_spawn", body, config=config, meta=Meta(agent=agent), task_id=task_id, task=task,
+        cwd=cwd, cancel=cancel,
+    )  # fmt: skip
 
 
 acp_spawn_sync = synchronous(acp_spawn)

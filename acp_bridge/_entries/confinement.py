@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from acp_bridge._os.changes import Baseline, FilesChanged, measure_changes, take_baseline
-from acp_bridge._os.locations import config_dir, state_dir
+from acp_bridge._os.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge._os.sandbox.bwrap import signal_command
@@ -134,7 +134,7 @@ async def confined(
                 *(worktree.sandbox_write_paths() if worktree else ()),
             ),
             read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
-            hidden=(*settings.hidden, state, config_dir()),
+            hidden=(*settings.hidden, state, config_dir(), *run_store_files()),
             mode=settings.mode,
             network=settings.network,
         )
@@ -150,7 +150,10 @@ async def confined(
         )
         baseline: Baseline | None = None
         if measure and worktree is None:
-            baseline = await take_baseline(writes, workdir=scratch / "changes")
+            # Never the bridge's own state: this process holds the run store open, and
+            # reading its files would drop SQLite's locks (see run_store_files).
+            skip = (state, *run_store_files())
+            baseline = await take_baseline(writes, workdir=scratch / "changes", skip=skip)
         try:
             with conf.box:
                 yield conf

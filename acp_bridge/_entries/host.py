@@ -36,9 +36,11 @@ async def ask(
     cancel: anyio.Event | None = None,
     registry: ToolSet | None = None,
     abort: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult:
     """Answer ``task`` with a model that may call ``tools`` (default: every enabled tool
-    of the registry); never raises. Limits are those of ``tools.spawn``."""
+    of the registry); never raises. Limits are those of ``tools.spawn``. ``task_id`` names
+    the run (default: a fresh ``sub_…`` id)."""
     wanted = None if tools is None else list(tools)
     config = config if config is not None else (registry.config if registry else None)
 
@@ -58,7 +60,10 @@ async def ask(
             selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_enveloped("ask", body, config=config, nested=False, cancel=cancel)
+    return await run_enveloped(
+        "ask", body, config=config, nested=False, task_id=task_id, task=task, cwd=cwd,
+        cancel=cancel,
+    )  # fmt: skip
 
 
 ask_sync = synchronous(ask)

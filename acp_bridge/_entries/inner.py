@@ -41,13 +41,15 @@ async def spawn(
     cancel: anyio.Event | None = None,
     registry: ToolSet | None = None,
     abort: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult:
     """Run ``task`` in a local inner loop that may use only ``tools``; never raises.
 
     ``registry`` is the parent registry the tools come from (default: the built-in tools
     of ``config`` in ``cwd``); its config is used when ``config`` is not given.
     ``timeout`` defaults to ``tools.spawn.timeout``; setting ``cancel`` stops the loop with
-    ``error_code: cancelled``, keeping what it did so far.
+    ``error_code: cancelled``, keeping what it did so far. ``task_id`` names the run
+    (default: a fresh ``sub_…`` id).
     """
     wanted = list(tools)
     config = config if config is not None else (registry.config if registry else None)
@@ -91,7 +93,9 @@ async def spawn(
             selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
-    return await run_enveloped("spawn", body, config=config, cancel=cancel)
+    return await run_enveloped(
+        "spawn", body, config=config, task_id=task_id, task=task, cwd=cwd, cancel=cancel
+    )
 
 
 spawn_sync = synchronous(spawn)

@@ -7,10 +7,13 @@ entry point; only cancellation of the caller's own scope propagates, as structur
 concurrency requires. The returned envelope always carries the task id, entry, depth and
 duration.
 
-:func:`resolve_timeout` is the one check of a ``timeout`` argument, so every entry accepts
-and refuses the same values. A run given ``timeout`` T ends by T + :data:`END_GRACE`,
-whatever its worker does: T bounds the work (start-up and setup included), the grace is for
-winding down (asking the worker to stop, waiting for it, then SIGKILL to everything).
+:func:`resolve_timeout` is the one check of a ``timeout`` argument, and
+:func:`check_task_id` of a caller's ``task_id``, so every entry accepts and refuses the same
+values. When a run ledger is installed (see :mod:`.ledger`), every run is reported to it: the
+envelope is recorded before the caller gets it. A run given ``timeout`` T ends by
+T + :data:`END_GRACE`, whatever its worker does: T bounds the work (start-up and setup
+included), the grace is for winding down (asking the worker to stop, waiting for it, then
+SIGKILL to everything).
 
 A run whose ``cancel`` event is already set when it starts (Ctrl-C during start-up) does no
 work: it ends at once, ``cancelled``, with the same full envelope as any other run.
@@ -20,10 +23,13 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
@@ -33,6 +39,7 @@ from acp_bridge._entries.depth import (
     subtask_level,
     would_be_depth,
 )
+from acp_bridge._entries.ledger import LedgerRecord, RunStart, installed_ledger
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
@@ -77,38 +84,104 @@ async def run_enveloped(
     nested: bool = True,
     meta: Meta | None = None,
     task_id: str | None = None,
+    task: str = "",
+    cwd: str | Path | None = None,
     cancel: anyio.Event | None = None,
 ) -> SubtaskResult:
     """Run ``body`` one level deeper (``nested`` false: at the caller's own level, for a
     host loop, which is never refused by the depth limit) and return its envelope, whatever
     happens. ``meta`` is the base for failures raised before or outside the body's own
-    envelope (e.g. the agent name)."""
-    task_id = task_id or new_task_id()
+    envelope (e.g. the agent name). ``task_id`` names the run (default: a fresh id);
+    ``task`` and ``cwd`` describe it to the run ledger, when one is installed."""
     started = time.monotonic()
     base = (meta or Meta()).model_copy(update={"entry": entry})
     depth = would_be_depth(nested=nested)
     try:
-        with _level(config, nested, cancel) as (depth, loaded):
-            ctx = RunContext(task_id, depth, inherited_max_depth(), started, loaded)
-            result = await body(ctx)
-    except BridgeError as exc:
-        result = from_error(exc, task_id=task_id, meta=base)
-    except Exception as exc:  # the envelope contract: an entry point never raises
-        log.exception("internal error in %s", entry)
-        result = failed(
-            f"internal error: {type(exc).__name__}: {exc}",
-            ErrorCode.INTERNAL_ERROR,
-            task_id=task_id,
-            meta=base,
-        )
+        task_id = new_task_id() if task_id is None else check_task_id(task_id)
+    except ConfigError as exc:  # a bad id cannot name the envelope: it gets a fresh one
+        task_id = new_task_id()
+        return _finish(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
+    ledger = installed_ledger()
+    record = None if ledger is None else ledger.record(_start(task_id, entry, task, base, cwd))
+    loaded: LoadedConfig | None = None
+    try:
+        try:
+            with _level(config, nested, cancel) as (depth, loaded):
+                ctx = RunContext(task_id, depth, inherited_max_depth(), started, loaded)
+                result = await (body(ctx) if record is None else _recorded(record, body, ctx))
+        except BridgeError as exc:
+            result = from_error(exc, task_id=task_id, meta=base)
+        except Exception as exc:  # the envelope contract: an entry point never raises
+            log.exception("internal error in %s", entry)
+            result = failed(
+                f"internal error: {type(exc).__name__}: {exc}",
+                ErrorCode.INTERNAL_ERROR,
+                task_id=task_id,
+                meta=base,
+            )
+    except BaseException:  # the caller's own scope was cancelled: no envelope
+        if record is not None:
+            record.abandoned()
+        raise
+    result = _finish(result, entry, depth, started, task_id)
+    if record is not None:
+        record.ended(result)  # committed before the caller learns the run ended
+    return result
+
+
+def _finish(
+    result: SubtaskResult,
+    entry: Entry,
+    depth: int | None,
+    started: float,
+    task_id: str | None = None,
+) -> SubtaskResult:
     update = {
         "entry": entry,
         "depth": depth,
         "duration_ms": int((time.monotonic() - started) * 1000),
     }
     return result.model_copy(
-        update={"task_id": task_id, "meta": result.meta.model_copy(update=update)}
+        update={"task_id": task_id or result.task_id, "meta": result.meta.model_copy(update=update)}
     )
+
+
+def _start(task_id: str, entry: Entry, task: str, base: Meta, cwd: str | Path | None) -> RunStart:
+    where = os.path.abspath(os.fspath(cwd)) if cwd is not None else os.getcwd()  # noqa: PTH100, PTH109
+    return RunStart(task_id, entry, task, base.agent, where)
+
+
+async def _recorded(record: LedgerRecord, body: Body, ctx: RunContext) -> SubtaskResult:
+    """``body(ctx)``, with the ledger's ``begin`` in a worker thread beside it (importing
+    SQLite and opening the store cost a cold run several ms it need not wait for)."""
+    outcome: SubtaskResult | Exception | None = None
+
+    async def begin() -> None:
+        await anyio.to_thread.run_sync(record.begin, ctx.config)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(begin)
+        try:
+            outcome = await body(ctx)
+        except Exception as exc:  # re-raised below: a task group would wrap it in a group
+            outcome = exc
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert outcome is not None
+    return outcome
+
+
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_task_id(value: str) -> str:
+    """A caller's ``task_id``, checked: it names files (transcripts) and branches."""
+    if not isinstance(value, str) or not _TASK_ID.fullmatch(value):
+        raise ConfigError(
+            f"task_id must be 1-64 letters, digits, '_', '.' or '-', starting with a letter "
+            f"or digit; got {value!r}"
+        )
+    return value
 
 
 @contextmanager

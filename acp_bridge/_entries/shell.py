@@ -138,6 +138,7 @@ async def bash(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     abort: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult: ...
 
 
@@ -171,6 +172,7 @@ async def bash(
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     abort: anyio.Event | None = None,
+    task_id: str | None = None,
 ) -> SubtaskResult | CommandResult:
     """Run one shell command; see the module docstring for the two shapes.
 
@@ -179,7 +181,8 @@ async def bash(
     ``tools.bash.max_output_bytes``) is kept per stream, head and tail. Live events go to
     ``on_event``: ``terminal``, and with ``long_shell`` (the default here) ``terminal_output``.
     ``cancel`` stops the command (SIGTERM, then SIGKILL after a grace); ``abort`` SIGKILLs
-    it at once. Either way what it printed so far is kept.
+    it at once. Either way what it printed so far is kept. ``task_id`` names the subtask run
+    (default: a fresh ``sub_…`` id; a plain call has none).
     """
     profile = observe_profile or "long_shell"
     if not run_in_subtask:
@@ -193,7 +196,9 @@ async def bash(
         result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth, ctx.task_id)
         return result.envelope(task_id=ctx.task_id, meta=Meta(sandbox=result.sandbox))
 
-    return await run_enveloped("bash", body, config=config, cancel=cancel)
+    return await run_enveloped(
+        "bash", body, config=config, task_id=task_id, task=command, cwd=cwd, cancel=cancel
+    )
 
 
 bash_sync = synchronous(bash)

@@ -49,6 +49,7 @@ class EntryRequest(BaseModel):
     isolation: IsolationMode | None = Field(
         None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
     )
+    task_id: str | None = Field(None, description="the run's id (default: a fresh sub_… id)")
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:
@@ -154,5 +155,6 @@ async def run_entry(
         "permission_hook": permission_hook,
         "elicitation_hook": elicitation_hook,
         "abort": abort,
+        "task_id": request.task_id,
     }
     return await ENTRIES[request.entry](request, common)

@@ -12,7 +12,9 @@ changes inside a nested repository show only as that repository's commit moving.
 
 Snapshot mode (anything else): path → (mode, size, mtime, ctime, inode) for every file and
 symlink, walked breadth-first and bounded by a file count and a time budget; a walk cut
-short says so (``truncated``) and only judges what it saw. Small UTF-8 files are copied at
+short says so (``truncated``) and only judges what it saw. ``skip`` paths (the bridge's own
+state, the run store) are never listed or read: this process may hold SQLite locks on them,
+and reading a file through a new descriptor drops them. Small UTF-8 files are copied at
 the start so a unified diff (difflib) can be written for them; other changes are listed
 in the diff as not kept.
 """
@@ -73,6 +75,7 @@ class _GitRoot:
 @dataclass
 class _Snapshot:
     root: Path
+    skip: frozenset[Path] = frozenset()
     entries: dict[Path, Fingerprint] = field(default_factory=dict)
     seen_dirs: set[Path] = field(default_factory=set)
     complete: set[Path] = field(default_factory=set)
@@ -148,6 +151,8 @@ def _walk(
         for path in entries:
             if len(found) >= limits.max_files or time.monotonic() > deadline:
                 return found, True  # `folder` stays incomplete
+            if path in snap.skip:
+                continue
             print_ = _fingerprint(path)
             if print_ is None:
                 continue
@@ -237,10 +242,15 @@ def _measure_snapshot(
 
 
 async def take_baseline(
-    roots: Sequence[Path], *, workdir: Path, limits: ChangeLimits | None = None
+    roots: Sequence[Path],
+    *,
+    workdir: Path,
+    limits: ChangeLimits | None = None,
+    skip: Sequence[Path] = (),
 ) -> Baseline:
     """Record the write roots before a run. ``workdir`` (private to this run) holds the
-    scratch indexes, objects and copies; remove it after :func:`measure_changes`."""
+    scratch indexes, objects and copies; remove it after :func:`measure_changes`.
+    ``skip``: absolute files and folders a snapshot never lists nor reads."""
     limits = limits or ChangeLimits()
     resolved = sorted({r.resolve() for r in roots}, key=lambda p: len(p.parts))
     outer = [r for r in resolved if not any(o in r.parents for o in resolved)]
@@ -256,7 +266,7 @@ async def take_baseline(
         if found is not None:
             baseline.roots.append(found)
             continue
-        snap = _Snapshot(root)
+        snap = _Snapshot(root, frozenset(skip))
         entries, cut = await anyio.to_thread.run_sync(
             partial(_walk, snap, limits, into=None, keep_in=scratch)
         )

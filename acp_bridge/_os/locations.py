@@ -1,9 +1,10 @@
 """Where the bridge keeps its own files, by the XDG base directory rules.
 
 State (transcripts, diffs, worktrees, the run store) under ``$XDG_STATE_HOME/acp-bridge``,
-else ``~/.local/state/acp-bridge``; the config under ``$XDG_CONFIG_HOME/acp-bridge``, else
-``~/.config/acp-bridge``. The sandbox hides both from agents (other runs' transcripts and the
-operator's keys are none of their business).
+else ``~/.local/state/acp-bridge`` (the run store: ``$ACP_BRIDGE_RUNS_DB`` if set); the
+config under ``$XDG_CONFIG_HOME/acp-bridge``, else ``~/.config/acp-bridge``. The sandbox
+hides both, and the run store, from agents (other runs' transcripts and the operator's keys
+are none of their business).
 """
 
 from __future__ import annotations
@@ -25,3 +26,32 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return _base("XDG_CONFIG_HOME", ".config", environ)
+
+
+RUNS_DB_ENV = "ACP_BRIDGE_RUNS_DB"
+
+
+def run_store_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The run store: ``$ACP_BRIDGE_RUNS_DB``, else ``runs.db`` in the state directory."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(RUNS_DB_ENV)
+    return Path(explicit) if explicit else state_dir(environ) / "runs.db"
+
+
+RUN_LOGS = "run-logs"
+"""Beside the run store: what detached runs' supervisors print (normally nothing)."""
+
+
+def run_store_files(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The run store, SQLite's companion files and the supervisors' logs (absolute). A
+    process holding the store open must never open and close the store's files itself:
+    closing any descriptor of a file drops every POSIX lock the process holds on it,
+    SQLite's included — another process could then reset the write-ahead log under it and
+    lose its commits. Readers of whole trees (change measurement) skip these; the sandbox
+    hides them."""
+    store = run_store_path(environ).absolute()
+    companions = (store.with_name(store.name + suffix) for suffix in _SQLITE_SUFFIXES)
+    return (store, *companions, store.with_name(RUN_LOGS))
+
+
+_SQLITE_SUFFIXES = ("-wal", "-shm", "-journal")

@@ -8,10 +8,13 @@ liveness rule; see :mod:`.procs`), and flush events. The envelope is committed b
 doorbell rings; then the next run of the lane is adopted if it came from the same
 environment (see :mod:`.lanes`).
 
-Stopping: ``acp_spawn`` takes a ``cancel`` event and ends the turn the ACP way (partial output
-kept); ``bash`` and ``spawn`` take no such event yet, so their call is cancelled (``bash``
-kills its process group on cancel), and the envelope is written here. Whichever way, a run
-asked to stop that does not end within ``HARD_GRACE`` seconds is cut off.
+Each run is its stored :class:`~acp_bridge.EntryRequest`, run through
+:func:`~acp_bridge.run_entry` with the run's id as the envelope's ``task_id``. Stopping (a
+request, a signal, a budget exceeded) sets the entry's ``cancel`` event: the entry ends
+gracefully with its partial output (the ACP turn is cancelled the ACP way, a command's group
+is ended). A run that does not end within ``HARD_GRACE`` seconds of that is cut off, and its
+envelope is written here. Runs the entry opens itself (a tool call inside ``spawn``) are
+recorded by the ledger (:mod:`.ledger`), like any foreground run.
 """
 
 from __future__ import annotations
@@ -20,22 +23,24 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
+import pydantic
 from anyio.abc import TaskStatus
 
-import acp_bridge
-from acp_bridge._runs import envelopes, lanes, procs, retention
+from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._runs import envelopes, lanes, ledger, procs, retention
 from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.budget import Budget, BudgetGuard
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.recorder import MAX_EVENTS, EventRecorder
-from acp_bridge._runs.records import Outcome, Run
+from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
-from acp_bridge.errors import BridgeError
+from acp_bridge.config import load_config
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import BridgeError, ErrorCode
 from acp_bridge.events import Event
 
 log = logging.getLogger("acp_bridge.runs")
@@ -55,21 +60,17 @@ MAX_CARRIED = 100
 class _Control:
     """How the running entry is asked to stop, and why it was."""
 
-    def __init__(self, uses_cancel_event: bool) -> None:
+    def __init__(self) -> None:
         self.reason: str | None = None  # "stop" or "budget"
         self.message = ""
         self.cancel = anyio.Event()
         self.scope = anyio.CancelScope()
-        self._uses_cancel_event = uses_cancel_event
 
     def stop(self, reason: str, message: str) -> None:
         if self.reason is None:
             self.reason, self.message = reason, message
-        if self._uses_cancel_event:
-            self.cancel.set()
-            self.scope.deadline = min(self.scope.deadline, anyio.current_time() + HARD_GRACE)
-        else:
-            self.scope.cancel()
+        self.cancel.set()  # the entry winds down gracefully, keeping its partial output
+        self.scope.deadline = min(self.scope.deadline, anyio.current_time() + HARD_GRACE)
 
 
 class Carrier:
@@ -87,6 +88,7 @@ class Carrier:
         self._current = ""
 
     async def carry_all(self, run_id: str) -> None:
+        ledger.install()  # runs the entries open themselves are recorded too
         async with anyio.create_task_group() as tg:
             await tg.start(self._signals)
             self.stopping = self._signalled()
@@ -117,24 +119,14 @@ class Carrier:
         self._current = run_id
         with Bell(self.store, [run_id]) as bell:
             try:
-                envelope, stopped, guard = await self._run(run, bell)
+                result, stopped, guard = await self._run(run, bell)
             except Exception as exc:  # a bug here must still end the run, not lose it
                 log.exception("%s: the supervisor failed", run_id)
                 error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
-                envelope = envelopes.failed(run, error, "internal_error")
+                result = envelopes.failed(run, error, ErrorCode.INTERNAL_ERROR)
                 stopped, guard = False, BudgetGuard(Budget())
         self._current, self._control = "", None
-        meta = envelope.get("meta", {})
-        outcome = Outcome(
-            status=envelopes.run_status(envelope, stopped=stopped),
-            envelope=envelope,
-            summary=str(envelope.get("summary", "")),
-            error_code=envelopes.error_code(envelope),
-            session_id=meta.get("session_id"),
-            transcript=meta.get("transcript"),
-            tokens=guard.tokens,
-            cost=guard.cost,
-        )
+        outcome = envelopes.outcome(result, stopped=stopped, tokens=guard.tokens, cost=guard.cost)
         written, adopted = lanes.finish(
             self.store, run_id, outcome, self.me, adopt_env=self.env_key if adopt else None
         )
@@ -143,9 +135,8 @@ class Carrier:
         ring(self.store, [run_id, *([adopted] if adopted else []), *lanes.heads(self.store)])
         return adopted
 
-    async def _run(self, run: Run, bell: Bell) -> tuple[dict[str, Any], bool, BudgetGuard]:
-        """Run ``run``'s entry; its envelope (as JSON data), whether it was asked to stop,
-        and its usage."""
+    async def _run(self, run: RunRecord, bell: Bell) -> tuple[SubtaskResult, bool, BudgetGuard]:
+        """Run ``run``'s entry; its envelope, whether it was asked to stop, and its usage."""
         group_max = self.store.group_budget(run.group) if run.group else (None, None)
         guard = BudgetGuard(
             Budget(run.max_tokens, run.max_cost),
@@ -154,11 +145,12 @@ class Carrier:
             spent_by_others=lambda: self.store.group_spent(run.group or "", besides=run.id),
         )
         if run.stop_requested is not None or self.stopping:
-            return envelopes.failed(run, "stopped before it started", "cancelled"), True, guard
+            stopped = envelopes.failed(run, "stopped before it started", ErrorCode.CANCELLED)
+            return stopped, True, guard
         if reason := guard.spent_before_start():
-            return envelopes.failed(run, reason, envelopes.BUDGET), False, guard
+            return envelopes.failed(run, reason, ErrorCode.BUDGET), False, guard
 
-        control = self._control = _Control(uses_cancel_event=run.entry == "acp_spawn")
+        control = self._control = _Control()
         max_events = int(self.store.setting("max_events") or MAX_EVENTS)
         recorder = EventRecorder(
             self.store, run.id, already=run.events_count, max_events=max_events, bell_name=bell.name
@@ -167,9 +159,7 @@ class Carrier:
                       "supervisor_pid": self.me.pid})  # fmt: skip
 
         def on_event(event: Event) -> None:
-            data = event.to_dict()
-            data["task_id"] = run.id  # the entry numbers its own runs; the store uses ours
-            recorder.add(data)
+            recorder.add(event.to_dict())
             if event.kind == "status" and event.data.get("session_id"):
                 recorder.note(session_id=str(event.data["session_id"]))
             elif event.kind == "usage":
@@ -178,7 +168,7 @@ class Carrier:
                 if reason:
                     control.stop("budget", reason)
 
-        result: dict[str, Any] | None = None
+        result: SubtaskResult | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(recorder.run)
             tg.start_soon(self._watch_stop, run.id, bell, control)
@@ -188,37 +178,35 @@ class Carrier:
             tg.cancel_scope.cancel()
         recorder.flush()  # every event is in the store before the envelope is
 
-        if result is None:  # the call was cut off: stopped, or over budget
-            code = envelopes.BUDGET if control.reason == "budget" else envelopes.CANCELLED
+        if result is None:  # cut off after HARD_GRACE: stopped, or over budget
+            code = ErrorCode.BUDGET if control.reason == "budget" else ErrorCode.CANCELLED
             result = envelopes.failed(run, control.message or "stopped", code)
-        result["task_id"] = run.id
         if control.reason == "budget":
             result = envelopes.over_budget(result, control.message)
-        elif (reason := guard.observe(result.get("meta", {}).get("usage") or {})) and result.get(
-            "status"
-        ) == "done":  # the agent reported its usage only as the turn ended: too late to cancel
+        elif (reason := guard.observe(result.meta.usage or {})) and result.status == "done":
+            # The agent reported its usage only as the turn ended: too late to cancel.
             result = envelopes.over_budget(result, f"{reason} (reported as the turn ended)")
         return result, control.reason == "stop", guard
 
     async def _call(
-        self, run: Run, on_event: Callable[[Event], None], control: _Control
-    ) -> dict[str, Any]:
-        """The entry's envelope as JSON data (entries never raise; config loading may)."""
-        spec = run.spec or {}
-        kwargs: dict[str, Any] = dict(spec.get("kwargs", {}))
+        self, run: RunRecord, on_event: Callable[[Event], None], control: _Control
+    ) -> SubtaskResult:
+        """The entry's envelope (entries never raise; reading the request or config may)."""
         with contextlib.suppress(OSError):  # relative paths as the caller meant them
             os.chdir(run.caller_cwd)
         try:
-            config = acp_bridge.load_config(
+            request = EntryRequest.model_validate({**(run.request or {}), "task_id": run.id})
+        except pydantic.ValidationError as exc:
+            error = f"the run's stored request is not valid: {exc}"
+            return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
+        try:
+            config = load_config(
                 Path(run.config_path) if run.config_path else None, cwd=Path(run.caller_cwd)
             )
         except BridgeError as exc:
-            return envelopes.failed(run, str(exc), exc.code.value)
-        entry: Callable[..., Awaitable[Any]] = getattr(acp_bridge, run.entry)
-        if run.entry == "acp_spawn":
-            kwargs["cancel"] = control.cancel
-        result = await entry(*spec.get("args", []), on_event=on_event, config=config, **kwargs)
-        return dict(result.to_dict())
+            return envelopes.failed(run, str(exc), exc.code)
+        with ledger.carrying(run.id):
+            return await run_entry(request, config=config, on_event=on_event, cancel=control.cancel)
 
     async def _watch_stop(self, run_id: str, bell: Bell, control: _Control) -> None:
         while not self.store.stop_requested(run_id):

@@ -1,99 +1,104 @@
-"""Envelopes the run layer writes itself, as JSON data.
+"""Envelopes the run layer writes itself, and how an envelope maps to a run's status.
 
 Most envelopes come from the entry a supervisor ran. These are for runs the entry never
 finished: lost (the supervisor died), stopped while queued, refused by a group budget before
-starting, or over budget after the fact. They follow the SubtaskResult contract (DESIGN §2):
-the seven stable keys, ``meta`` with ``entry``, ``agent`` and ``error_code``, and for ``bash``
-the ``subtask.bash.result.v1`` output (exit code -1: no exit status is known).
+starting, or over budget after the fact. They are real
+:class:`~acp_bridge.envelope.SubtaskResult` envelopes, built by the envelope module's own
+``failed`` (DESIGN §2): ``meta`` with ``entry``, ``agent`` and ``error_code``, and for
+``bash`` the ``subtask.bash.result.v1`` output (exit code -1: no exit status is known).
 
-Plain dicts rather than :class:`~acp_bridge.envelope.SubtaskResult`, on purpose: any reader
-(``ps``, ``wait``) may have to write a ``lost`` envelope, and importing pydantic would triple
-its start-up; and ``meta.error_code`` here can be ``lost`` or ``budget``, which
-:class:`~acp_bridge.errors.ErrorCode` does not list yet, so the model would refuse them.
+Importing this module loads pydantic (~0.1 s): the readers that may have to write such an
+envelope (``ps``, ``wait`` finding a lost run, ``stop`` of a queued run) import it only then.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+from typing import cast
 
-from acp_bridge._runs.records import Run, RunStatus
+from acp_bridge._runs.records import Outcome, RunRecord, RunStatus
+from acp_bridge.envelope import BASH_RESULT_SCHEMA, Entry, Meta, SubtaskResult
+from acp_bridge.envelope import failed as failed_envelope
+from acp_bridge.errors import ErrorCode
 
-LOST = "lost"
-BUDGET = "budget"
-CANCELLED = "cancelled"
-
-SUMMARY_LIMIT = 160  # the envelope contract's summary length (acp_bridge.envelope)
-BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
 UNKNOWN_EXIT = -1
 
 
-def _clip(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def failed(run: Run, error: str, code: str) -> dict[str, Any]:
+def failed(run: RunRecord, error: str, code: ErrorCode) -> SubtaskResult:
     """A failed envelope for ``run`` that its entry never produced."""
-    error = _one_line(error) or f"failed ({code})"
-    meta: dict[str, Any] = {"entry": run.entry, "error_code": code}
-    if run.agent:
-        meta["agent"] = run.agent
-    if run.session_id:
-        meta["session_id"] = run.session_id
-    if run.transcript:
-        meta["transcript"] = run.transcript
-    envelope: dict[str, Any] = {
-        "task_id": run.id,
-        "status": "failed",
-        "summary": _clip(f"failed: {error}"),
-        "output_kind": "text",
-        "output_schema": "",
-        "output": "",
-        "error": error,
-        "meta": meta,
+    meta = Meta(
+        entry=cast(Entry, run.entry),
+        agent=run.agent,
+        session_id=run.session_id,
+        transcript=run.transcript,
+    )
+    if run.entry != "bash":
+        return failed_envelope(error, code, task_id=run.id, meta=meta)
+    output = {
+        "exit_code": UNKNOWN_EXIT,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "stdout": "",
+        "stderr": "",
     }
-    if run.entry == "bash":
-        envelope["output_kind"] = "json"
-        envelope["output_schema"] = BASH_RESULT_SCHEMA
-        envelope["output"] = {
-            "exit_code": UNKNOWN_EXIT,
-            "stdout_truncated": False,
-            "stderr_truncated": False,
-            "stdout": "",
-            "stderr": "",
-        }
-    return envelope
+    return failed_envelope(
+        error,
+        code,
+        task_id=run.id,
+        meta=meta,
+        output=output,
+        output_kind="json",
+        output_schema=BASH_RESULT_SCHEMA,
+    )
 
 
-def over_budget(envelope: dict[str, Any], error: str) -> dict[str, Any]:
+def over_budget(result: SubtaskResult, error: str) -> SubtaskResult:
     """An entry's envelope turned into a ``budget`` failure; its output (partial or whole)
     is kept, as for any failure."""
-    result = copy.copy(envelope)
-    error = _one_line(error)
-    result["status"] = "failed"
-    result["error"] = error
-    result["summary"] = _clip(f"failed: {error}")
-    result["meta"] = {**envelope.get("meta", {}), "error_code": BUDGET}
-    return result
+    return failed_envelope(
+        error,
+        ErrorCode.BUDGET,
+        task_id=result.task_id,
+        meta=result.meta,
+        output=result.output,
+        output_kind=result.output_kind,
+        output_schema=result.output_schema,
+    )
 
 
-def run_status(envelope: dict[str, Any], *, stopped: bool) -> RunStatus:
+def run_status(result: SubtaskResult, *, stopped: bool) -> RunStatus:
     """The run's status for the envelope it ended with: ``cancelled`` only when someone asked
     the run to stop and it ended cancelled (an agent may cancel a turn on its own)."""
-    if envelope.get("status") == "done":
+    if result.status == "done":
         return "done"
-    code = envelope.get("meta", {}).get("error_code")
-    if code == LOST:
+    code = result.meta.error_code
+    if code == ErrorCode.LOST:
         return "lost"
-    if code == CANCELLED and stopped:
+    if code == ErrorCode.CANCELLED and stopped:
         return "cancelled"
     return "failed"
 
 
-def error_code(envelope: dict[str, Any]) -> str | None:
-    code = envelope.get("meta", {}).get("error_code")
-    return None if code is None else str(code)
+def outcome(
+    result: SubtaskResult,
+    *,
+    stopped: bool = False,
+    tokens: int | None = None,
+    cost: float | None = None,
+) -> Outcome:
+    """How a run ended, for the store: its status, and the envelope as JSON data."""
+    meta = result.meta
+    return Outcome(
+        status=run_status(result, stopped=stopped),
+        envelope=result.to_dict(),
+        summary=result.summary,
+        error_code=None if meta.error_code is None else meta.error_code.value,
+        session_id=meta.session_id,
+        transcript=meta.transcript,
+        tokens=tokens,
+        cost=cost,
+    )
+
+
+def ended(run: RunRecord, error: str, code: ErrorCode, *, stopped: bool = False) -> Outcome:
+    """The outcome of a run that ends without its entry: :func:`failed`, as stored."""
+    return outcome(failed(run, error, code), stopped=stopped)

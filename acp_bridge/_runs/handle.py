@@ -1,144 +1,56 @@
-"""Detached runs from Python: start one, then wait for it, stop it, follow its events, from
-this process or any other (a handle is just a run id and a store)::
+"""Runs from Python, from this process or any other: a :class:`RunHandle` is just a run id
+and a store. Every async method has a ``_sync`` twin that needs no event loop::
 
-    handle = await start("acp_spawn", "demo", "Reply with exactly OK")
-    run = await handle.wait(timeout=60)
-    run.status, run.envelope          # "done", the SubtaskResult envelope as JSON data
+    handle = open_run("sub_7f3a9c1e2b4d")
+    result = handle.wait_sync(timeout=60)   # the SubtaskResult, or None if still running
+    for item in handle.events_sync(follow=True):
+        print(item.seq, item.event.kind)
 
-``start`` takes the entry's own positional and keyword arguments (JSON values only: they
-cross to the supervisor through the store) and :class:`RunOptions` for the run itself. Every
-async method has a ``_sync`` twin that needs no event loop. Nothing here imports pydantic, so
-a ``wait`` or ``ps`` process starts in tens of milliseconds.
+Reading runs is light on purpose (``acp-bridge wait`` and ``ps`` start in tens of
+milliseconds): this module imports neither pydantic nor the entry code, until an envelope
+is turned into a :class:`~acp_bridge.SubtaskResult` or a lost run's envelope is written.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, NamedTuple, overload
 
-from acp_bridge._runs import envelopes, lanes, liveness
+from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.bell import ring
-from acp_bridge._runs.budget import Budget
-from acp_bridge._runs.launch import env_key, launch
-from acp_bridge._runs.records import NewRun, Outcome, Run, RunStatus
+from acp_bridge._runs.records import RunRecord, RunStatus
 from acp_bridge._runs.store import Store, open_store
 from acp_bridge._runs.watch import Watch, get_checked
-from acp_bridge.errors import ConfigError
+from acp_bridge.events import Event
 
-Entry = Literal["acp_spawn", "bash", "spawn"]
-_ARITY: dict[str, int] = {"acp_spawn": 2, "bash": 1, "spawn": 2}
-_LOCAL_ONLY = ("on_event", "cancel", "config", "registry", "permission_hook")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a detached run is queued and limited (the entry's own options go to :func:`start`)."""
-
-    lane: str | None = None
-    """Default: ``agent:NAME`` for acp_spawn, else ``entry:ENTRY``."""
-    max_concurrent: int | None = None
-    """This lane's limit (a profile's ``max_concurrent``); stored, applies to later runs too."""
-    global_max_concurrent: int | None = None
-    """The limit over all lanes (``runs.max_concurrent``); stored likewise."""
-    budget: Budget = field(default_factory=Budget)
-    group: str | None = None
-    group_budget: Budget | None = None
-    """The group's shared total; stored for the group (None: keep what is stored)."""
-    config_path: str | Path | None = None
-    """The config file (default: the usual search from the caller's directory)."""
-    store: str | Path | None = None
-    """The run store (default: ``$ACP_BRIDGE_RUNS_DB`` or the state directory)."""
-
-    def __post_init__(self) -> None:
-        for name in ("max_concurrent", "global_max_concurrent"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
-        if self.lane == lanes.GLOBAL:
-            raise ConfigError(f"{lanes.GLOBAL!r} is not a lane name (it means all lanes)")
+if TYPE_CHECKING:
+    from acp_bridge.envelope import SubtaskResult
 
 
-def start_sync(
-    entry: Entry, *args: Any, options: RunOptions | None = None, **kwargs: Any
-) -> RunHandle:
-    """Queue a run of ``entry(*args, **kwargs)`` and start its detached supervisor; returns
-    at once (the run is ``queued``). Raises :class:`ConfigError` for arguments that cannot
-    cross to another process and :class:`~acp_bridge.errors.SpawnError` if the supervisor
-    cannot start."""
-    options = options or RunOptions()
-    if entry not in _ARITY:
-        raise ConfigError(f"unknown entry {entry!r}; allowed: {', '.join(sorted(_ARITY))}")
-    if len(args) != _ARITY[entry]:
-        raise ConfigError(f"{entry} takes {_ARITY[entry]} positional arguments, got {len(args)}")
-    if local := [name for name in _LOCAL_ONLY if name in kwargs]:
-        raise ConfigError(
-            f"{', '.join(local)}: cannot cross to a detached run (read its events with "
-            "RunHandle.events(), stop it with RunHandle.stop(), name its config with "
-            "RunOptions.config_path)"
-        )
-    caller_cwd = str(Path.cwd())
-    # Absolute now: the supervisor may carry runs from other directories too.
-    kwargs["cwd"] = os.path.normpath(os.path.join(caller_cwd, str(kwargs.get("cwd") or ".")))  # noqa: PTH118
-    spec = {"args": list(args), "kwargs": kwargs}
-    try:
-        json.dumps(spec)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"arguments of a detached run must be JSON values: {exc}") from exc
-    agent = str(args[0]) if entry == "acp_spawn" else None
-    lane = options.lane or lanes.lane_for(entry, agent)
-    limits = {}
-    if options.max_concurrent is not None:
-        limits[lane] = options.max_concurrent
-    if options.global_max_concurrent is not None:
-        limits[lanes.GLOBAL] = options.global_max_concurrent
-    group_budget = None
-    if options.group is not None and options.group_budget is not None:
-        group_budget = (options.group_budget.max_tokens, options.group_budget.max_cost)
-    config_path = options.config_path
-    store = open_store(options.store)
-    run = NewRun(
-        id=f"sub_{os.urandom(6).hex()}",  # the envelope's task_id format
-        entry=entry,
-        agent=agent,
-        task=str(args[1] if entry == "acp_spawn" else args[0]),
-        cwd=str(kwargs["cwd"]),
-        caller_cwd=caller_cwd,
-        spec=spec,
-        config_path=None if config_path is None else str(Path(caller_cwd, config_path)),
-        lane=lane,
-        group=options.group,
-        env_key=env_key(),
-        max_tokens=options.budget.max_tokens,
-        max_cost=options.budget.max_cost,
-    )
-    supervisor = launch(store.path, run.id, store.logs_dir / f"{run.id}.log")
-    store.create(run, supervisor, limits=limits, group_budget=group_budget)
-    return RunHandle(run.id, store.path)
+class RunEvent(NamedTuple):
+    """One live event of a run, as recorded: ``seq`` counts from 1 in the order they came."""
 
-
-async def start(
-    entry: Entry, *args: Any, options: RunOptions | None = None, **kwargs: Any
-) -> RunHandle:
-    """:func:`start_sync` off the event loop (it waits a few ms for a shell to fork)."""
-    import anyio
-
-    def call() -> RunHandle:
-        return start_sync(entry, *args, options=options, **kwargs)
-
-    return await anyio.to_thread.run_sync(call)
+    seq: int
+    event: Event
 
 
 def _deadline(timeout: float | None) -> float:
     return float("inf") if timeout is None else time.monotonic() + timeout
 
 
+def _result(run: RunRecord) -> SubtaskResult | None:
+    if run.envelope is None:
+        return None
+    from acp_bridge.envelope import SubtaskResult
+
+    return SubtaskResult.model_validate(run.envelope)
+
+
 class RunHandle:
-    """A detached run, by id. Cheap to make; every property reads the store afresh."""
+    """A run, by id. Cheap to make; everything it tells is read from the store afresh."""
 
     def __init__(self, run_id: str, store: str | Path | None = None) -> None:
         self.id = run_id
@@ -151,75 +63,88 @@ class RunHandle:
     def _store(self) -> Store:
         return open_store(self.store_path)
 
-    def run(self) -> Run:
-        """The run now, with its envelope once it ended (a lost run is found lost here)."""
+    def record(self) -> RunRecord:
+        """The run as stored now, envelope included once it ended (a run whose supervisor
+        died is found ``lost`` here)."""
         return get_checked(self._store, self.id)
 
     @property
     def status(self) -> RunStatus:
-        return self.run().status
+        return self.record().status
 
-    async def wait(self, timeout: float | None = None) -> Run:
-        """The run once it ended, or as it is when ``timeout`` seconds passed (check
-        ``run.finished``)."""
-        return (await wait_all([self.id], timeout=timeout, store=self.store_path))[0]
+    @overload
+    async def wait(self, timeout: None = None) -> SubtaskResult: ...
+    @overload
+    async def wait(self, timeout: float) -> SubtaskResult | None: ...
 
-    def wait_sync(self, timeout: float | None = None) -> Run:
-        return wait_all_sync([self.id], timeout=timeout, store=self.store_path)[0]
+    async def wait(self, timeout: float | None = None) -> SubtaskResult | None:
+        """The run's envelope once it ended; None if ``timeout`` seconds passed first."""
+        return _result((await wait_all([self.id], timeout=timeout, store=self.store_path))[0])
 
-    async def stop(self) -> Run:
-        """Ask the run to stop (graceful cancel, envelope ``cancelled``); does not wait."""
-        return stop_run(self.id, store=self.store_path)
+    @overload
+    def wait_sync(self, timeout: None = None) -> SubtaskResult: ...
+    @overload
+    def wait_sync(self, timeout: float) -> SubtaskResult | None: ...
 
-    def stop_sync(self) -> Run:
-        return stop_run(self.id, store=self.store_path)
+    def wait_sync(self, timeout: float | None = None) -> SubtaskResult | None:
+        return _result(wait_all_sync([self.id], timeout=timeout, store=self.store_path)[0])
 
-    async def events(
-        self, *, follow: bool = False, after: int = 0
-    ) -> AsyncIterator[dict[str, Any]]:
-        """The run's events from the start (or after event number ``after``); with
-        ``follow``, then live ones until the run ends. Each has ``seq``, its number."""
+    async def stop(self) -> RunStatus:
+        """Ask the run to stop: graceful cancel, envelope ``cancelled`` with its partial
+        output. Does not wait; the status right after asking."""
+        return stop_run(self.id, store=self.store_path).status
+
+    def stop_sync(self) -> RunStatus:
+        return stop_run(self.id, store=self.store_path).status
+
+    async def events(self, *, follow: bool = False, after: int = 0) -> AsyncIterator[RunEvent]:
+        """The run's events from the start (or after number ``after``); with ``follow``, then
+        live ones as they are recorded, until the run ends. Foreground runs record none."""
         store = self._store
         if not follow:
-            for item in _replay(store, self.id, after):
+            for item in replay(store, self.id, after):
                 yield item
             return
         with Watch(store, [self.id]) as watch:
             while True:
                 finished = watch.look()[0].finished  # before reading: no event can slip by
-                for item in _replay(store, self.id, after):
-                    after = item["seq"]
+                for item in replay(store, self.id, after):
+                    after = item.seq
                     yield item
                 if finished:
                     return
                 await watch.wait(float("inf"))
 
-    def events_sync(self, *, follow: bool = False, after: int = 0) -> Iterator[dict[str, Any]]:
+    def events_sync(self, *, follow: bool = False, after: int = 0) -> Iterator[RunEvent]:
         store = self._store
         if not follow:
-            yield from _replay(store, self.id, after)
+            yield from replay(store, self.id, after)
             return
         with Watch(store, [self.id]) as watch:
             while True:
                 finished = watch.look()[0].finished
-                for item in _replay(store, self.id, after):
-                    after = item["seq"]
+                for item in replay(store, self.id, after):
+                    after = item.seq
                     yield item
                 if finished:
                     return
                 watch.wait_sync(float("inf"))
 
 
-def _replay(store: Store, run_id: str, after: int) -> Iterator[dict[str, Any]]:
+def replay(store: Store, run_id: str, after: int = 0) -> Iterator[RunEvent]:
+    """The recorded events of ``run_id`` numbered above ``after``, in order."""
     while batch := store.events(run_id, after):
         for seq, text in batch:
             after = seq
-            yield {"seq": seq, **json.loads(text)}
+            data = json.loads(text)
+            kind, task_id = data.pop("kind", "warning"), data.pop("task_id", run_id)
+            elapsed = float(data.pop("elapsed", 0.0))
+            yield RunEvent(seq, Event(kind, task_id, elapsed, data))
 
 
 async def wait_all(
     run_ids: Sequence[str], *, timeout: float | None = None, store: str | Path | None = None
-) -> list[Run]:
+) -> list[RunRecord]:
     """Every run once ended, or as they are after ``timeout`` seconds."""
     deadline = _deadline(timeout)
     with Watch(open_store(store), run_ids) as watch:
@@ -233,7 +158,7 @@ async def wait_all(
 
 def wait_all_sync(
     run_ids: Sequence[str], *, timeout: float | None = None, store: str | Path | None = None
-) -> list[Run]:
+) -> list[RunRecord]:
     deadline = _deadline(timeout)
     with Watch(open_store(store), run_ids) as watch:
         while True:
@@ -244,14 +169,25 @@ def wait_all_sync(
             watch.wait_sync(remaining)
 
 
-def stop_run(run_id: str, *, store: str | Path | None = None) -> Run:
+def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     """Stop a run: a queued one ends ``cancelled`` here and now; a running one is asked to
-    (its supervisor cancels the turn gracefully). Returns the run as it is now."""
+    (its supervisor cancels the entry gracefully). A foreground run cannot be stopped from
+    here (its caller carries it: ``ConfigError``). Returns the run as it is now."""
     db = open_store(store)
     run = get_checked(db, run_id)
+    if not run.finished and not run.detached:
+        from acp_bridge.errors import ConfigError
+
+        pid = run.supervisor.pid if run.supervisor else "?"
+        raise ConfigError(
+            f"run {run_id} is a foreground run of process {pid}: stop it there (Ctrl-C); "
+            "only detached runs can be stopped from elsewhere"
+        )
     if run.status == "queued":
-        envelope = envelopes.failed(run, "stopped before it started", envelopes.CANCELLED)
-        outcome = Outcome("cancelled", envelope, envelope["summary"], envelopes.CANCELLED)
+        from acp_bridge._runs.envelopes import ended
+        from acp_bridge.errors import ErrorCode
+
+        outcome = ended(run, "stopped before it started", ErrorCode.CANCELLED, stopped=True)
         with db.write() as conn:
             written = db.finish(conn, run_id, outcome, only_queued=True)
         if written:
@@ -265,14 +201,14 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> Run:
 
 
 def open_run(run_id: str, *, store: str | Path | None = None) -> RunHandle:
-    """A handle to an existing run; :class:`~acp_bridge._runs.watch.UnknownRunError` if none."""
+    """A handle to an existing run; :class:`~acp_bridge.ConfigError` if there is none."""
     get_checked(open_store(store), run_id)
     return RunHandle(run_id, store)
 
 
 def list_runs(
     *, store: str | Path | None = None, include_ended: bool = True, limit: int | None = None
-) -> list[Run]:
+) -> list[RunRecord]:
     """Runs, newest first, lost ones found and marked first (``ps``)."""
     db = open_store(store)
     liveness.reap(db)

@@ -8,7 +8,11 @@ A run's lane is its agent profile for ``acp_spawn`` (``agent:NAME``), else its e
 The rule, decided inside one ``BEGIN IMMEDIATE`` transaction so that every process agrees:
 a queued run may start when no older queued run of its lane is waiting (FIFO), its lane runs
 fewer than its limit, and fewer than the global limit run in all, with older lane heads served
-first. Lanes without a limit, when there is no global limit either, start at once.
+first. Lanes without a limit, when there is no global limit either, start at once. Only
+detached runs take part: a foreground call (its caller waits for the envelope) starts at
+once and is not counted, so a host's own concurrent calls never queue behind a lane. A run
+whose agent is held for a follow-up keeps its slot, and its queued follow-ups wait for the
+holder (:mod:`.turns`).
 
 Waiting for a slot: a queued run's supervisor waits on its doorbell (:mod:`.bell`). Whoever
 ends, claims or dequeues a run rings the bells of the runs that may start now (:func:`heads`).
@@ -31,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import LIST_COLUMNS, Outcome, Run, row_to_run
+from acp_bridge._runs.records import LIST_COLUMNS, Outcome, RunRecord, row_to_run
 from acp_bridge._runs.store import Store
 
 GLOBAL = "*"
@@ -43,8 +47,8 @@ def lane_for(entry: str, agent: str | None) -> str:
 
 
 def admissible(
-    queued: Sequence[Run], running: Mapping[str, int], limits: Mapping[str, int]
-) -> list[Run]:
+    queued: Sequence[RunRecord], running: Mapping[str, int], limits: Mapping[str, int]
+) -> list[RunRecord]:
     """The queued runs (oldest first) that may start now, given how many run per lane."""
     total_limit = limits.get(GLOBAL)
     total = sum(running.values())
@@ -69,19 +73,26 @@ def admissible(
     return chosen
 
 
-def _admissible_now(db: sqlite3.Connection) -> list[Run]:
-    queued: list[Run] = []
+def _admissible_now(db: sqlite3.Connection) -> list[RunRecord]:
+    queued: list[RunRecord] = []
     running: dict[str, int] = {}
+    held: set[str] = set()
     for row in db.execute(
-        f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running') ORDER BY seq"
+        f"SELECT {LIST_COLUMNS} FROM runs WHERE (status IN ('queued', 'running')"
+        " AND detached = 1) OR held_until > ? ORDER BY seq",
+        (time.time(),),
     ):
         run = row_to_run(row)
         if run.status == "queued":
             queued.append(run)
-        else:
+        else:  # running, or ended with its agent held for a follow-up: it has a slot
             running[run.lane] = running.get(run.lane, 0) + 1
+            if run.status != "running":
+                held.add(run.id)
+    # A follow-up of a held run is its holder's to take (see turns.py), not a new start.
+    waiting = [run for run in queued if run.follows not in held]
     limits = dict(db.execute("SELECT lane, max_concurrent FROM limits"))
-    return admissible(queued, running, limits)
+    return admissible(waiting, running, limits)
 
 
 def heads(store: Store) -> list[str]:

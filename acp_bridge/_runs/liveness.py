@@ -19,39 +19,47 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from acp_bridge._runs import envelopes, procs
+from acp_bridge._runs import procs
 from acp_bridge._runs.bell import ring
 from acp_bridge._runs.lanes import heads
-from acp_bridge._runs.records import Outcome, Run
+from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
+from acp_bridge._runs.turns import release_dead_holders
 
 
-def check(store: Store, run: Run) -> Run:
+def check(store: Store, run: RunRecord) -> RunRecord:
     """``run`` as it really is: an active run whose supervisor is gone comes back lost."""
     if run.finished or run.supervisor is None or procs.alive(run.supervisor):
         return run
     return mark_lost(store, run)
 
 
-def reap(store: Store, runs: Iterable[Run] | None = None) -> list[Run]:
-    """:func:`check` every active run (or the given ones); the runs found lost."""
+def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
+    """:func:`check` every active run (or the given ones); the runs found lost. Holds of
+    dead supervisors are released too (see :mod:`.turns`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
+    if runs is None and release_dead_holders(store):
+        ring(store, heads(store))  # their slots, and follow-ups reserved for them, are free
     return found
 
 
-def mark_lost(store: Store, run: Run) -> Run:
+def mark_lost(store: Store, run: RunRecord) -> RunRecord:
     """End ``run`` as lost, if it is still carried by the supervisor recorded in ``run``."""
+    # Imported here: it loads pydantic, which a reader pays only when it finds a lost run.
+    from acp_bridge._runs.envelopes import ended
+    from acp_bridge.errors import ErrorCode
+
     assert run.supervisor is not None
+    carrier = "supervisor" if run.detached else "caller (a foreground run)"
     error = (
-        f"the run was lost: its supervisor (pid {run.supervisor.pid}) ended without "
+        f"the run was lost: its {carrier}, pid {run.supervisor.pid}, ended without "
         "recording a result (killed, crashed, or the host restarted)"
     )
-    envelope = envelopes.failed(run, error, envelopes.LOST)
-    outcome = Outcome("lost", envelope, envelope["summary"], envelopes.LOST)
+    outcome = ended(run, error, ErrorCode.LOST)
     with store.write() as db:
         changed = store.finish(db, run.id, outcome, supervisor=run.supervisor)
     if changed:

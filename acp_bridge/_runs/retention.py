@@ -1,8 +1,9 @@
 """Pruning the run store: by age and by count, never an active run.
 
 The retention setting lives in the store (``settings``: ``retention_days``, default 30, and
-``retention_keep``, default unlimited) so every process prunes alike; supervisors prune by it
-at most once an hour as they exit (``prune`` on the command line does it on demand). Deleting
+``retention_keep``, default unlimited; the config's ``runs.retention``) so every process
+prunes alike; supervisors and foreground runs prune by it at most once an hour (``acp-bridge
+prune`` does it on demand). Deleting
 is chunked into short transactions: a store with long event logs must not hold the write lock
 for seconds while fifty supervisors wait to write.
 """
@@ -11,42 +12,23 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 
 from acp_bridge._runs.store import Store
-from acp_bridge.errors import ConfigError
 
 DEFAULT_DAYS = 30.0
 AUTO_PRUNE_EVERY = 3600.0
 _CHUNK = 100
 
 
-@dataclass(frozen=True)
-class Retention:
-    """How long ended runs are kept: ``days`` after they ended, and at most ``keep`` of them
-    (newest first). None: no limit of that kind."""
-
-    days: float | None = DEFAULT_DAYS
-    keep: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.days is not None and not self.days > 0:
-            raise ConfigError(f"retention days must be positive, got {self.days!r}")
-        if self.keep is not None and self.keep < 0:
-            raise ConfigError(f"retention keep must be zero or more, got {self.keep!r}")
-
-
-def retention(store: Store) -> Retention:
+def retention(store: Store) -> tuple[float | None, int | None]:
+    """The store's retention setting: days after ending, and how many ended runs are kept
+    (None: no limit of that kind). Written from the config's ``runs.retention`` by every
+    start (see :mod:`.policy`)."""
     days, keep = store.setting("retention_days"), store.setting("retention_keep")
-    return Retention(
-        days=DEFAULT_DAYS if days is None else (None if days == "none" else float(days)),
-        keep=None if keep in (None, "none") else int(keep),
+    return (
+        DEFAULT_DAYS if days is None else (None if days == "none" else float(days)),
+        None if keep in (None, "none") else int(keep),
     )
-
-
-def set_retention(store: Store, value: Retention) -> None:
-    store.set_setting("retention_days", "none" if value.days is None else repr(value.days))
-    store.set_setting("retention_keep", "none" if value.keep is None else str(value.keep))
 
 
 def prune(
@@ -59,8 +41,7 @@ def prune(
     """Delete ended runs that ended over ``older_than_days`` ago or are beyond the newest
     ``keep``, with their events; both None: the store's retention setting. Returns their ids."""
     if older_than_days is None and keep is None:
-        setting = retention(store)
-        older_than_days, keep = setting.days, setting.keep
+        older_than_days, keep = retention(store)
     now = time.time() if now is None else now
     ended = "status IN ('done', 'failed', 'cancelled', 'lost')"
     doomed: set[str] = set()

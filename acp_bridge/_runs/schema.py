@@ -92,7 +92,28 @@ CREATE TABLE settings (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# v2: every run of every entry is recorded. A foreground run (a caller waiting for its
+# envelope) records itself as running, carried by the caller's own process; it never waits
+# in a lane, and lanes do not count it. ``spec`` now holds the EntryRequest (JSON) that the
+# supervisor runs; a run queued under v1 fails with config_error when it starts.
+_V2 = """
+ALTER TABLE runs ADD COLUMN detached INTEGER NOT NULL DEFAULT 1;
+"""
+
+# v3: follow-up turns (see turns.py). A run may continue another run's ACP session
+# (``follows``: `acp-bridge send`), belong to a named session (``run --session NAME``), and
+# keep its agent alive after its turn for the next one (``held_until``: its supervisor holds
+# the agent process, and the lane slot, until then).
+_V3 = """
+ALTER TABLE runs ADD COLUMN follows TEXT;
+ALTER TABLE runs ADD COLUMN session_name TEXT;
+ALTER TABLE runs ADD COLUMN held_until REAL;
+CREATE INDEX runs_follows ON runs (follows) WHERE follows IS NOT NULL;
+CREATE INDEX runs_session ON runs (session_name, seq) WHERE session_name IS NOT NULL;
+CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 VERSION = len(MIGRATIONS)
 
 

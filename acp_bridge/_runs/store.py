@@ -1,8 +1,10 @@
 """The run store: every run of every entry, in one SQLite database shared by many processes.
 
-Where: ``$ACP_BRIDGE_RUNS_DB``, else ``$XDG_STATE_HOME/acp-bridge/runs.db``, else
-``~/.local/state/acp-bridge/runs.db`` (the folder 0700, the file 0600: tasks, outputs and
-transcript paths are private).
+Where (``_os/locations.py``): ``$ACP_BRIDGE_RUNS_DB``, else
+``$XDG_STATE_HOME/acp-bridge/runs.db``, else ``~/.local/state/acp-bridge/runs.db`` (the
+folder 0700, the file 0600: tasks, outputs and transcript paths are private). The sandbox
+hides these files from agents, and the change measurement never reads them: a process that
+holds the store open loses SQLite's locks when it closes any other descriptor of them.
 
 How it stays safe with many processes at once:
 - WAL journal: readers never block the writer nor each other (``ps`` while 50 supervisors
@@ -16,7 +18,8 @@ How it stays safe with many processes at once:
   run ended without its envelope; doorbells are rung only after that commit.
 
 Methods here are synchronous: each is a local SQLite call of well under a millisecond
-(measured in ``benchmarks/runs.py``), cheaper than a thread hop.
+(measured in ``benchmarks/runs.py``), cheaper than a thread hop. They raise
+:class:`~acp_bridge.errors.RunStoreError` (see :mod:`.dbapi`), never ``sqlite3.Error``.
 """
 
 from __future__ import annotations
@@ -31,44 +34,48 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os.locations import RUN_LOGS, run_store_path
+from acp_bridge._runs.dbapi import connect, store_error
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import (
     FULL_COLUMNS,
     LIST_COLUMNS,
     NewRun,
     Outcome,
-    Run,
+    RunRecord,
     row_to_run,
 )
 from acp_bridge._runs.schema import migrate
 
-DB_ENV = "ACP_BRIDGE_RUNS_DB"
 BUSY_TIMEOUT = 10.0
 """Seconds a writer waits for the write lock (transactions are short; this is contention)."""
 
 
 def default_path(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    if explicit := environ.get(DB_ENV):
-        return Path(explicit)
-    base = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "acp-bridge" / "runs.db"
+    return run_store_path(environ)
 
 
 class Store:
-    """One connection to the run store (use it from the thread that opened it)."""
+    """One connection to the run store (use it from the thread that opened it, unless
+    ``any_thread``: then from any thread, one at a time)."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, any_thread: bool = False) -> None:
         # Absolute: a supervisor changes directory to each run's caller's.
         self.path = (Path(path) if path is not None else default_path()).absolute()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():  # private from the first byte (SQLite would use 0644)
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        migrate(self.db, str(self.path))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():  # private from the first byte (SQLite would use 0644)
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        except OSError as exc:
+            raise store_error(self.path, exc) from exc
+        self.db = connect(self.path, timeout=BUSY_TIMEOUT, any_thread=any_thread)
+        try:
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            migrate(self.db, str(self.path))
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -76,7 +83,7 @@ class Store:
     @property
     def logs_dir(self) -> Path:
         """Where supervisors write what they print (normally nothing)."""
-        return self.path.parent / "run-logs"
+        return self.path.parent / RUN_LOGS
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -96,42 +103,51 @@ class Store:
         run: NewRun,
         supervisor: Identity,
         *,
+        detached: bool = True,
         limits: Mapping[str, int | None] | None = None,
         group_budget: tuple[int | None, float | None] | None = None,
+        settings: Mapping[str, str | None] | None = None,
     ) -> None:
-        """Queue a run (its supervisor already started), with the lane limits and group
-        budget its caller configured, in one transaction."""
+        """Record a new run with the lane limits, group budget and settings its caller
+        configured, in one transaction: ``queued`` for its supervisor (already started) when
+        ``detached``, else ``running`` in the caller's own process (``supervisor``)."""
+        now = time.time()
         with self.write() as db:
             for lane, max_concurrent in (limits or {}).items():
                 _set_limit(db, lane, max_concurrent)
             if run.group is not None and group_budget is not None:
                 _set_group(db, run.group, *group_budget)
+            for key, value in (settings or {}).items():
+                _set_setting(db, key, value)
             db.execute(
                 "INSERT INTO runs (id, entry, agent, task, cwd, caller_cwd, spec, config_path,"
-                " status, lane, group_name, created_at, supervisor_pid, supervisor_start,"
-                " supervisor_boot, env_key, max_tokens, max_cost)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " status, lane, group_name, created_at, started_at, supervisor_pid,"
+                " supervisor_start, supervisor_boot, env_key, max_tokens, max_cost, detached,"
+                " follows, session_name)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id, run.entry, run.agent, run.task, run.cwd, run.caller_cwd,
-                    json.dumps(run.spec), run.config_path, run.lane, run.group, time.time(),
-                    supervisor.pid, supervisor.start, supervisor.boot, run.env_key,
-                    run.max_tokens, run.max_cost,
+                    json.dumps(run.request), run.config_path,
+                    "queued" if detached else "running", run.lane, run.group, now,
+                    None if detached else now, supervisor.pid, supervisor.start,
+                    supervisor.boot, run.env_key, run.max_tokens, run.max_cost, int(detached),
+                    run.follows, run.session_name,
                 ),
             )  # fmt: skip
 
-    def get(self, run_id: str) -> Run | None:
+    def get(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(f"SELECT {FULL_COLUMNS} FROM runs WHERE id = ?", (run_id,))
         found = row.fetchone()
         return None if found is None else row_to_run(found)
 
-    def runs(self, *, active_only: bool = False, limit: int | None = None) -> list[Run]:
+    def runs(self, *, active_only: bool = False, limit: int | None = None) -> list[RunRecord]:
         """Runs, newest first (without spec and envelope)."""
         where = "WHERE status IN ('queued', 'running')" if active_only else ""
         bound = "" if limit is None else f" LIMIT {int(limit)}"
         query = f"SELECT {LIST_COLUMNS} FROM runs {where} ORDER BY seq DESC{bound}"
         return [row_to_run(row) for row in self.db.execute(query)]
 
-    def active(self) -> list[Run]:
+    def active(self) -> list[RunRecord]:
         """Queued and running runs, oldest first."""
         query = f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running')"
         return [row_to_run(row) for row in self.db.execute(query + " ORDER BY seq")]
@@ -279,12 +295,7 @@ class Store:
 
     def set_setting(self, key: str, value: str | None) -> None:
         with self.write() as db:
-            if value is None:
-                db.execute("DELETE FROM settings WHERE key = ?", (key,))
-            else:
-                db.execute(
-                    "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, value)
-                )
+            _set_setting(db, key, value)
 
 
 def _progress(
@@ -320,6 +331,13 @@ def _set_group(
         "INSERT OR REPLACE INTO groups (name, max_tokens, max_cost) VALUES (?, ?, ?)",
         (name, max_tokens, max_cost),
     )
+
+
+def _set_setting(db: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        db.execute("DELETE FROM settings WHERE key = ?", (key,))
+    else:
+        db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, value))
 
 
 _local = threading.local()

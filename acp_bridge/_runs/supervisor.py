@@ -26,10 +26,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from acp_bridge._runs import envelopes, lanes, liveness, procs
+from acp_bridge._runs import lanes, liveness, procs
 from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import Outcome, Run, RunStatus
+from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _note_signal(signum: int, frame: FrameType | None) -> None:
     _signalled.append(signum)  # picked up by the carrier once its own receiver is in place
 
 
-def _find_run(store: Store, run_id: str) -> Run | None:
+def _find_run(store: Store, run_id: str) -> RunRecord | None:
     deadline = time.monotonic() + ROW_WAIT
     delay = 0.005
     while (run := store.get(run_id)) is None and time.monotonic() < deadline:
@@ -74,7 +74,7 @@ def _find_run(store: Store, run_id: str) -> Run | None:
     return run
 
 
-def _wait_for_slot(store: Store, run: Run, me: Identity) -> lanes.Claim:
+def _wait_for_slot(store: Store, run: RunRecord, me: Identity) -> lanes.Claim:
     """Claim ``run`` once its lane lets it start; ``gone`` if it was stopped or adopted."""
     look = LOOK_FIRST
     with Bell(store, [run.id]) as bell:
@@ -91,17 +91,18 @@ def _wait_for_slot(store: Store, run: Run, me: Identity) -> lanes.Claim:
                 look = min(look * 2, LOOK_MAX)
 
 
-def _end_unstarted(
-    store: Store, run_id: str, me: Identity, why: str, code: str = envelopes.CANCELLED
-) -> None:
-    """Record ``run_id`` (still ours, its entry not carried) as ended: cancelled, or failed
-    with ``code``."""
+def _end_unstarted(store: Store, run_id: str, me: Identity, why: str, stopped: bool) -> None:
+    """Record ``run_id`` (still ours, its entry not carried) as ended: cancelled when
+    ``stopped``, else failed with ``internal_error``."""
+    # Imported here: pydantic, for the envelope; a run that ends so has time for it.
+    from acp_bridge._runs.envelopes import ended
+    from acp_bridge.errors import ErrorCode
+
     run = store.get(run_id)
     if run is None:
         return
-    envelope = envelopes.failed(run, why, code)
-    status: RunStatus = "cancelled" if code == envelopes.CANCELLED else "failed"
-    outcome = Outcome(status, envelope, envelope["summary"], code)
+    code = ErrorCode.CANCELLED if stopped else ErrorCode.INTERNAL_ERROR
+    outcome = ended(run, why, code, stopped=stopped)
     with store.write() as db:
         written = store.finish(db, run_id, outcome, supervisor=me)
     if written:
@@ -131,12 +132,12 @@ def supervise(store: Store, run_id: str) -> int:
 
         anyio.run(Carrier(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
     except _Stopped as stop:
-        _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})")
+        _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})", True)
     except Exception as exc:  # e.g. a broken install: the entry code does not import
         _log().exception("%s: the supervisor failed", run_id)  # the log named in the envelope
         log = store.logs_dir / f"{run_id}.log"
         why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
-        _end_unstarted(store, run_id, me, why, code="internal_error")
+        _end_unstarted(store, run_id, me, why, False)
         return 1
     return 0
 

@@ -17,7 +17,7 @@ from types import TracebackType
 from acp_bridge._runs import liveness, procs
 from acp_bridge._runs.bell import Bell
 from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import Run
+from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
 from acp_bridge.errors import ConfigError
 
@@ -30,7 +30,7 @@ class UnknownRunError(ConfigError):
     """No run with that id in the store."""
 
 
-def get_checked(store: Store, run_id: str) -> Run:
+def get_checked(store: Store, run_id: str) -> RunRecord:
     """The run, with lost-ness settled; :class:`UnknownRunError` if there is none."""
     run = store.get(run_id)
     if run is None:
@@ -47,7 +47,7 @@ class Watch:
         self._pidfds: dict[Identity, int] = {}
         self.bell = Bell(store, self.run_ids)
 
-    def look(self) -> list[Run]:
+    def look(self) -> list[RunRecord]:
         """The runs now (lost ones marked), and pidfds for the supervisors of active ones."""
         runs = [get_checked(self.store, run_id) for run_id in self.run_ids]
         wanted = {run.supervisor for run in runs if not run.finished and run.supervisor}

@@ -2,8 +2,10 @@
 
 Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
 130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
-spawn, ask, tools), ``_profiles``, ``_smoke``, ``_progress`` (live events), ``_output``,
-``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on).
+spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (``--detach``
+and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
+events), ``_output``, ``_signals`` (Ctrl-C and friends, from the first line of :func:`main`
+on).
 
 This module imports nothing heavy at its top: the signal handlers are installed before the
 rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those

@@ -19,13 +19,15 @@ import anyio
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._runs import ledger
+from acp_bridge.cli._detach import run_through_store, wants_run_layer
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Entry, Meta, SubtaskResult, from_error
-from acp_bridge.errors import ConfigError
+from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
+from acp_bridge.errors import ConfigError, ErrorCode
 
 
 def names(raw: str | None) -> list[str] | None:
@@ -43,6 +45,16 @@ def run_request(
 ) -> int:
     """Run ``request`` with the options every entry command shares; print the envelope.
     ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
+    if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
+        # It has its own supervisor and its own Ctrl-C handling (_detach.py): the usual
+        # handlers come back, and a signal that came during start-up means "don't start".
+        interrupts.restore()
+        if interrupts.count:
+            meta = Meta(entry=request.entry, agent=request.agent)
+            envelope = failed("interrupted before the run started", ErrorCode.CANCELLED, meta=meta)
+            return print_envelope(envelope, pretty=args.pretty)
+        return run_through_store(args, request)
+    ledger.install()  # recorded in the run store as a foreground run
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:

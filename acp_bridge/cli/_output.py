@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
+
+if TYPE_CHECKING:  # not at run time: wait, ps and logs must start without pydantic
+    from acp_bridge.envelope import SubtaskResult
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -26,9 +28,13 @@ def err(text: str) -> None:
 def exit_code_for(result: SubtaskResult, *, interrupted: bool = True) -> int:
     """The process exit code for an envelope (DESIGN §7). ``cancelled`` is 130 only when
     this process was interrupted: an agent that cancels its own turn is a failure (1)."""
-    if result.status == "done":
+    return exit_code_of(result.status, result.meta.error_code, interrupted=interrupted)
+
+
+def exit_code_of(status: str, code: str | None, *, interrupted: bool = True) -> int:
+    """The exit code for an envelope's ``status`` and ``meta.error_code`` (as JSON data)."""
+    if status == "done":
         return EXIT_OK
-    code = result.meta.error_code
     if code == ErrorCode.TIMEOUT:
         return EXIT_TIMEOUT
     if code == ErrorCode.CANCELLED:

@@ -1,23 +1,44 @@
 """The argument parser of ``acp-bridge``: every command, its options and its handler.
 
-Numbers are checked here, where the user typed them: ``--timeout nan``, ``inf``, ``-1`` or
-past the longest timeout is a usage error with a clear message, not a crash later. A usage
-error of an entry command (``run``, ``bash``, ``spawn``, ``ask``) still answers with an
-envelope on stdout (``config_error``, exit 2): a caller that parses stdout always gets one.
+Numbers are checked where the user typed them (``_argtypes``); a usage error of an entry
+command still answers with an envelope on stdout (``_usage``).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-import sys
+import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _doctor, _entries, _profiles, _sessions, _smoke
-from acp_bridge.config import MAX_BYTES, MAX_SECONDS
+from acp_bridge.cli import _runs
+from acp_bridge.cli._argtypes import MAX_BYTES, count, key_value, seconds
+from acp_bridge.cli._usage import EntryParser, for_entry
+
+
+class _Handlers:
+    """A command module imported only when one of its handlers runs: building the parser
+    stays cheap, and commands that only read the run store (wait, ps, logs) never load the
+    entry code and pydantic."""
+
+    def __init__(self, module: str) -> None:
+        self._module = f"acp_bridge.cli.{module}"
+
+    def __getattr__(self, name: str) -> Callable[[argparse.Namespace], int]:
+        def handler(args: argparse.Namespace) -> int:
+            func: Callable[[argparse.Namespace], int] = getattr(
+                importlib.import_module(self._module), name
+            )
+            return func(args)
+
+        return handler
+
+
+_doctor, _entries = _Handlers("_doctor"), _Handlers("_entries")
+_profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _Handlers("_smoke")
+_mcp = _Handlers("_mcp")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -25,63 +46,10 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors, for an entry command, come with an envelope."""
-
-    entry: str | None = None
-
-    def error(self, message: str) -> NoReturn:
-        if self.entry is None:
-            super().error(message)
-        from acp_bridge.cli._output import EXIT_USAGE, print_envelope
-        from acp_bridge.envelope import Meta, failed
-        from acp_bridge.errors import ErrorCode
-
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        meta = Meta(entry=self.entry)
-        print_envelope(failed(f"usage: {message}", ErrorCode.CONFIG_ERROR, meta=meta))
-        sys.exit(EXIT_USAGE)
-
-
-def _for_entry(parser: argparse.ArgumentParser, entry: str) -> None:
-    if isinstance(parser, _Parser):
-        parser.entry = entry
-
-
-def seconds(text: str) -> float:
-    """A ``--timeout``: a positive, finite number of seconds, at most MAX_SECONDS."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0 or value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number of seconds, at most {MAX_SECONDS:g}; got {text!r}"
-        )
-    return value
-
-
-def count(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
-    """A whole number from ``low`` to ``high`` (an argparse ``type``)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be {what} from {low} to {high}; got {text!r}")
-        return value
-
-    parse.__name__ = what
-    return parse
-
-
 def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     """The parser; ``entry``: the entry path the command line runs, if any (its usage errors
     then print an envelope too)."""
-    parser = _Parser(
+    parser = EntryParser(
         prog="acp-bridge",
         formatter_class=_Formatter,
         description="Hand a subtask to an isolated worker and get back one normalized result "
@@ -155,8 +123,9 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     )
     _session_options(p)
     _run_options(p, observe_default="default", loop=False)
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_run)
-    _for_entry(p, "acp_spawn")
+    for_entry(p, "acp_spawn")
 
     p = commands.add_parser(
         "sessions",
@@ -223,6 +192,8 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=_doctor.cmd_doctor)
 
+    _add_mcp_command(commands)
+
     p = commands.add_parser(
         "demo-agent",
         help="serve the bundled offline demo ACP agent on stdin/stdout",
@@ -231,14 +202,58 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=_entries.cmd_demo_agent)
     _add_entry_commands(commands)
+    _runs.add_commands(commands)
     return parser
 
 
-def _key_value(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value.strip()
+def _add_mcp_command(commands: Any) -> None:
+    p = commands.add_parser(
+        "mcp",
+        help="serve acp_spawn, spawn, bash and run control to MCP hosts (stdio or HTTP)",
+        formatter_class=_Formatter,
+        description="An MCP server (official SDK) offering the tools acp_spawn, spawn, bash "
+        "(each waits: the envelope as structured content) and start, wait, status, list, "
+        "stop, send (background runs). Live events become progress notifications; an `ask` "
+        "permission becomes an elicitation when the host supports it (else it is rejected). "
+        "Default: stdio, for a host that starts it. See docs/how-to/mcp.md.",
+        epilog="example (in a host's MCP config): acp-bridge mcp --config ~/acp-bridge.yaml",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        # SUPPRESS: given here or before `mcp`, the same option (hosts' configs read better
+        # with every argument after the command).
+        default=argparse.SUPPRESS,
+        help="config file (as acp-bridge --config; default: the usual search)",
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; beyond "
+        "loopback only with a token",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="with --http: the bearer token every request must send (default: "
+        "$ACP_BRIDGE_MCP_TOKEN)",
+    )
+    p.add_argument(
+        "--tools",
+        metavar="A,B",
+        help="offer only these tools (default: acp_spawn, spawn, bash, start, wait, status, "
+        "list, stop, send)",
+    )
+    p.add_argument(
+        "--ask-timeout",
+        type=float,
+        metavar="S",
+        help="seconds an elicitation waits for the host's answer before the safe default "
+        "(reject / cancel; default 120)",
+    )
+    p.set_defaults(handler=_mcp.cmd_mcp)
 
 
 def _session_options(p: argparse.ArgumentParser) -> None:
@@ -253,7 +268,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--set",
         dest="config_options",
-        type=_key_value,
+        type=key_value,
         action="append",
         metavar="KEY=VALUE",
         help="set a session config option (repeatable; true/false for boolean options)",
@@ -340,8 +355,9 @@ def _add_entry_commands(commands: Any) -> None:
         help="bytes kept per stream (head + tail)",
     )
     _run_options(p, observe_default="long_shell", loop=False)
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_bash)
-    _for_entry(p, "bash")
+    for_entry(p, "bash")
 
     p = commands.add_parser(
         "spawn",
@@ -354,8 +370,9 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
     p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
     _run_options(p, observe_default="default")
+    _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_spawn)
-    _for_entry(p, "spawn")
+    for_entry(p, "spawn")
 
     p = commands.add_parser(
         "ask",
@@ -368,7 +385,7 @@ def _add_entry_commands(commands: Any) -> None:
     p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
     _run_options(p, observe_default="default")
     p.set_defaults(handler=_entries.cmd_ask)
-    _for_entry(p, "ask")
+    for_entry(p, "ask")
 
     p = commands.add_parser(
         "tools",

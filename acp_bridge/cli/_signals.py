@@ -21,13 +21,13 @@ has its own graceful cancel inside its loop).
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import Awaitable, Callable
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
+if TYPE_CHECKING:  # imported in run(): wait, ps and logs start without anyio
+    import anyio
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 T = TypeVar("T")
@@ -67,6 +67,10 @@ class Interrupts:
     ) -> T:
         """``job(cancel, abort)``: the first signal sets ``cancel``, the second ``abort``;
         signals that came before the loop count too. Returns what ``job`` returns."""
+        import asyncio
+
+        import anyio
+
         cancel, abort = anyio.Event(), anyio.Event()
         loop = asyncio.get_running_loop()
         seen = 0

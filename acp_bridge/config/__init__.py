@@ -16,6 +16,7 @@ Modules: ``_profile`` (the profile models), ``_settings`` (the rest of the file)
 ``_catalog`` (every profile by name), ``_load`` (the file search and loading), ``_schema``.
 """
 
+from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_SECONDS
 from acp_bridge.config._catalog import BUILTIN_PROFILES_DIR, ProfileCatalog, builtin_profile_files
 from acp_bridge.config._expand import expand_vars
 from acp_bridge.config._layers import ProfileLayer, ResolvedProfile, ValueSource, resolve_profile
@@ -30,8 +31,6 @@ from acp_bridge.config._load import (
     validate_files,
 )
 from acp_bridge.config._profile import (
-    MAX_BYTES,
-    MAX_SECONDS,
     AgentProfile,
     AuthSettings,
     FsSettings,
@@ -54,6 +53,8 @@ from acp_bridge.config._settings import (
     Config,
     ModelEntry,
     ModelsConfig,
+    RetentionSettings,
+    RunsSettings,
     SpawnToolSettings,
     SubtasksConfig,
     ToolsConfig,
@@ -65,6 +66,7 @@ __all__ = [
     "CONFIG_ENV",
     "LOCAL_CONFIG_NAME",
     "MAX_BYTES",
+    "MAX_CONCURRENT",
     "MAX_SECONDS",
     "PASSTHROUGH_MODEL",
     "AcpSection",
@@ -84,6 +86,8 @@ __all__ = [
     "ProfileLayer",
     "ResolvedProfile",
     "ResolvedSandbox",
+    "RetentionSettings",
+    "RunsSettings",
     "SandboxMode",
     "SandboxSettings",
     "SessionSettings",

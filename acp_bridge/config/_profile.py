@@ -15,17 +15,15 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from acp_bridge._os.limits import (
+    MAX_BYTES,
+    MAX_CONCURRENT,
+    MAX_COUNT,
+    MAX_REPAIR_TURNS,
+    MAX_SECONDS,
+)
 from acp_bridge._os.redact import looks_secret
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree, SandboxSettings
-
-MAX_SECONDS = 7 * 24 * 3600.0
-"""The longest any timeout may be (a week): past it a run is lost, not slow."""
-MAX_BYTES = 1 << 30
-"""The most any size limit may be (1 GiB): each is memory the bridge may hold at once."""
-MAX_COUNT = 1024
-"""The most any count of things held at once may be (terminals, say)."""
-MAX_REPAIR_TURNS = 10
-"""The most repair turns: each is a whole model turn."""
 
 
 class StrictModel(BaseModel):
@@ -292,6 +290,13 @@ class AgentProfile(StrictModel):
     )
     keep_worktree: KeepWorktree = Field(
         "changed", description="which worktrees are kept after a run: changed | always | never"
+    )
+    max_concurrent: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_CONCURRENT,
+        description="detached runs of this profile running at once; later ones wait, first in "
+        "first out (runs.max_concurrent caps all lanes together); null: no limit",
     )
 
     _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())

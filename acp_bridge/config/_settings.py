@@ -1,4 +1,4 @@
-"""The config file's settings: tools, models, subtasks, transcripts (DESIGN §3)."""
+"""The config file's settings: tools, models, subtasks, transcripts, runs (DESIGN §3)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_REPAIR_TURNS
 from acp_bridge.config._profile import (
-    MAX_BYTES,
-    MAX_REPAIR_TURNS,
     EnvName,
     ExistingDir,
     ExistingFile,
@@ -162,6 +161,46 @@ class TranscriptSettings(StrictModel):
     )
 
 
+MAX_EVENTS = 1_000_000
+"""The most events one run may keep in the run store (each is up to 64 KiB of JSON)."""
+MAX_RETENTION_DAYS = 36_500.0
+
+
+class RetentionSettings(StrictModel):
+    days: float | None = Field(
+        30,
+        gt=0,
+        le=MAX_RETENTION_DAYS,
+        description="ended runs are deleted this many days after they ended; null: never",
+    )
+    keep: int | None = Field(
+        None, ge=0, le=10_000_000, description="at most this many ended runs are kept, newest first"
+    )
+
+
+class RunsSettings(StrictModel):
+    """The run store (DESIGN §10): what is recorded, how many detached runs run at once."""
+
+    record: bool = Field(
+        True,
+        description="record foreground runs in the run store too (detached runs always are)",
+    )
+    max_concurrent: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_CONCURRENT,
+        description="detached runs running at once over all lanes; later ones wait, first in "
+        "first out; null: no limit",
+    )
+    max_events: int = Field(
+        10_000, ge=2, le=MAX_EVENTS, description="live events a detached run keeps for logs"
+    )
+    retention: RetentionSettings = Field(
+        default_factory=RetentionSettings,
+        description="how long ended runs are kept (supervisors prune hourly; acp-bridge prune)",
+    )
+
+
 class Config(StrictModel):
     """The config file's settings (everything except the profiles themselves)."""
 
@@ -179,4 +218,5 @@ class Config(StrictModel):
         default_factory=SandboxSettings,
         description="the default sandbox of every profile, and the bash entry's",
     )
+    runs: RunsSettings = Field(default_factory=RunsSettings)
     acp: AcpSection = Field(default_factory=AcpSection)

@@ -68,6 +68,8 @@ def test_served_reads_thoughts_stderr_and_a_timed_out_terminal_reach_the_caller(
         (["ask", "hi", "--timeout", "inf"], "ask"),
         (["bash", "--max-output-bytes", "1e13", "--", "true"], "bash"),
         (["bash", "--no-such-option", "--", "true"], "bash"),
+        (["run", "demo", "hi", "--max-cost", "nan"], "acp_spawn"),
+        (["bash", "--max-tokens", "-5", "--", "true"], "bash"),
     ],
 )
 def test_usage_errors_of_entry_commands_come_with_an_envelope(
@@ -81,6 +83,25 @@ def test_usage_errors_of_entry_commands_come_with_an_envelope(
     assert envelope["status"] == "failed" and envelope["meta"]["error_code"] == "config_error"
     assert envelope["meta"]["entry"] == entry
     assert "usage:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["wait", "--timeout", "nan", "x"],
+        ["wait", "--timeout", "1e999", "x"],
+        ["prune", "--older-than", "-1"],
+        ["prune", "--keep", "1.5"],
+    ],
+)
+def test_numbers_of_run_store_commands_are_checked_as_typed(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "must be" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(

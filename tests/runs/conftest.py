@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._runs import liveness
-from acp_bridge._runs.handle import stop_run
+from acp_bridge._entries.table import EntryRequest
+from acp_bridge._runs import ledger, liveness
+from acp_bridge._runs.handle import RunHandle, stop_run
+from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge._runs.store import Store, close_stores
+from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
 USAGE_AGENT = Path(__file__).parent / "usage_agent.py"
@@ -55,6 +58,8 @@ def wait_until_gone(needle: str, limit: float = 5.0) -> list[int]:
 class RunsEnv:
     root: Path
     marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+    loaded: LoadedConfig | None = None
+    """The config :meth:`config` wrote, passed to every start (else each loads its own)."""
 
     @property
     def db(self) -> Path:
@@ -67,17 +72,32 @@ class RunsEnv:
         """A ``sleep`` argument no other process on the host has: findable in /proc."""
         return f"{seconds}.{random.randrange(10**8, 10**9)}"
 
-    def config(self, agents: dict[str, dict[str, Any]]) -> Path:
+    def config(self, agents: dict[str, dict[str, Any]] | None = None, **runs: Any) -> LoadedConfig:
+        """Writes ./acp-bridge.yaml (found by every process started here) and loads it:
+        ``agents`` are profiles (merged over built-in ones of the same name), ``runs`` the
+        config's ``runs:`` section."""
         entries = [
             {"name": name, "timeouts": {"shutdown_grace": 1, "cancel_grace": 1}, **profile}
-            for name, profile in agents.items()
+            for name, profile in (agents or {}).items()
         ]
         path = self.root / "acp-bridge.yaml"
-        path.write_text(json.dumps({"acp": {"agents": entries}}))  # JSON is YAML
-        return path
+        path.write_text(json.dumps({"runs": runs, "acp": {"agents": entries}}))  # JSON is YAML
+        self.loaded = load_config(path)
+        return self.loaded
 
-    def usage_agent_config(self) -> Path:
+    def usage_agent_config(self) -> LoadedConfig:
         return self.config({"usage": {"command": sys.executable, "args": [str(USAGE_AGENT)]}})
+
+    def start(self, entry: str, task: str, agent: str | None = None, **options: Any) -> RunHandle:
+        """A detached run of ``entry`` (``acp_spawn`` needs ``agent``) under RunOptions."""
+        request = EntryRequest(entry=entry, task=task, agent=agent)  # type: ignore[arg-type]
+        return start_run_sync(request, options=RunOptions(**options), config=self.loaded)
+
+    def demo(self, task: str = "Reply with exactly OK", **options: Any) -> RunHandle:
+        return self.start("acp_spawn", task, "demo", **options)
+
+    def bash(self, command: str, **options: Any) -> RunHandle:
+        return self.start("bash", command, **options)
 
 
 @pytest.fixture
@@ -94,25 +114,31 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
 
 
 def _clean_up(env: RunsEnv) -> None:
-    """Stop whatever a test left running (even a failing one), then insist nothing is left."""
+    """Stop whatever a test left running (even a failing one), then insist nothing is left:
+    no active run, and no supervisor still alive a few seconds after its run ended."""
     close_stores()
-    if env.db.exists():
-        store = env.store()
+    ledger.close()
+    store = env.store() if env.db.exists() else None
+    leftover_runs = []
+    if store is not None:
         for run in store.active():
-            with contextlib.suppress(Exception):
-                stop_run(run.id, store=env.db)
+            if run.detached:  # this process's own foreground runs ended with their tests
+                with contextlib.suppress(Exception):
+                    stop_run(run.id, store=env.db)
         deadline = time.monotonic() + 5
         while store.active() and time.monotonic() < deadline:
             time.sleep(0.05)
         leftover_runs = store.active()
-        for pid in processes_with(env.marker):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
-        liveness.reap(store)  # the killed supervisors' runs: lost, their groups killed
-        store.close()
-        assert not leftover_runs, f"runs still active after the test: {leftover_runs}"
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if store is not None:
+        if alive:
+            time.sleep(0.1)
+            liveness.reap(store)  # the killed supervisors' runs: lost, their groups killed
+        store.close()
+    assert not leftover_runs, f"runs still active after the test: {leftover_runs}"
     assert not alive, f"supervisors left behind: {alive}"

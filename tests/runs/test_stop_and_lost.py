@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from acp_bridge._runs import procs
-from acp_bridge._runs.handle import RunHandle, RunOptions, list_runs, start_sync
-from acp_bridge._runs.records import Run
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.handle import RunHandle
+from acp_bridge.cli import main
 from tests.runs.conftest import RunsEnv, processes_running, wait_until_gone
 
 
@@ -21,97 +26,103 @@ def wait_for(what: Callable[[], bool], limit: float = 15.0) -> None:
         time.sleep(0.05)
 
 
-def started_processes(store: Store, handle: RunHandle) -> None:
-    """Until the run runs and its supervisor has recorded the process group it started."""
+def started_processes(runs: RunsEnv, handle: RunHandle) -> list[procs.Identity]:
+    """Once the run runs and its supervisor recorded the process group it started."""
+    store = runs.store()
     wait_for(lambda: handle.status == "running" and bool(store.groups(handle.id)))
+    groups = store.groups(handle.id)
+    store.close()
+    return groups
 
 
 def supervisor_of(handle: RunHandle) -> procs.Identity:
-    who = handle.run().supervisor
+    who = handle.record().supervisor
     assert who is not None
     return who
 
 
 def test_stop_a_running_demo_agent_turn(runs: RunsEnv) -> None:
-    handle = start_sync("acp_spawn", "demo", "sleep 30")
-    wait_for(lambda: any(e["kind"] == "tool_call" for e in handle.events_sync()))
-    began = time.monotonic()
+    handle = runs.demo("sleep 30")
+    wait_for(lambda: any(item.event.kind == "tool_call" for item in handle.events_sync()))
     handle.stop_sync()
-    run = handle.wait_sync(timeout=15)
-    assert run.status == "cancelled", run.envelope
-    assert time.monotonic() - began < 10
-    assert run.envelope is not None and run.envelope["meta"]["error_code"] == "cancelled"
-    assert run.envelope["status"] == "failed"
+    result = handle.wait_sync(timeout=15)
+    assert result is not None and result.status == "failed"
+    assert result.meta.error_code == "cancelled" and result.meta.stop_reason == "cancelled"
+    assert handle.status == "cancelled"
 
 
-def test_stop_a_running_command_ends_its_processes(runs: RunsEnv) -> None:
+@pytest.mark.parametrize("how", ["stop", "SIGTERM to the supervisor"])
+def test_a_stopped_command_ends_its_processes(runs: RunsEnv, how: str) -> None:
     sleeper = runs.sleeper()
-    handle = start_sync("bash", f"sleep {sleeper}")
-    started_processes(runs.store(), handle)
+    handle = runs.bash(f"sleep {sleeper}")
+    started_processes(runs, handle)
     assert processes_running(sleeper)
-    handle.stop_sync()
-    run = handle.wait_sync(timeout=15)
-    assert run.status == "cancelled", run.envelope
-    assert run.envelope is not None and run.envelope["output"]["exit_code"] == -1
+    if how == "stop":
+        handle.stop_sync()
+    else:
+        os.kill(supervisor_of(handle).pid, signal.SIGTERM)
+    result = handle.wait_sync(timeout=15)
+    assert result is not None and result.meta.error_code == "cancelled", result
+    assert handle.status == "cancelled"
     assert wait_until_gone(sleeper) == []
 
 
 def test_stop_a_queued_run_at_once(runs: RunsEnv) -> None:
-    lane = RunOptions(lane="one-at-a-time", max_concurrent=1)
-    first = start_sync("bash", f"sleep {runs.sleeper()}", options=lane)
-    second = start_sync("bash", "echo never", options=lane)
+    runs.config(max_concurrent=1)
+    first = runs.bash(f"sleep {runs.sleeper()}")
+    second = runs.bash("echo never")
     wait_for(lambda: first.status == "running")
     assert second.status == "queued"
-    assert second.stop_sync().status == "cancelled"  # no supervisor round trip needed
-    ended = second.run()
-    assert ended.envelope is not None and ended.envelope["error"] == "stopped before it started"
+    assert second.stop_sync() == "cancelled"  # no supervisor round trip needed
+    result = second.wait_sync(timeout=1)
+    assert result is not None and result.error == "stopped before it started"
     first.stop_sync()
-    assert first.wait_sync(timeout=15).status == "cancelled"
+    assert first.wait_sync(timeout=15) is not None and first.status == "cancelled"
 
 
-def test_sigterm_to_a_supervisor_is_a_graceful_stop(runs: RunsEnv) -> None:
+def printed(argv: list[str]) -> Any:
+    """What ``acp-bridge ARGV`` prints (JSON), run in this process."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(argv) == 0
+    return json.loads(buffer.getvalue())
+
+
+def seen_by_wait(handle: RunHandle) -> dict[str, Any]:
+    result = handle.wait_sync(timeout=5)
+    assert result is not None, "still not ended 5 s after its supervisor was killed"
+    return {"status": handle.status, "envelope": result.to_dict()}
+
+
+def seen_by_ps(handle: RunHandle) -> dict[str, Any]:
+    rows = [row for row in printed(["ps", "--all", "--json"]) if row["task_id"] == handle.id]
+    return {**rows[0], "envelope": handle.record().envelope}
+
+
+def seen_by_show(handle: RunHandle) -> dict[str, Any]:
+    shown: dict[str, Any] = printed(["show", handle.id])
+    return shown
+
+
+@pytest.mark.parametrize(
+    ("entry", "observer"),
+    [("acp_spawn", seen_by_wait), ("bash", seen_by_ps), ("bash", seen_by_show)],
+    ids=["agent-seen-by-wait", "command-seen-by-ps", "command-seen-by-show"],
+)
+def test_sigkill_of_the_supervisor_is_lost_within_5_s_and_leaves_nothing(
+    runs: RunsEnv, entry: str, observer: Callable[[RunHandle], dict[str, Any]]
+) -> None:
     sleeper = runs.sleeper()
-    handle = start_sync("bash", f"sleep {sleeper}")
-    started_processes(runs.store(), handle)
-    os.kill(supervisor_of(handle).pid, signal.SIGTERM)
-    run = handle.wait_sync(timeout=15)
-    assert run.status == "cancelled", run.envelope
-    assert wait_until_gone(sleeper) == []
-
-
-def lost_within(handle: RunHandle, seconds: float) -> Run:
-    began = time.monotonic()
-    run = handle.wait_sync(timeout=seconds)
-    assert run.status == "lost", (run.status, time.monotonic() - began)
-    return run
-
-
-def test_sigkill_of_the_supervisor_is_lost_within_5_s_and_leaves_nothing(runs: RunsEnv) -> None:
-    sleeper = runs.sleeper()
-    handle = start_sync("bash", f"sleep {sleeper}")
-    started_processes(runs.store(), handle)
+    task = f"sleep {sleeper}"
+    handle = runs.demo(task) if entry == "acp_spawn" else runs.bash(task)
+    groups = started_processes(runs, handle)
     os.kill(supervisor_of(handle).pid, signal.SIGKILL)
-    run = lost_within(handle, 5)
-    assert run.envelope is not None
-    assert run.envelope["meta"]["error_code"] == "lost" and run.envelope["status"] == "failed"
-    assert "supervisor" in run.envelope["error"]
-    assert wait_until_gone(sleeper, limit=5) == []
-
-
-def test_a_lost_agent_run_ends_the_agent(runs: RunsEnv) -> None:
-    store = runs.store()
-    handle = start_sync("acp_spawn", "demo", "sleep 30")
-    started_processes(store, handle)
-    agents = store.groups(handle.id)
-    os.kill(supervisor_of(handle).pid, signal.SIGKILL)
-    lost_within(handle, 5)
-    wait_for(lambda: not any(procs.alive(agent) for agent in agents), limit=5)
-
-
-def test_ps_turns_a_dead_supervisors_run_lost(runs: RunsEnv) -> None:
-    sleeper = runs.sleeper()
-    handle = start_sync("bash", f"sleep {sleeper}")
-    started_processes(runs.store(), handle)
-    os.kill(supervisor_of(handle).pid, signal.SIGKILL)
-    wait_for(lambda: list_runs()[0].status == "lost", limit=5)
+    deadline = time.monotonic() + 5
+    while (seen := observer(handle))["status"] != "lost":
+        assert time.monotonic() < deadline, seen["status"]
+        time.sleep(0.1)
+    envelope = seen["envelope"]
+    assert envelope["status"] == "failed" and envelope["meta"]["error_code"] == "lost"
+    assert "supervisor" in envelope["error"]
+    wait_for(lambda: not any(procs.alive(group) for group in groups), limit=5)
     assert wait_until_gone(sleeper, limit=5) == []

@@ -11,30 +11,30 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._runs import envelopes, lanes, procs, retention
+from acp_bridge._runs import envelopes, lanes, policy, procs, retention
 from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
 from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
-from acp_bridge._runs.records import NewRun, Outcome, Run
+from acp_bridge._runs.records import NewRun, RunRecord
 from acp_bridge._runs.schema import VERSION
 from acp_bridge._runs.store import Store
-from acp_bridge.errors import ConfigError
+from acp_bridge.config import load_config
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ConfigError, ErrorCode, RunStoreError
 
 
 def new_run(run_id: str, lane: str = "entry:bash", group: str | None = None) -> NewRun:
     return NewRun(
         id=run_id, entry="bash", agent=None, task="true", cwd="/", caller_cwd="/",
-        spec={"args": ["true"], "kwargs": {}}, config_path=None, lane=lane, group=group,
+        request={"entry": "bash", "task": "true"}, config_path=None, lane=lane, group=group,
         env_key="k",
     )  # fmt: skip
 
 
-def end(store: Store, run_id: str, status: str = "done", tokens: int = 0) -> None:
+def end(store: Store, run_id: str) -> None:
     run = store.get(run_id)
     assert run is not None
-    envelope = envelopes.failed(run, "x", "agent_error")
     with store.write() as db:
-        outcome = Outcome(status, envelope, "s", None, tokens=tokens)  # type: ignore[arg-type]
-        assert store.finish(db, run_id, outcome)
+        assert store.finish(db, run_id, envelopes.ended(run, "x", ErrorCode.AGENT_ERROR))
 
 
 def test_a_new_store_is_private_and_at_the_current_schema(tmp_path: Path) -> None:
@@ -63,14 +63,18 @@ def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:
     run = store.get("sub_000000000001")
     assert run is not None and run.supervisor == me and run.status == "queued"
     other = procs.Identity(me.pid, me.start + 1, me.boot)
-    outcome = Outcome("lost", envelopes.failed(run, "gone", "lost"), "s", "lost")
+    outcome = envelopes.ended(run, "gone", ErrorCode.LOST)
     with store.write() as db:
         assert not store.finish(db, run.id, outcome, supervisor=other)
         assert store.finish(db, run.id, outcome, supervisor=me)
         assert not store.finish(db, run.id, outcome, supervisor=me)  # ended once, for good
     ended = store.get(run.id)
     assert ended is not None and ended.status == "lost" and ended.envelope is not None
-    assert ended.envelope["meta"]["error_code"] == "lost"
+    # A real envelope, bash-shaped: the subtask.bash.result.v1 output with exit code -1.
+    result = SubtaskResult.model_validate(ended.envelope)
+    assert result.status == "failed" and result.meta.error_code == ErrorCode.LOST
+    assert result.task_id == run.id and result.output["exit_code"] == -1
+    assert result.output_schema == "subtask.bash.result.v1"
     store.close()
 
 
@@ -87,8 +91,6 @@ def test_prune_by_age_and_count_never_touches_active_runs(tmp_path: Path) -> Non
     later = time.time() + 40 * 86400  # the default retention: 30 days
     assert retention.prune(store, now=later) == ["sub_000000000002", "sub_000000000003"]
     assert sorted(run.id for run in store.runs()) == ["sub_000000000004", "sub_000000000005"]
-    retention.set_retention(store, retention.Retention(days=None, keep=5))
-    assert retention.retention(store) == retention.Retention(days=None, keep=5)
     store.close()
 
 
@@ -118,8 +120,8 @@ def test_one_event_is_bounded() -> None:
     assert json.loads(text)["clipped_from"] > MAX_EVENT_CHARS
 
 
-def queued(run_id: str, lane: str) -> Run:
-    return Run(
+def queued(run_id: str, lane: str) -> RunRecord:
+    return RunRecord(
         id=run_id, entry="bash", agent=None, task="", cwd="", status="queued", lane=lane,
         group=None, created_at=0, started_at=None, ended_at=None, supervisor=None,
         session_id=None, transcript=None, summary="", error_code=None, tokens=0, cost=0,
@@ -180,3 +182,55 @@ def test_limits_and_group_budgets_can_be_changed_without_a_run(tmp_path: Path) -
     assert store.group_budget("g") == (100, None)
     assert store.group_budget("nobody") == (None, None)
     store.close()
+
+
+def test_sqlite_errors_are_run_store_errors(tmp_path: Path) -> None:
+    garbage = tmp_path / "runs.db"
+    garbage.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(RunStoreError, match=r"runs\.db"):
+        Store(garbage)
+    store = Store(tmp_path / "good" / "runs.db")
+    with pytest.raises(RunStoreError, match="no such column"):
+        store.db.execute("SELECT missing FROM runs")
+    store.close()
+
+
+def test_foreground_runs_never_take_a_lane_slot(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    me = procs.own_identity()
+    store.set_limit(lanes.GLOBAL, 1)
+    store.create(new_run("sub_0000000000f1"), me, detached=False)  # running, in the caller
+    store.create(new_run("sub_0000000000d1"), me)  # queued
+    assert store.get("sub_0000000000f1").status == "running"  # type: ignore[union-attr]
+    assert lanes.heads(store) == ["sub_0000000000d1"]
+    store.close()
+
+
+def test_the_config_is_written_into_the_store_as_limits_and_settings(tmp_path: Path) -> None:
+    path = tmp_path / "acp-bridge.yaml"
+    path.write_text(
+        "runs: {max_concurrent: 3, retention: {days: 2.5, keep: 9}, max_events: 50}\n"
+        "acp: {agents: [{name: demo, max_concurrent: 2}]}\n"
+    )
+    loaded = load_config(path, search=False)
+    assert policy.lane_limits(loaded, "agent:demo", "demo") == {"*": 3, "agent:demo": 2}
+    assert policy.lane_limits(loaded, "entry:bash", None) == {"*": 3}
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_0000000000c1"), procs.own_identity(),
+                 settings=policy.store_settings(loaded.config.runs))  # fmt: skip
+    assert retention.retention(store) == (2.5, 9)
+    assert store.setting("max_events") == "50"
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "yaml",
+    ["runs: {max_concurrent: 0}", "runs: {max_concurrent: 5000}", "runs: {retention: {days: -1}}",
+     "acp: {agents: [{name: demo, max_concurrent: 2000}]}"],
+)  # fmt: skip
+def test_run_limits_have_documented_bounds(tmp_path: Path, yaml: str) -> None:
+    path = tmp_path / "acp-bridge.yaml"
+    path.write_text(yaml + "\n")
+    with pytest.raises(ConfigError):
+        loaded = load_config(path, search=False)
+        loaded.profiles.get("demo")

@@ -1,0 +1,32 @@
+"""The MCP server face (DESIGN §11): any MCP host delegates to acp-bridge's entries.
+
+``acp-bridge mcp`` serves the tools ``acp_spawn``, ``spawn`` and ``bash`` (synchronous: the
+SubtaskResult envelope as structured content plus a short text) and the run-control tools
+``start``, ``wait``, ``status``, ``list``, ``stop``, ``send`` on the run store, over stdio or
+streamable HTTP, with the official ``mcp`` SDK. Every run goes through the entries table
+(:func:`acp_bridge.run_entry`), so the depth limit, the sandbox and the profile's limits are
+the same as from the CLI.
+
+Modules, bottom up:
+
+- :mod:`.arguments` — each tool's arguments as a pydantic model, and the
+  :class:`~acp_bridge.EntryRequest` they make; errors name the field;
+- :mod:`.catalog` — the tools as MCP lists them: input schemas (ready profiles as an enum),
+  output schemas (the envelope), the ``--tools`` allowlist;
+- :mod:`.progress` — live events as one-line progress messages;
+- :mod:`.flight` — a synchronous tool's run, owned by the server rather than by the request
+  that started it, with what it has to tell its host (events, log lines, questions);
+- :mod:`.questions` — a permission ``ask`` and an agent's own question, as MCP elicitations;
+- :mod:`.host` — what the bridge can send the MCP host on one request: progress, log
+  messages, elicitations, each bounded by a deadline;
+- :mod:`.relay` — a flight followed by one request: events become progress notifications,
+  log lines log messages, questions elicitations; the host's cancel is the run's cancel;
+- :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
+- :mod:`.runs` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;
+- :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
+- :mod:`.listen` — where an HTTP server may listen and with which token (no SDK import);
+- :mod:`.serve` — the transports: stdio, and streamable HTTP behind a bearer token.
+
+Nothing is imported here: the CLI imports :mod:`.serve` only when ``acp-bridge mcp`` runs, so
+other commands never pay for the SDK.
+"""

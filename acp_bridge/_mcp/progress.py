@@ -1,0 +1,55 @@
+"""Live events as MCP progress messages: one short line per event.
+
+Not the CLI's printer (``cli/_progress.py``): that one streams message chunks inline on a
+terminal, while a progress notification carries one self-contained line. Token usage is left
+out (figures, not progress; they are in the envelope's ``meta.usage``).
+"""
+
+from __future__ import annotations
+
+from acp_bridge.events import Event
+
+LINE_LIMIT = 200
+"""Characters of one progress or log line (the envelope carries everything in full)."""
+CHUNKS = frozenset({"message", "thought", "terminal_output"})
+"""Kinds that arrive in pieces: consecutive ones are merged into one line."""
+_PREFIX = {"message": "agent: ", "thought": "thinking: ", "terminal_output": "output: "}
+
+
+def clip(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(event: Event) -> str | None:
+    """A live event as one short line (None: nothing worth a notification)."""
+    data = event.data
+    kind = event.kind
+    if kind in CHUNKS:
+        return clip(_PREFIX[kind] + str(data.get("text", "")))
+    if kind == "status":
+        details = " ".join(
+            f"{k}={v}" for k, v in data.items() if k != "phase" and v not in (None, "")
+        )
+        return clip(f"{data.get('phase')} {details}".strip())
+    name = data.get("title") or data.get("tool_call_id")
+    if kind == "tool_call":
+        return clip(f"tool: {name} [{data.get('tool_kind')}]")
+    if kind == "tool_update":
+        return clip(f"tool: {name}: {data.get('status')}")
+    if kind == "permission":
+        return clip(
+            f"permission {data.get('decision')}: {data.get('title')} ({data.get('reason')})"
+        )
+    if kind == "terminal":
+        command = data.get("command")
+        if data.get("state") == "started":
+            return clip(f"$ {command}")
+        ended = data.get("signal") or f"exit {data.get('exit_code')}"
+        return clip(f"$ {command}: {ended}")
+    if kind == "plan":
+        return clip(f"plan: {len(data.get('entries', []))} step(s)")
+    if kind in ("warning", "stderr"):
+        return clip(f"{kind}: {data.get('message') or data.get('line')}")
+    return None

@@ -1,0 +1,120 @@
+"""Serving the MCP server: stdio (the default), or streamable HTTP behind a bearer token.
+
+stdio: the SDK takes the process's stdin and stdout for the protocol and points file
+descriptors 0 and 1 elsewhere (``/dev/null``, stderr), so a stray write of any library or
+child process cannot corrupt the stream. The server ends when the host closes stdin.
+
+HTTP: ``--http HOST:PORT`` serves ``http://HOST:PORT/mcp`` (uvicorn; stateful sessions, so
+elicitations and progress ride each call's event stream). Every request must carry
+``Authorization: Bearer TOKEN`` when a token is set (from ``--token-file`` or
+``$ACP_BRIDGE_MCP_TOKEN`` — never the command line, where every user of the machine can read
+it in ``ps``). Without a token it listens only on a loopback address; beyond loopback it
+refuses to start. On loopback the SDK also refuses foreign ``Host``/``Origin`` headers (DNS
+rebinding). SIGINT/SIGTERM stop it gracefully: running tools are cancelled the ACP way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import socket
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from acp_bridge._mcp import logs
+from acp_bridge._mcp.listen import PATH, Listen, check_listen
+from acp_bridge._mcp.server import BridgeServer, Settings
+from acp_bridge.errors import ConfigError
+
+SHUTDOWN_GRACE = 15
+"""Seconds uvicorn gives open requests on shutdown (a running tool gets the ACP cancel)."""
+
+Scope = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[dict[str, Any]], Any]
+
+
+class BearerToken:
+    """ASGI middleware: 401 for an HTTP request without ``Authorization: Bearer TOKEN``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+            if not hmac.compare_digest(given, self._expected):
+                await _refuse(send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send) -> None:
+    body = b'{"error": "unauthorized: send Authorization: Bearer TOKEN"}'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="acp-bridge"'),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _quiet_sdk() -> None:
+    # The SDK warns when a deprecated (2026-07-28) feature is used; the handshake hosts we
+    # serve still rely on logging. Only this process's entry point sets filters.
+    from mcp.shared.exceptions import MCPDeprecationWarning
+
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
+    logging.basicConfig(level=logging.WARNING, format="acp-bridge mcp: %(name)s: %(message)s")
+
+
+def serve_stdio(settings: Settings) -> None:
+    """Serve on stdin/stdout until the host closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    _quiet_sdk()
+    logs.install()
+    server = BridgeServer(settings).build()
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(
+    settings: Settings, listen: Listen, token: str | None, on_listening: Callable[[str], None]
+) -> None:
+    """Serve streamable HTTP at ``listen`` until SIGINT/SIGTERM; ``on_listening`` gets the
+    URL once the socket is bound (port 0 resolved)."""
+    import uvicorn
+
+    check_listen(listen, token)
+    _quiet_sdk()
+    logs.install()
+    server = BridgeServer(settings).build()
+    app: Any = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
+    if token is not None:
+        app = BearerToken(app, token)
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    try:
+        sock = socket.create_server((listen.host, listen.port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"--http: cannot listen on {listen.host}:{listen.port}: {exc}") from None
+    with contextlib.closing(sock):
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            log_level="warning",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE,
+            lifespan="on",
+        )
+        on_listening(listen.url(sock.getsockname()[1]))
+        anyio.run(uvicorn.Server(config).serve, [sock])

@@ -1,0 +1,20 @@
+"""The largest numbers the bridge accepts anywhere: each is time or memory it commits to.
+
+Config fields, command-line options and MCP arguments all check against these, so a value
+that would exhaust memory or never end (``output_byte_limit: 1e13``, ``--timeout 1e300``) is
+refused where it is typed. Kept free of imports, so the command line can check a number
+before it loads pydantic (``wait``, ``ps`` and ``logs`` never do).
+"""
+
+from __future__ import annotations
+
+MAX_SECONDS = 7 * 24 * 3600.0
+"""The longest any timeout may be (a week): past it a run is lost, not slow."""
+MAX_BYTES = 1 << 30
+"""The most any size limit may be (1 GiB): each is memory the bridge may hold at once."""
+MAX_COUNT = 1024
+"""The most any count of things held at once may be (terminals, say)."""
+MAX_REPAIR_TURNS = 10
+"""The most repair turns: each is a whole model turn."""
+MAX_CONCURRENT = 1024
+"""The most any ``max_concurrent`` may be: each running run is at least one process."""

@@ -1,0 +1,140 @@
+"""Starting a detached run: queue an :class:`~acp_bridge.EntryRequest`, hand it to a
+supervisor process, return a handle at once::
+
+    handle = await start_run(EntryRequest(entry="acp_spawn", agent="demo", task="Hi"))
+    result = await handle.wait()          # the SubtaskResult envelope
+
+What is checked before anything starts, so a mistake is an exception here and not a failed
+run later: the request itself, the config (loaded like an entry would: ``config`` or the
+usual search from the current directory) and, for ``acp_spawn``, that the profile exists and
+is usable; the options. What the run inherits: this process's environment and working
+directory (relative ``cwd`` is made absolute now). The config's ``runs:`` section and the
+profile's ``max_concurrent`` are written into the store with the run (see :mod:`.policy`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from acp_bridge._entries.runner import check_task_id
+from acp_bridge._entries.table import EntryRequest
+from acp_bridge._runs import lanes, policy
+from acp_bridge._runs.budget import Budget
+from acp_bridge._runs.handle import RunHandle
+from acp_bridge._runs.launch import env_key, launch
+from acp_bridge._runs.records import NewRun
+from acp_bridge._runs.store import open_store
+from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.envelope import new_task_id
+from acp_bridge.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the run layer adds to a request: its group and budgets, and which store.
+
+    ``max_tokens`` / ``max_cost`` limit this run (tokens and cost as the agent reports
+    them); runs started with the same ``group`` share a total, ``group_max_tokens`` /
+    ``group_max_cost`` (stored for the group: later runs of it need not repeat them). A run
+    over a budget is cancelled and fails with ``error_code: budget``.
+    """
+
+    group: str | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    group_max_tokens: int | None = None
+    group_max_cost: float | None = None
+    store: str | Path | None = None
+    """The run store (default: ``$ACP_BRIDGE_RUNS_DB``, else the state directory)."""
+
+    def __post_init__(self) -> None:
+        Budget(self.max_tokens, self.max_cost)  # validates
+        Budget(self.group_max_tokens, self.group_max_cost)
+        if self.group is not None:
+            _check_group(self.group)
+        elif self.group_max_tokens is not None or self.group_max_cost is not None:
+            raise ConfigError("a group budget needs a group name")
+
+    @property
+    def group_budget(self) -> tuple[int | None, float | None] | None:
+        if self.group_max_tokens is None and self.group_max_cost is None:
+            return None
+        return self.group_max_tokens, self.group_max_cost
+
+
+def _check_group(name: str) -> None:
+    try:
+        check_task_id(name)
+    except ConfigError:
+        raise ConfigError(
+            f"group must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
+            f"digit; got {name!r}"
+        ) from None
+
+
+def start_run_sync(
+    request: EntryRequest,
+    *,
+    options: RunOptions | None = None,
+    config: LoadedConfig | None = None,
+) -> RunHandle:
+    """Queue ``request`` as a detached run and start its supervisor; returns at once (the
+    run is ``queued``). Raises :class:`~acp_bridge.ConfigError` for a request, config or
+    option that cannot run, :class:`~acp_bridge.SpawnError` if the supervisor cannot start,
+    :class:`~acp_bridge.RunStoreError` if the store cannot be written."""
+    options = options or RunOptions()
+    loaded = config if config is not None else load_config()
+    if request.entry == "acp_spawn":
+        assert request.agent is not None  # EntryRequest requires it
+        loaded.profiles.get(request.agent)  # unknown or broken: an error now, not later
+    store = open_store(options.store)
+    run_id = new_task_id() if request.task_id is None else check_task_id(request.task_id)
+    if store.get(run_id) is not None:
+        raise ConfigError(f"a run {run_id!r} exists already in {store.path}")
+    caller_cwd = os.getcwd()  # noqa: PTH109
+    # Absolute now: the supervisor may carry runs of other directories too.
+    cwd = os.path.normpath(os.path.join(caller_cwd, request.cwd or "."))  # noqa: PTH118
+    data = request.model_copy(update={"task_id": run_id, "cwd": cwd})
+    lane = lanes.lane_for(request.entry, request.agent)
+    run = NewRun(
+        id=run_id,
+        entry=request.entry,
+        agent=request.agent,
+        task=request.task,
+        cwd=cwd,
+        caller_cwd=caller_cwd,
+        request=data.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
+        config_path=None if loaded.path is None else str(loaded.path.absolute()),
+        lane=lane,
+        group=options.group,
+        env_key=env_key(),
+        max_tokens=options.max_tokens,
+        max_cost=options.max_cost,
+    )
+    supervisor = launch(store.path, run.id, store.logs_dir / f"{run.id}.log")
+    store.create(
+        run,
+        supervisor,
+        limits=policy.lane_limits(loaded, lane, request.agent),
+        group_budget=options.group_budget,
+        settings=policy.store_settings(loaded.config.runs),
+    )
+    return RunHandle(run.id, store.path)
+
+
+async def start_run(
+    request: EntryRequest,
+    *,
+    options: RunOptions | None = None,
+    config: LoadedConfig | None = None,
+) -> RunHandle:
+    """:func:`start_run_sync` off the event loop (it reads the config and waits a few ms for
+    a shell to fork the supervisor)."""
+    import anyio
+
+    def call() -> RunHandle:
+        return start_run_sync(request, options=options, config=config)
+
+    return await anyio.to_thread.run_sync(call)

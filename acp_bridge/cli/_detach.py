@@ -1,0 +1,85 @@
+"""``run | bash | spawn`` through the run layer: ``--detach``, and attached runs.
+
+``--detach`` queues the request, prints ``{"task_id", "status": "queued"}`` and returns.
+Without it, a run that asks for the run layer (``--group``, ``--max-tokens``, …) is started
+the same way and then followed here, as if it ran in the foreground: its events on stderr,
+its envelope on stdout, the exit code from its status. Ctrl-C (or SIGTERM) stops the run
+gracefully and waits for its ``cancelled`` envelope; a second one stops waiting (the run
+stops all the same). Every option of the request travels with it (``--resume``, ``--mode``,
+…); prompts cannot: such a run is headless, and ``--yes`` is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from types import FrameType
+
+from acp_bridge._entries.table import EntryRequest
+from acp_bridge._runs.handle import RunHandle, stop_run
+from acp_bridge._runs.start import RunOptions, start_run_sync
+from acp_bridge.cli._output import EXIT_INTERRUPTED, EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._profiles import load
+from acp_bridge.cli._progress import event_printer
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ConfigError
+
+_RUN_LAYER_OPTIONS = ("group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost")
+
+
+def wants_run_layer(args: argparse.Namespace) -> bool:
+    """Whether the command asked for a detached run, or for what only the run layer does."""
+    if getattr(args, "detach", False):
+        return True
+    return any(getattr(args, name, None) is not None for name in _RUN_LAYER_OPTIONS)
+
+
+def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
+    if getattr(args, "yes", False):  # --no is what a headless run does anyway
+        raise ConfigError(
+            "--yes answers `ask` permissions in this process; a run the run layer carries "
+            "(--detach, --group, budgets) has its own supervisor and nobody to ask: allow what "
+            "it needs in the profile's permissions instead (mode or rules)"
+        )
+    options = RunOptions(**{name: getattr(args, name) for name in _RUN_LAYER_OPTIONS})
+    handle = start_run_sync(request, options=options, config=load(args))
+    if args.detach:
+        out(json.dumps({"task_id": handle.id, "status": handle.status}))
+        return EXIT_OK
+    return _follow(args, handle)
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise _Interrupted
+
+
+def _follow(args: argparse.Namespace, handle: RunHandle) -> int:
+    handler, finish = event_printer("none" if args.quiet else args.events)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    stopping = False
+    seen = 0
+    try:
+        while True:
+            try:
+                for item in handle.events_sync(follow=True, after=seen):
+                    seen = item.seq
+                    if handler is not None:
+                        handler(item.event)
+                result: SubtaskResult = handle.wait_sync()
+                break
+            except (KeyboardInterrupt, _Interrupted):
+                if stopping:
+                    err("\ninterrupted again: no longer waiting (the run is stopping)")
+                    return EXIT_INTERRUPTED
+                stopping = True
+                err("\ninterrupted: stopping the run (again to stop waiting)")
+                stop_run(handle.id)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        finish()
+    return print_envelope(result, pretty=args.pretty, interrupted=stopping)

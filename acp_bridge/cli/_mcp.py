@@ -1,0 +1,51 @@
+"""``acp-bridge mcp``: serve the entries and run control to MCP hosts (stdio or HTTP).
+
+The MCP SDK is imported only here, when the command runs. On stdio, stdout is the
+protocol's: this command prints nothing there (the URL of an HTTP server goes to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from acp_bridge._os.limits import MAX_SECONDS
+from acp_bridge.cli._entries import names
+from acp_bridge.cli._output import EXIT_OK, err
+from acp_bridge.cli._profiles import load
+from acp_bridge.errors import ConfigError
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from acp_bridge._mcp.catalog import select
+    from acp_bridge._mcp.listen import check_listen, parse_listen, read_token
+
+    if args.ask_timeout is not None and not 0 < args.ask_timeout <= MAX_SECONDS:  # nan too
+        raise ConfigError(
+            f"--ask-timeout must be a positive number of seconds, at most {MAX_SECONDS:g}; "
+            f"got {args.ask_timeout}"
+        )
+    if args.http is None and args.token_file is not None:
+        raise ConfigError("--token-file goes with --http (stdio needs no token)")
+    listen = parse_listen(args.http) if args.http is not None else None
+    token = read_token(args.token_file) if listen is not None else None
+    if listen is not None:
+        check_listen(listen, token)  # before the SDK loads: a refusal is immediate
+    tools = select(names(args.tools))
+    config = load(args)
+
+    # The SDK (over a second to import) only once everything given was checked.
+    from acp_bridge._mcp.serve import serve_http, serve_stdio
+    from acp_bridge._mcp.server import DEFAULT_ASK_TIMEOUT, Settings
+
+    ask_timeout = DEFAULT_ASK_TIMEOUT if args.ask_timeout is None else args.ask_timeout
+    settings = Settings(config=config, tools=tools, ask_timeout=ask_timeout)
+    if listen is None:
+        serve_stdio(settings)
+        return EXIT_OK
+
+    def listening(url: str) -> None:
+        how = "bearer token required" if token else "no token: loopback only"
+        err(f"acp-bridge mcp: serving {url} ({how})")
+
+    serve_http(settings, listen, token, listening)
+    return EXIT_OK

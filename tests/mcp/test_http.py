@@ -1,0 +1,167 @@
+"""``acp-bridge mcp --http``: one streamable-HTTP server behind a bearer token, two clients
+(the official ``mcp`` client on the 2025 handshake protocol, and on 2026-07-28 — where a
+question to the host ends a round with ``input_required`` and the next call carries the
+answer), and the refusals."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.mcp import scenarios
+from tests.mcp.conftest import ACP_BRIDGE, Bridge, server_pids
+
+pytestmark = pytest.mark.anyio
+TOKEN = "test-token-7f3a9c1e"
+
+
+@pytest.fixture(scope="module")
+def server(bridge: Bridge) -> Iterator[str]:
+    """The server's URL; it is stopped with SIGTERM after the module, and must leave nothing."""
+    token_file = bridge.root / "token"
+    token_file.write_text(TOKEN + "\n")
+    log = bridge.root / "http.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(
+            bridge.command("--http", "127.0.0.1:0", "--token-file", str(token_file)),
+            env=bridge.env(),
+            cwd=bridge.workspace,
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        yield _url_from(log, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    assert not bridge.leftovers(set()), "processes left behind"
+
+
+def _url_from(log: Path, process: subprocess.Popen[bytes]) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and process.poll() is None:
+        if found := re.search(r"serving (http://\S+)", log.read_text()):
+            return found.group(1)
+        time.sleep(0.02)  # the server says where it listens on stderr: nothing to wait on
+    raise AssertionError(f"the server did not start: {log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+async def clients(bridge: Bridge, server: str) -> AsyncIterator[dict[str, Client]]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        bridge.client(streamable_http_client(server, http_client=http), "legacy") as legacy,
+        bridge.client(streamable_http_client(server, http_client=http), "auto") as modern,
+    ):
+        assert (legacy.protocol_version, modern.protocol_version) == ("2025-11-25", "2026-07-28")
+        yield {"legacy": legacy, "modern": modern}
+
+
+@pytest.fixture
+def nothing_left(bridge: Bridge) -> Iterator[None]:
+    yield
+    assert not bridge.leftovers(server_pids(bridge.marker)), "processes left behind"
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", f"Basic {TOKEN}"])
+async def test_a_request_without_the_token_is_refused(server: str, header: str | None) -> None:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if header is not None:
+        headers["Authorization"] = header
+    async with httpx2.AsyncClient(timeout=10) as http:
+        reply = await http.post(
+            server, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        )
+    assert reply.status_code == 401
+    assert reply.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_lists_the_tools(clients: dict[str, Client]) -> None:
+    await scenarios.lists_the_tools(clients["modern"])
+
+
+async def test_acp_spawn_returns_the_envelope(
+    clients: dict[str, Client], nothing_left: None
+) -> None:
+    await scenarios.acp_spawn_returns_the_envelope(clients["modern"])
+
+
+async def test_a_bad_argument_gets_an_error_naming_the_field(
+    clients: dict[str, Client], nothing_left: None
+) -> None:
+    with pytest.raises(MCPError) as caught:
+        await clients["legacy"].call_tool("acp_spawn", {"agent": "nobody", "task": "hi"})
+    assert caught.value.code == types.INVALID_PARAMS
+    assert caught.value.message.startswith("acp_spawn: agent: no profile 'nobody'; ready: ")
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_an_ask_rule_is_answered_through_elicitation(
+    bridge: Bridge, clients: dict[str, Client], era: str, nothing_left: None
+) -> None:
+    await scenarios.an_ask_is_answered_through_elicitation(bridge, clients[era], "allow")
+
+
+async def test_the_agents_own_question_goes_to_the_host(
+    bridge: Bridge, clients: dict[str, Client], nothing_left: None
+) -> None:
+    await scenarios.the_agents_own_question_goes_to_the_host(bridge, clients["modern"])
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_progress_arrives_during_a_long_run_and_a_host_cancel_stops_it(
+    bridge: Bridge, clients: dict[str, Client], era: str, nothing_left: None
+) -> None:
+    # 2026-07-28 over HTTP: no stream is left to tell the host after its cancel.
+    told = era == "legacy"
+    await scenarios.progress_arrives_and_a_host_cancel_stops_the_run(
+        bridge, clients[era], told=told
+    )
+
+
+async def test_start_then_wait_status_and_list(
+    clients: dict[str, Client], nothing_left: None
+) -> None:
+    await scenarios.start_then_wait_status_and_list(clients["modern"])
+
+
+async def test_stop_ends_a_background_run_cancelled(
+    clients: dict[str, Client], nothing_left: None
+) -> None:
+    await scenarios.stop_ends_a_background_run_cancelled(clients["modern"])
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--http", "0.0.0.0:0"], "refusing to listen beyond loopback without a bearer token"),
+    ],
+)
+def test_what_cannot_serve_is_refused_at_once(bridge: Bridge, args: list[str], says: str) -> None:
+    env = bridge.env()
+    env.pop("ACP_BRIDGE_MCP_TOKEN", None)
+    done = subprocess.run(
+        [*ACP_BRIDGE, "mcp", *args],
+        env=env,
+        cwd=bridge.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert says in done.stderr
+    assert done.stdout == ""

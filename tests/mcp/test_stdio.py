@@ -1,0 +1,123 @@
+"""``acp-bridge mcp`` over stdio, as hosts run it today: one server, the official ``mcp``
+client on the 2025 handshake protocol (questions to the host go mid-call). The 2026-07-28
+protocol and HTTP are in test_http.py; the allowlist and the depth limit in test_limits.py."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import mcp.types as types
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from acp_bridge.envelope import SubtaskResult
+from tests.mcp import scenarios
+from tests.mcp.conftest import Bridge, bounded, server_pids, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+async def client(bridge: Bridge) -> AsyncIterator[Client]:
+    async with bridge.client(bridge.stdio(), "legacy") as client:
+        assert client.protocol_version == "2025-11-25"
+        yield client
+
+
+@pytest.fixture
+def nothing_left(bridge: Bridge) -> Iterator[None]:
+    """After the test, only the server itself may still run."""
+    yield
+    assert not bridge.leftovers(server_pids(bridge.marker)), "processes left behind"
+
+
+async def test_lists_the_tools_with_ready_profiles_and_the_envelope_schema(client: Client) -> None:
+    await scenarios.lists_the_tools(client)
+
+
+async def test_acp_spawn_returns_the_envelope(client: Client, nothing_left: None) -> None:
+    await scenarios.acp_spawn_returns_the_envelope(client)
+
+
+async def test_bash_runs_one_command_as_a_subtask(client: Client, nothing_left: None) -> None:
+    async with bounded():
+        result = await client.call_tool("bash", {"command": "echo from-bash; exit 3"})
+    envelope = SubtaskResult.model_validate(result.structured_content)
+    assert envelope.output_schema == "subtask.bash.result.v1"
+    assert (envelope.output["exit_code"], envelope.output["stdout"]) == (3, "from-bash\n")
+    assert result.is_error and envelope.error == "bash exited with code 3"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "says"),
+    [
+        ({"task": "hi"}, "agent", "Field required"),
+        ({"agent": "nobody", "task": "hi"}, "agent", "no profile 'nobody'; ready: "),
+        ({"agent": "demo", "task": "hi", "colour": "red"}, "colour", "unknown argument"),
+        ({"agent": "demo", "task": "hi", "timeout": "soon"}, "timeout", "valid number"),
+        ({"agent": "demo", "task": ""}, "task", "at least 1 character"),
+        ({"agent": "demo", "task": "x", "observe_profile": "loud"}, "observe_profile", "'default'"),
+    ],
+)
+async def test_bad_arguments_get_an_error_naming_the_field(
+    client: Client, arguments: dict[str, Any], field: str, says: str, nothing_left: None
+) -> None:
+    with pytest.raises(MCPError) as caught:
+        async with bounded():
+            await client.call_tool("acp_spawn", arguments)
+    error = caught.value
+    assert error.code == types.INVALID_PARAMS
+    assert error.message.startswith(f"acp_spawn: {field}: ")
+    assert says in error.message
+    (problem,) = error.data["problems"]
+    assert problem["field"] == field
+
+
+@pytest.mark.parametrize("decision", ["allow", None])
+async def test_an_ask_rule_is_answered_through_elicitation(
+    bridge: Bridge, client: Client, decision: str | None, nothing_left: None
+) -> None:
+    await scenarios.an_ask_is_answered_through_elicitation(bridge, client, decision)
+
+
+async def test_the_agents_own_question_goes_to_the_host(
+    bridge: Bridge, client: Client, nothing_left: None
+) -> None:
+    await scenarios.the_agents_own_question_goes_to_the_host(bridge, client)
+
+
+async def test_progress_arrives_during_a_long_run_and_a_host_cancel_stops_it(
+    bridge: Bridge, client: Client, nothing_left: None
+) -> None:
+    await scenarios.progress_arrives_and_a_host_cancel_stops_the_run(bridge, client)
+
+
+async def test_start_then_wait_status_and_list(client: Client, nothing_left: None) -> None:
+    await scenarios.start_then_wait_status_and_list(client)
+
+
+async def test_stop_ends_a_background_run_cancelled(client: Client, nothing_left: None) -> None:
+    await scenarios.stop_ends_a_background_run_cancelled(client)
+
+
+async def test_a_background_run_keeps_to_its_budget(client: Client, nothing_left: None) -> None:
+    arguments = {"agent": "demo", "task": "Reply with exactly OVER", "max_tokens": 1}
+    async with bounded():
+        started = await client.call_tool("start", arguments)
+        assert started.structured_content is not None
+        task_id = started.structured_content["task_id"]
+        waited = await client.call_tool("wait", {"task_id": task_id, "timeout": 60})
+    run = waited.structured_content
+    assert run is not None and run["status"] == "failed"
+    assert run["envelope"]["meta"]["error_code"] == "budget"
+
+
+async def test_an_unknown_run_and_send_are_clear_errors(client: Client) -> None:
+    with pytest.raises(MCPError) as caught:
+        await client.call_tool("status", {"task_id": "sub_000000000000"})
+    assert caught.value.message.startswith("status: task_id: no run 'sub_000000000000'")
+    sent = await client.call_tool("send", {"task_id": "sub_000000000000", "text": "more"})
+    assert sent.is_error
+    assert "send is not supported yet" in text_of(sent)

@@ -1,0 +1,82 @@
+"""Follow-up turns, the store side: named sessions, holds, reserved follow-ups, dead holders
+(no supervisor processes: identities are this process's own, or one that never existed)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from acp_bridge._runs import envelopes, lanes, liveness, procs, turns
+from acp_bridge._runs.records import NewRun
+from acp_bridge._runs.store import Store
+from acp_bridge.errors import ErrorCode
+
+ME = procs.own_identity()
+GONE = procs.Identity(ME.pid, ME.start + 1, ME.boot)  # same pid, another start: not alive
+
+
+def new_run(run_id: str, follows: str | None = None, session: str | None = None) -> NewRun:
+    return NewRun(
+        id=run_id, entry="acp_spawn", agent="demo", task="t", cwd="/", caller_cwd="/",
+        request={"entry": "acp_spawn", "agent": "demo", "task": "t"}, config_path=None,
+        lane="agent:demo", group=None, env_key="k", follows=follows, session_name=session,
+    )  # fmt: skip
+
+
+def ended_and_held(store: Store, run_id: str, who: procs.Identity) -> None:
+    """Record ``run_id`` as carried by ``who`` and done, its agent held for a minute."""
+    store.create(new_run(run_id, session="fix"), who)
+    with store.write() as db:
+        db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+        run = store.get(run_id)
+        assert run is not None
+        outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+        assert store.finish(db, run_id, outcome._replace(status="done"), supervisor=who)
+    assert turns.hold(store, run_id, who, time.time() + 60)
+
+
+def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 1)
+    ended_and_held(store, "sub_000000000001", ME)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001", session="fix"), ME)
+    store.create(new_run("sub_000000000003"), ME)
+    # The follow-up is the holder's; the other run waits for the slot the hold keeps.
+    assert lanes.heads(store) == []
+    assert turns.session_head(store, "fix").id == "sub_000000000002"  # type: ignore[union-attr]
+    assert turns.claim_follow_up(store, "sub_000000000001", ME) == "sub_000000000002"
+    follow_up = store.get("sub_000000000002")
+    assert follow_up is not None and follow_up.status == "running"
+    assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
+    assert turns.claim_follow_up(store, "sub_000000000001", ME) is None  # no hold any more
+    assert lanes.heads(store) == []  # the slot moved to the follow-up
+    store.close()
+
+
+def test_a_dead_holders_hold_is_released_and_its_follow_up_starts_on_its_own(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 1)
+    ended_and_held(store, "sub_000000000001", GONE)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    assert lanes.heads(store) == []  # still counted: nobody looked yet
+    assert turns.claim_follow_up(store, "sub_000000000001", ME) is None  # not ours to take
+    liveness.reap(store)
+    assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
+    # Its own supervisor starts it now (and would resume or load the session).
+    assert lanes.heads(store) == ["sub_000000000002"]
+    store.close()
+
+
+def test_an_expired_hold_counts_for_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 1)
+    ended_and_held(store, "sub_000000000001", ME)
+    assert turns.hold(store, "sub_000000000001", ME, time.time() - 1)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    assert lanes.heads(store) == ["sub_000000000002"]
+    assert not turns.hold(store, "sub_000000000001", GONE, None)  # only its carrier may
+    store.close()

@@ -230,6 +230,7 @@ class AcpRun:
                 keep_worktree=self.profile.keep_worktree,
                 diff=diff,
                 shutdown_grace=self.profile.timeouts.shutdown_grace,
+                deadline=self.clock.deadline,
             ) as confinement:
                 result.confinement = confinement
                 self.cwd = confinement.cwd

@@ -7,11 +7,19 @@ clear error), creates the worktree (``isolation: worktree``) and the agent's mis
 directories, and records the write roots; leaving measures what changed there — by any
 means: the agent in-process, its terminals, the bridge's own file service — writes the diff
 beside the run's transcript, keeps or removes the worktree, and removes the private ``/tmp``.
+
+Given the run's ``deadline``, both ends keep the run's time bound (T + END_GRACE): setting
+up and the baseline must be done by the deadline (else :class:`RunTimeout`), measuring by
+the deadline + END_GRACE. Walks and git commands get only the time left (a cut walk says
+so in ``files_changed_notes``); a measurement the grace cannot hold is skipped, said so,
+and a worktree is then kept as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -21,7 +29,14 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._os.changes import Baseline, FilesChanged, measure_changes, take_baseline
+from acp_bridge._entries.runner import END_GRACE
+from acp_bridge._os.changes import (
+    Baseline,
+    ChangeLimits,
+    FilesChanged,
+    measure_changes,
+    take_baseline,
+)
 from acp_bridge._os.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
@@ -29,9 +44,12 @@ from acp_bridge._os.sandbox.bwrap import signal_command
 from acp_bridge._os.worktree import Worktree, create_worktree, finish_worktree
 from acp_bridge.config import ResolvedSandbox
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
-from acp_bridge.errors import BridgeError
+from acp_bridge.errors import BridgeError, RunTimeout
 
 SHIM_GRACE_SHARE = 0.5  # of the shutdown grace: the Landlock shim must finish before SIGKILL
+FINISH_RESERVE = 1.0
+"""Seconds of the run's end kept from the walks and git commands that measure its changes:
+comparing, diffs and the envelope come after them."""
 
 
 @dataclass
@@ -114,15 +132,26 @@ async def confined(
     measure: bool = True,
     diff: Path | None = None,
     shutdown_grace: float = 2.0,
+    deadline: float = math.inf,
 ) -> AsyncIterator[Confinement]:
     """The confinement of one run; see the module docstring. ``diff``: where the unified
-    diff of the run's changes goes (None: no diff is kept)."""
-    choice = await choose_mode(settings.mode, network=settings.network)
+    diff of the run's changes goes (None: no diff is kept). ``deadline``: the run's
+    (``anyio.current_time()``), if it has one."""
     state = state_dir()
     scratch = state / "scratch" / task_id
-    worktree = (
-        await create_worktree(cwd, task_id, state_dir=state) if isolation == "worktree" else None
-    )
+    set_up = False
+    with anyio.move_on_at(deadline):
+        choice = await choose_mode(settings.mode, network=settings.network)
+        worktree = (
+            await create_worktree(
+                cwd, task_id, state_dir=state, timeout=_git_time(ChangeLimits(), deadline)
+            )
+            if isolation == "worktree"
+            else None
+        )
+        set_up = True
+    if not set_up:  # a worktree half made is left to `git worktree prune`
+        raise RunTimeout("the run's timeout passed while its sandbox was being set up")
     try:
         reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
         notes = await _make_state_dirs(settings.state)
@@ -153,16 +182,23 @@ async def confined(
             # Never the bridge's own state: this process holds the run store open, and
             # reading its files would drop SQLite's locks (see run_store_files).
             skip = (state, *run_store_files())
-            baseline = await take_baseline(writes, workdir=scratch / "changes", skip=skip)
+            baseline = await take_baseline(
+                writes, workdir=scratch / "changes", skip=skip, limits=_until(deadline)
+            )
+            if anyio.current_time() >= deadline:
+                raise RunTimeout("the run's timeout passed while its files were being recorded")
         try:
             with conf.box:
                 yield conf
         finally:
             # The run is over, however it ended: measure it even if it failed or was
             # cancelled (shielded), and never let a failed measurement hide the run's error.
-            with anyio.CancelScope(shield=True):
-                await _finish(conf, baseline, scratch, keep_worktree, diff)
-                worktree = None  # finished (kept or removed): nothing left to clean up
+            end = deadline + END_GRACE  # the run's own end: measuring may not pass it
+            with anyio.CancelScope(shield=True, deadline=end) as finishing:
+                await _finish(conf, baseline, scratch, keep_worktree, diff, end)
+            if finishing.cancelled_caught:
+                conf.notes.append("files changed not measured: the run's end grace ran out")
+            worktree = None  # finished, or kept as it is: nothing left to clean up
     finally:
         if worktree is not None:  # the sandbox could not even be set up
             with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError):
@@ -177,15 +213,38 @@ async def _finish(
     scratch: Path,
     keep: KeepWorktree,
     diff: Path | None,
+    end: float,
 ) -> None:
     try:
         if conf.worktree is not None:
             result = await finish_worktree(
-                conf.worktree, scratch=scratch / "worktree", keep=keep, diff=diff
+                conf.worktree,
+                scratch=scratch / "worktree",
+                keep=keep,
+                diff=diff,
+                timeout=_git_time(ChangeLimits(), end - FINISH_RESERVE),
             )
             conf.files, conf.worktree_meta = result.files, result.meta()
             conf.notes += result.notes
         elif baseline is not None:
+            if anyio.current_time() > end - FINISH_RESERVE:  # a cut walk still stats it all
+                conf.notes.append("files changed not measured: the run's end grace ran out")
+                return
+            baseline.limits = _until(end - FINISH_RESERVE, baseline.limits)
             conf.files = await measure_changes(baseline, diff=diff)
     except (BridgeError, OSError) as exc:
         conf.notes.append(f"files changed not measured: {exc}")
+
+
+def _until(end: float, limits: ChangeLimits | None = None) -> ChangeLimits:
+    """``limits`` with each walk and git command cut to the time left before ``end`` (a
+    walk runs in a thread, which no cancel scope can stop: it must stop by itself)."""
+    limits = limits or ChangeLimits()
+    left = max(end - anyio.current_time(), 0.0)
+    return dataclasses.replace(
+        limits, max_seconds=min(limits.max_seconds, left), git_timeout=_git_time(limits, end)
+    )
+
+
+def _git_time(limits: ChangeLimits, end: float) -> float:
+    return max(min(limits.git_timeout, end - anyio.current_time()), 0.1)

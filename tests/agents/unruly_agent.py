@@ -5,6 +5,8 @@ Usage: ``python unruly_agent.py MODE [N]``. Modes:
 
 - ``deaf``: after ``session/new`` it stops reading stdin for good, sends a partial answer,
   then floods requests whose replies fill its stdin pipe, and sleeps (SIGTERM ignored).
+- ``sprawl N``: creates ``big.bin`` in its cwd, a sparse file of N MiB (no disk, but git
+  hashes every byte to measure the change), then goes ``deaf``.
 - ``flood N``: sends N agent→client requests without waiting for replies (a thread reads
   them), waits for every reply, then answers ``FLOOD-DONE <replies read> replies``.
 - ``malformed``: sends every kind of malformed message it knows, then ``ANSWER``.
@@ -90,7 +92,7 @@ def handshake() -> dict[str, Any] | None:
     return None
 
 
-def deaf() -> None:
+def deaf(requests: int = COUNT) -> None:
     """Never read again: our stdin fills with the bridge's replies and its prompt."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(0.3)  # the bridge starts its turn right after session/new
@@ -98,7 +100,7 @@ def deaf() -> None:
     sys.stderr.write("hostile: not reading stdin any more\n")
     sys.stderr.flush()
     path = os.path.join(os.getcwd(), "missing.txt")
-    for n in range(COUNT):
+    for n in range(requests):
         params = {"sessionId": SESSION, "path": path}
         send({"id": n, "method": "fs/read_text_file", "params": params})
     while True:
@@ -259,6 +261,10 @@ def main() -> None:
     prompt = handshake()
     if MODE == "deaf":
         deaf()
+    if MODE == "sprawl":
+        with open("big.bin", "wb") as file:
+            file.truncate(COUNT << 20)
+        deaf(requests=10)
     if prompt is None:
         return
     rid = prompt["id"]

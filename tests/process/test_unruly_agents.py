@@ -5,6 +5,7 @@ bounded — and whatever happens, the envelope keeps what was gathered."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,28 @@ def test_an_agent_that_stops_reading_ends_by_the_timeout_plus_grace(
     assert "session/prompt" not in sent  # never logged as sent: it was never written
     notes = [line["note"] for line in lines if line["dir"] == "note"]
     assert any(n.startswith("not sent: session/prompt") for n in notes), notes
+
+
+@pytest.mark.parametrize("made_by", ["agent", "user"])
+def test_measuring_what_a_run_changed_keeps_the_bound(harness: AgentHarness, made_by: str) -> None:
+    # A 1 GiB (sparse) file in a git work tree: git would hash it for over ten seconds to
+    # record it (before the run: the baseline) or to measure the change (after). Both get
+    # only the run's time: the baseline counts against T, the measurement against the grace.
+    subprocess.run(["git", "init", "-q", str(harness.workspace)], check=True, timeout=30)
+    if made_by == "user":
+        with (harness.workspace / "big.bin").open("wb") as file:
+            file.truncate(1 << 30)
+    run = 3.0
+    config = hostile(harness, "sprawl", "1024", timeouts={"run": run})
+    result = harness.run("hostile", "go", config, guard=run + END_GRACE + SLACK)
+    assert result.meta.error_code == ErrorCode.TIMEOUT, result.error
+    if made_by == "user":  # the agent never started
+        assert "files were being recorded" in result.error and result.meta.session_id is None
+        return
+    assert result.output == "partial before going deaf"
+    assert (harness.workspace / "big.bin").stat().st_size == 1 << 30
+    unmeasured = [w for w in result.meta.warnings or [] if "not measured" in w]
+    assert unmeasured or result.meta.files_changed, result.meta
 
 
 def test_malformed_messages_are_skipped_and_counted(harness: AgentHarness) -> None:

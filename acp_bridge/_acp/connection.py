@@ -83,7 +83,9 @@ class JsonRpcConnection:
         self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
-        self._serving: dict[tuple[str, Any], anyio.CancelScope] = {}
+        # Each request being served, by id; an agent may (wrongly) reuse an id while the
+        # first is still served, so an id can name several: $/cancel_request cancels all.
+        self._serving: dict[tuple[str, Any], list[tuple[RequestMessage, anyio.CancelScope]]] = {}
         """The agent's requests queued or being answered, by id, for its ``$/cancel_request``
         (bounded by the request pool: at most its workers and backlog)."""
         self._tg: TaskGroup | None = None
@@ -286,9 +288,9 @@ class JsonRpcConnection:
                 else:
                     self._on_update(message.params)
             elif message.method == CANCEL_REQUEST:
-                serving = self._serving.get(_id_key((message.params or {}).get("requestId")))
-                if serving is not None:
-                    serving.cancel()
+                key = _id_key((message.params or {}).get("requestId"))
+                for _request, scope in self._serving.get(key, []):
+                    scope.cancel()
             elif self._on_notification is not None:
                 self._on_notification(message.method, message.params)
             return None
@@ -300,7 +302,8 @@ class JsonRpcConnection:
         elif isinstance(message, RequestMessage):
             # Registered now, not when a worker takes it: a $/cancel_request on the next
             # line must find it (a scope cancelled before it is entered starts out cancelled).
-            self._serving[_id_key(message.id)] = anyio.CancelScope()
+            served = self._serving.setdefault(_id_key(message.id), [])
+            served.append((message, anyio.CancelScope()))
         if isinstance(message, RequestMessage) or message.answer:
             assert self._pool is not None  # answered like any request: boundedly
             return None if self._pool.offer(message) else message
@@ -334,13 +337,15 @@ class JsonRpcConnection:
             )
         else:
             key = _id_key(request.id)
-            scope = self._serving.get(key) or anyio.CancelScope()
+            served = self._serving.get(key, [])
+            scope = next((s for m, s in served if m is request), None) or anyio.CancelScope()
             with scope:
                 try:
                     reply = await self._router.answer(request) or {}
                 finally:
-                    if self._serving.get(key) is scope:
-                        del self._serving[key]
+                    served[:] = [(m, s) for m, s in served if m is not request]
+                    if not served:
+                        self._serving.pop(key, None)
             if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
                 reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
         if reply:

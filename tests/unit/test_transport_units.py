@@ -28,7 +28,8 @@ class Sink:
         self.enough = anyio.Event()
 
     async def send(self, data: bytes) -> None:
-        self.sent.append(json.loads(data))
+        # The outbox may write several queued messages at once, one line each.
+        self.sent += [json.loads(line) for line in data.splitlines() if line.strip()]
         if len(self.sent) >= self.expect:
             self.enough.set()
 

@@ -159,6 +159,8 @@ async def wait_all(
 def wait_all_sync(
     run_ids: Sequence[str], *, timeout: float | None = None, store: str | Path | None = None
 ) -> list[RunRecord]:
+    """:func:`wait_all` without an event loop. Not the sync helper (``_entries/sync.py``):
+    ``acp-bridge wait`` must start without anyio, so this waits on the doorbell directly."""
     deadline = _deadline(timeout)
     with Watch(open_store(store), run_ids) as watch:
         while True:

@@ -121,7 +121,9 @@ class PermissionRule(StrictModel):
         "newline, redirections) when every one of them matches; $(…), backticks, subshells "
         "and NAME=value prefixes never match",
     )
-    decision: Literal["allow", "reject", "ask"]
+    decision: Literal["allow", "reject", "ask"] = Field(
+        description="allow or reject the tool call, or ask the host (its permission hook)"
+    )
 
 
 class Permissions(StrictModel):
@@ -189,13 +191,17 @@ class AuthSettings(StrictModel):
 class McpServer(StrictModel):
     """An MCP server handed to the agent in session/new."""
 
-    name: str
-    type: Literal["stdio", "http", "sse"] = "stdio"
-    command: str | None = None
-    args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    name: str = Field(description="the server's name, as the agent will show it")
+    type: Literal["stdio", "http", "sse"] = Field("stdio", description="its transport")
+    command: str | None = Field(None, description="stdio: the executable the agent starts")
+    args: list[str] = Field(default_factory=list, description="stdio: its arguments")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="stdio: its variables (secrets are redacted)"
+    )
+    url: str | None = Field(None, description="http / sse: where it listens")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http / sse: headers sent (secrets are redacted)"
+    )
 
     @model_validator(mode="after")
     def _transport_fields(self) -> McpServer:
@@ -217,8 +223,8 @@ class SessionSettings(StrictModel):
 class AgentProfile(StrictModel):
     """How to start one external ACP agent and what it may touch."""
 
-    name: Name
-    description: str = ""
+    name: Name = Field(description="the profile's name: acp-bridge run NAME …")
+    description: str = Field("", description="what the agent is, for people and host models")
     enable: bool = Field(
         True, description="false: the profile is kept but refused (Mistermorph's switch)"
     )
@@ -226,7 +232,7 @@ class AgentProfile(StrictModel):
         "stdio", description="transport to the agent: stdio, the only one (Mistermorph's key)"
     )
     command: str = Field(min_length=1, description="executable to start; no shell is used")
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list, description="its arguments (a list: no shell)")
     env: dict[EnvName, str] = Field(
         default_factory=dict, description="variables set for the agent; ${VAR} expands at load"
     )
@@ -242,13 +248,23 @@ class AgentProfile(StrictModel):
     write_roots: list[ExistingDir] | None = Field(
         None, description="where fs writes may go; default: the session cwd"
     )
-    permissions: Permissions = Field(default_factory=Permissions)
-    timeouts: Timeouts = Field(default_factory=Timeouts)
-    terminal: TerminalSettings = Field(default_factory=TerminalSettings)
-    fs: FsSettings = Field(default_factory=FsSettings)
-    auth: AuthSettings = Field(default_factory=AuthSettings)
-    mcp_servers: list[McpServer] = Field(default_factory=list)
-    session: SessionSettings = Field(default_factory=SessionSettings)
+    permissions: Permissions = Field(
+        default_factory=Permissions, description="how permission requests are decided"
+    )
+    timeouts: Timeouts = Field(default_factory=Timeouts, description="the run's deadlines")
+    terminal: TerminalSettings = Field(
+        default_factory=TerminalSettings, description="the terminal/* methods served"
+    )
+    fs: FsSettings = Field(default_factory=FsSettings, description="the fs/* methods served")
+    auth: AuthSettings = Field(default_factory=AuthSettings, description="how it authenticates")
+    mcp_servers: list[McpServer] = Field(
+        default_factory=list, description="MCP servers handed to the agent in session/new"
+    )
+    session: SessionSettings = Field(
+        default_factory=SessionSettings,
+        description="mode, model and config options set after session/new (each only if "
+        "the agent offers it; a warning when it does not)",
+    )
     session_options: dict[str, str | bool | int | float] = Field(
         default_factory=dict,
         description="Mistermorph's name for session.config_options (those win where both "

@@ -21,7 +21,7 @@ from acp_bridge.config._sandbox import SandboxSettings
 
 
 class ToolSwitch(StrictModel):
-    enabled: bool
+    enabled: bool = Field(description="offer the tool to host loops")
 
 
 class BashToolSettings(StrictModel):
@@ -50,9 +50,17 @@ class SpawnToolSettings(StrictModel):
 
 
 class ToolsConfig(StrictModel):
-    bash: BashToolSettings = Field(default_factory=BashToolSettings)
-    spawn: SpawnToolSettings = Field(default_factory=SpawnToolSettings)
-    acp_spawn: ToolSwitch = Field(default_factory=lambda: ToolSwitch(enabled=False))
+    bash: BashToolSettings = Field(
+        default_factory=BashToolSettings, description="the bash entry and tool (always on)"
+    )
+    spawn: SpawnToolSettings = Field(
+        default_factory=SpawnToolSettings, description="the spawn entry and tool"
+    )
+    acp_spawn: ToolSwitch = Field(
+        default_factory=lambda: ToolSwitch(enabled=False),
+        description="whether host loops are offered the acp_spawn tool (default: no, as in "
+        "Mistermorph)",
+    )
 
 
 PASSTHROUGH_MODEL = "passthrough"
@@ -74,7 +82,7 @@ def _http_url(url: str) -> str:
 class ModelEntry(StrictModel):
     """One model behind an OpenAI-compatible chat-completions endpoint."""
 
-    description: str = ""
+    description: str = Field("", description="what the model is good for")
     provider: Literal["openai", "openai-compatible"] = Field(
         "openai-compatible",
         description="openai: OpenAI's own API (its model profiles); anything else (Ollama, vLLM, "
@@ -141,7 +149,11 @@ class SubtasksConfig(StrictModel):
 class AcpSection(StrictModel):
     # Entries stay raw here: each is merged over earlier layers and validated on its own,
     # so one broken profile does not make the others unusable.
-    agents: list[dict[str, Any]] = Field(default_factory=list)
+    agents: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="agent profiles (Mistermorph's acp.agents form), each laid over the "
+        "built-in or folder profile of the same name",
+    )
 
 
 class TranscriptSettings(StrictModel):
@@ -204,19 +216,32 @@ class RunsSettings(StrictModel):
 class Config(StrictModel):
     """The config file's settings (everything except the profiles themselves)."""
 
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    subtasks: SubtasksConfig = Field(default_factory=SubtasksConfig)
-    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    tools: ToolsConfig = Field(
+        default_factory=ToolsConfig, description="the tools host loops are offered"
+    )
+    subtasks: SubtasksConfig = Field(
+        default_factory=SubtasksConfig, description="the one depth limit of every entry"
+    )
+    models: ModelsConfig = Field(
+        default_factory=ModelsConfig, description="models of the local loops (spawn, ask)"
+    )
     profiles_dirs: list[ExistingDir] = Field(
         default_factory=list, description="extra profile folders, relative to this file"
     )
     schemas: dict[str, ExistingFile] = Field(
         default_factory=dict, description="output_schema label → JSON Schema file"
     )
-    transcripts: TranscriptSettings = Field(default_factory=TranscriptSettings)
+    transcripts: TranscriptSettings = Field(
+        default_factory=TranscriptSettings, description="the JSONL transcripts of ACP runs"
+    )
     sandbox: SandboxSettings = Field(
         default_factory=SandboxSettings,
         description="the default sandbox of every profile, and the bash entry's",
     )
-    runs: RunsSettings = Field(default_factory=RunsSettings)
-    acp: AcpSection = Field(default_factory=AcpSection)
+    runs: RunsSettings = Field(
+        default_factory=RunsSettings,
+        description="the run store: recording, lanes, retention (docs/how-to/runs.md)",
+    )
+    acp: AcpSection = Field(
+        default_factory=AcpSection, description="agent profiles in the config file itself"
+    )

@@ -109,6 +109,11 @@ class EventSink:
         self._kinds = PROFILES[name] if handler is not None else frozenset()
         self._started = time.monotonic() if started is None else started
 
+    def retarget(self, task_id: str, started: float) -> None:
+        """Report later events as another run's: a follow-up turn in the same session, which
+        is a run of its own (``started``: its ``time.monotonic()`` start)."""
+        self.task_id, self._started = task_id, started
+
     def wants(self, kind: EventKind) -> bool:
         """Cheap check for hot paths: build the event only if this is true."""
         return kind in self._kinds

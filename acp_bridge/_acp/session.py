@@ -211,8 +211,8 @@ class AcpSession:
         if caps.load_session:
             return "session/load"
         raise NotOffered(
-            "--resume: the agent offers neither session/resume nor session/load, so an "
-            "earlier session cannot be continued"
+            "the agent offers neither session/resume nor session/load, so an earlier session "
+            "cannot be continued (a new session would not know it)"
         )
 
     async def open(

@@ -71,6 +71,16 @@ class AcpResult:
     warnings: list[str] = field(default_factory=list)
     tracing: Tracing = NO_TRACING
 
+    def next_turn(self, output_schema: str) -> None:
+        """A follow-up turn in the same session begins: it gathers its own answer, tool
+        calls, plan, usage and records (see acp_turns.py); the session's state stays."""
+        self.output_schema = output_schema
+        self.outcome, self.error = None, None
+        collector = self.collector
+        collector.tool_calls, collector.plan, collector.usage = {}, [], {}
+        if self.services is not None:
+            self.services.next_turn()
+
     def answer(self) -> Answer:
         text = self.collector.answer()
         if not self.output_schema:

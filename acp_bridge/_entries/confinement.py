@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import math
 import shutil
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,10 +133,12 @@ async def confined(
     diff: Path | None = None,
     shutdown_grace: float = 2.0,
     deadline: float = math.inf,
+    last_deadline: Callable[[], float] | None = None,
 ) -> AsyncIterator[Confinement]:
     """The confinement of one run; see the module docstring. ``diff``: where the unified
     diff of the run's changes goes (None: no diff is kept). ``deadline``: the run's
-    (``anyio.current_time()``), if it has one."""
+    (``anyio.current_time()``), if it has one; ``last_deadline``: the deadline of its last
+    turn, asked when the run is over (follow-up turns each have their own)."""
     state = state_dir()
     scratch = state / "scratch" / task_id
     set_up = False
@@ -193,7 +195,8 @@ async def confined(
         finally:
             # The run is over, however it ended: measure it even if it failed or was
             # cancelled (shielded), and never let a failed measurement hide the run's error.
-            end = deadline + END_GRACE  # the run's own end: measuring may not pass it
+            last = deadline if last_deadline is None else last_deadline()
+            end = last + END_GRACE  # the run's own end: measuring may not pass it
             with anyio.CancelScope(shield=True, deadline=end) as finishing:
                 await _finish(conf, baseline, scratch, keep_worktree, diff, end)
             if finishing.cancelled_caught:

@@ -100,7 +100,7 @@ async def run_enveloped(
         task_id = new_task_id() if task_id is None else check_task_id(task_id)
     except ConfigError as exc:  # a bad id cannot name the envelope: it gets a fresh one
         task_id = new_task_id()
-        return _finish(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
+        return finish_envelope(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
     ledger = installed_ledger()
     record = None if ledger is None else ledger.record(_start(task_id, entry, task, base, cwd))
     loaded: LoadedConfig | None = None
@@ -123,19 +123,21 @@ async def run_enveloped(
         if record is not None:
             record.abandoned()
         raise
-    result = _finish(result, entry, depth, started, task_id)
+    result = finish_envelope(result, entry, depth, started, task_id)
     if record is not None:
         record.ended(result)  # committed before the caller learns the run ended
     return result
 
 
-def _finish(
+def finish_envelope(
     result: SubtaskResult,
     entry: Entry,
     depth: int | None,
     started: float,
     task_id: str | None = None,
 ) -> SubtaskResult:
+    """``result`` stamped as the envelope of one run: its task id (``task_id``, else its
+    own), entry, depth, and the duration since ``started`` (``time.monotonic()``)."""
     update = {
         "entry": entry,
         "depth": depth,

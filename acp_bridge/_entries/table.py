@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
+from acp_bridge._entries.acp_turns import FollowUps
 from acp_bridge.config import LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
@@ -93,6 +94,7 @@ def _not_acp(common: dict[str, Any]) -> dict[str, Any]:
     """``common`` without what only an ACP agent can use."""
     common.pop("permission_hook")
     common.pop("elicitation_hook")
+    common.pop("follow_ups")
     return common
 
 
@@ -140,11 +142,13 @@ async def run_entry(
     permission_hook: PermissionHook | None = None,
     elicitation_hook: ElicitationHook | None = None,
     abort: anyio.Event | None = None,
+    follow_ups: FollowUps | None = None,
 ) -> SubtaskResult:
     """Run ``request`` on its entry path; the envelope, whatever happens. The hooks answer an
     ACP agent's ``ask`` permission requests and questions to the user (other entries have no
     use for them). ``cancel`` ends it gracefully; ``abort`` (with or after ``cancel``) ends it
-    now: no graces, SIGKILL."""
+    now: no graces, SIGKILL. ``follow_ups``: further turns in an ACP agent's session, while
+    its profile keeps the agent (see :func:`~acp_bridge.acp_spawn`)."""
     common: dict[str, Any] = {
         "timeout": request.timeout,
         "cwd": request.cwd,
@@ -156,5 +160,6 @@ async def run_entry(
         "elicitation_hook": elicitation_hook,
         "abort": abort,
         "task_id": request.task_id,
+        "follow_ups": follow_ups,
     }
     return await ENTRIES[request.entry](request, common)

@@ -139,8 +139,20 @@ class StopArgs(_Args):
 
 
 class SendArgs(_Args):
-    task_id: str = Field(min_length=1, description="the run whose session gets the turn")
+    task_id: str = Field(
+        min_length=1, description="a run of the session (from start); its latest turn is followed"
+    )
     text: str = Field(min_length=1, description="the follow-up prompt")
+    timeout: float | None = Field(
+        None, gt=0, le=MAX_SECONDS, description="seconds the turn may take (default: the config's)"
+    )
+    wait: float = Field(
+        50,
+        ge=0,
+        le=MAX_SECONDS,
+        description="seconds to wait for the turn to end, as wait does (default 50; 0: return "
+        "its task_id at once, then call wait)",
+    )
 
 
 def _request(entry: str, fields: dict[str, Any]) -> EntryRequest:

@@ -107,10 +107,11 @@ SPECS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             "send",
-            "Not supported yet (it answers with an error): a follow-up turn in a background "
-            "run's session. Start a new run, or acp_spawn with resume=SESSION_ID.",
+            "Send a follow-up prompt to a background acp_spawn run's agent: the next turn in "
+            "the same ACP session (it remembers the conversation), a run of its own with its "
+            "own task_id. Waits like wait (up to `wait` seconds) and returns that run with its "
+            "envelope. Refused clearly when the session cannot be continued.",
             a.SendArgs,
-            open_world=False,
         ),
     )
 }

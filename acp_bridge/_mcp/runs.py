@@ -3,8 +3,8 @@ the run store: the one adapter between the MCP face and :mod:`acp_bridge._runs`.
 
 What it uses of :mod:`acp_bridge._runs`: ``start_run`` (the request, with
 :class:`RunOptions` for budgets), ``open_run`` → ``RunHandle.record()`` /
-``RunHandle.events(follow=True)``, ``wait_all``, ``stop_run``, ``list_runs``; and
-``RunRecord.to_dict()`` for what a tool returns. The store is the default one
+``RunHandle.events(follow=True)`` / ``RunHandle.send``, ``wait_all``, ``stop_run``,
+``list_runs``; and ``RunRecord.to_dict()`` for what a tool returns. The store is the default one
 (``$ACP_BRIDGE_RUNS_DB``, else the state directory), like the CLI's.
 
 Store reads are synchronous SQLite: they run in a worker thread so a slow disk never stalls
@@ -20,7 +20,14 @@ from typing import Any, cast
 import anyio
 
 from acp_bridge._entries.table import EntryRequest
-from acp_bridge._mcp.arguments import ListArgs, StartArgs, StatusArgs, StopArgs, WaitArgs
+from acp_bridge._mcp.arguments import (
+    ListArgs,
+    SendArgs,
+    StartArgs,
+    StatusArgs,
+    StopArgs,
+    WaitArgs,
+)
 from acp_bridge._runs import handle
 from acp_bridge._runs.records import RunStatus
 from acp_bridge._runs.start import RunOptions, start_run
@@ -30,11 +37,6 @@ from acp_bridge.errors import ConfigError, Problem
 from acp_bridge.events import Event
 
 STATUSES: tuple[RunStatus, ...] = ("queued", "running", "done", "failed", "cancelled", "lost")
-SEND_UNSUPPORTED = (
-    "send is not supported yet: follow-up turns in a background run's session are still to "
-    "come (issue 12). Start a new run, or call acp_spawn with resume set to the run's "
-    "meta.session_id."
-)
 
 
 def run_schema(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +104,26 @@ async def wait(args: WaitArgs, report: Callable[[Event], Awaitable[None]]) -> di
         run = await anyio.to_thread.run_sync(handle.open_run, args.task_id)
     except UnknownRunError as exc:
         raise _unknown(exc) from None
-    with anyio.move_on_after(args.timeout):
+    return await _follow(run, args.timeout, report)
+
+
+async def send(
+    args: SendArgs, config: LoadedConfig, report: Callable[[Event], Awaitable[None]]
+) -> dict[str, Any]:
+    """Queue a follow-up turn in the session of ``args.task_id``; the follow-up run once it
+    ended, or as it is after ``args.wait`` seconds (its events go to ``report``)."""
+    try:
+        run = await anyio.to_thread.run_sync(handle.open_run, args.task_id)
+    except UnknownRunError as exc:
+        raise _unknown(exc) from None
+    follow_up = await run.send(args.text, timeout=args.timeout, config=config)
+    return await _follow(follow_up, args.wait, report)
+
+
+async def _follow(
+    run: handle.RunHandle, timeout: float, report: Callable[[Event], Awaitable[None]]
+) -> dict[str, Any]:
+    with anyio.move_on_after(timeout):
         events = cast("AsyncGenerator[handle.RunEvent, None]", run.events(follow=True))
         async with aclosing(events):
             async for item in events:

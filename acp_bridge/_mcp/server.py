@@ -107,7 +107,7 @@ class BridgeServer:
                     name=name,
                     description=spec.description,
                     input_schema=input_schema(spec, ready),
-                    output_schema=None if name == "send" else output,
+                    output_schema=output,
                     annotations=types.ToolAnnotations(
                         read_only_hint=spec.read_only,
                         destructive_hint=spec.destructive,
@@ -220,9 +220,6 @@ class BridgeServer:
     async def _run_control(
         self, ctx: Context, name: str, arguments: dict[str, Any] | None
     ) -> types.CallToolResult:
-        if name == "send":
-            a.parse(a.SendArgs, arguments)  # bad arguments are still named as such
-            return _error_result(runs.SEND_UNSUPPORTED)
         try:
             data = await self._control(ctx, name, arguments)
         except ConfigError:
@@ -241,7 +238,7 @@ class BridgeServer:
             if request.agent is not None:
                 self.check_agent(request.agent)
             return await runs.start(start, request, self.settings.config)
-        if name == "wait":
+        if name in ("wait", "send"):
             host = Host(ctx, self.gate)
             sent = 0
 
@@ -252,6 +249,8 @@ class BridgeServer:
                     sent += 1
                     await host.progress(sent, text)
 
+            if name == "send":
+                return await runs.send(a.parse(a.SendArgs, arguments), self.settings.config, report)
             return await runs.wait(a.parse(a.WaitArgs, arguments), report)
         if name == "status":
             return await runs.status(a.parse(a.StatusArgs, arguments))

@@ -65,6 +65,20 @@ def over_budget(result: SubtaskResult, error: str) -> SubtaskResult:
     )
 
 
+def not_continued(result: SubtaskResult, follows: str) -> SubtaskResult:
+    """The envelope of a follow-up whose own supervisor could not continue the session of
+    run ``follows`` (no agent held): the error says so first, then why."""
+    error = (
+        f"follow-up of run {follows}: no live agent holds its session, so the session has to "
+        f"be resumed or loaded, and that failed: {result.error}"
+    )
+    code = result.meta.error_code or ErrorCode.AGENT_ERROR
+    return failed_envelope(
+        error, code, task_id=result.task_id, meta=result.meta, output=result.output,
+        output_kind=result.output_kind, output_schema=result.output_schema,
+    )  # fmt: skip
+
+
 def run_status(result: SubtaskResult, *, stopped: bool) -> RunStatus:
     """The run's status for the envelope it ended with: ``cancelled`` only when someone asked
     the run to stop and it ended cancelled (an agent may cancel a turn on its own)."""

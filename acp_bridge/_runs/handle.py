@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, overload
 
-from acp_bridge._runs import lanes, liveness
+from acp_bridge._runs import lanes, liveness, turns
 from acp_bridge._runs.bell import ring
 from acp_bridge._runs.records import RunRecord, RunStatus
 from acp_bridge._runs.store import Store, open_store
@@ -27,6 +27,8 @@ from acp_bridge._runs.watch import Watch, get_checked
 from acp_bridge.events import Event
 
 if TYPE_CHECKING:
+    from acp_bridge._runs.start import RunOptions
+    from acp_bridge.config import LoadedConfig
     from acp_bridge.envelope import SubtaskResult
 
 
@@ -96,6 +98,48 @@ class RunHandle:
 
     def stop_sync(self) -> RunStatus:
         return stop_run(self.id, store=self.store_path).status
+
+    async def send(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        options: RunOptions | None = None,
+        config: LoadedConfig | None = None,
+    ) -> RunHandle:
+        """Queue ``text`` as the next turn in this run's ACP session (``acp-bridge send``):
+        a follow-up, a run of its own, whose handle this returns at once. It is served by
+        the agent still held from this run, else through ``session/resume`` or
+        ``session/load``, else it fails with a clear refusal. ``options``: its budget;
+        :class:`~acp_bridge.ConfigError` when there is no session to continue."""
+        from acp_bridge._runs.send import send
+
+        return await send(self.id, text, timeout=timeout, options=self._options(options),
+                          config=config)  # fmt: skip
+
+    def send_sync(
+        self,
+        text: str,
+        *,
+        timeout: float | None = None,
+        options: RunOptions | None = None,
+        config: LoadedConfig | None = None,
+    ) -> RunHandle:
+        from acp_bridge._runs.send import send_sync
+
+        return send_sync(self.id, text, timeout=timeout, options=self._options(options),
+                         config=config)  # fmt: skip
+
+    def _options(self, options: RunOptions | None) -> RunOptions:
+        """``options`` on this handle's store (the follow-up is recorded beside its run)."""
+        import dataclasses
+
+        from acp_bridge._runs.start import RunOptions
+
+        options = options or RunOptions()
+        if options.store is None and self.store_path is not None:
+            options = dataclasses.replace(options, store=self.store_path)
+        return options
 
     async def events(self, *, follow: bool = False, after: int = 0) -> AsyncIterator[RunEvent]:
         """The run's events from the start (or after number ``after``); with ``follow``, then
@@ -173,10 +217,15 @@ def wait_all_sync(
 
 def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     """Stop a run: a queued one ends ``cancelled`` here and now; a running one is asked to
-    (its supervisor cancels the entry gracefully). A foreground run cannot be stopped from
-    here (its caller carries it: ``ConfigError``). Returns the run as it is now."""
+    (its supervisor cancels the entry gracefully); an ended one whose agent is held for a
+    follow-up has its agent let go. A foreground run cannot be stopped from here (its caller
+    carries it: ``ConfigError``). Returns the run as it is now."""
     db = open_store(store)
     run = get_checked(db, run_id)
+    if run.finished:
+        if turns.let_go(db, run_id):
+            ring(db, [run_id])  # its holder wakes, closes the agent, frees the slot
+        return run
     if not run.finished and not run.detached:
         from acp_bridge.errors import ConfigError
 

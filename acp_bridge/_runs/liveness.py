@@ -42,7 +42,9 @@ def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecor
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
-    if runs is None and release_dead_holders(store):
+    if runs is None and (released := release_dead_holders(store)):
+        for run_id in released:  # the held agent's own children outlive it (pdeathsig)
+            end_processes(store, run_id)
         ring(store, heads(store))  # their slots, and follow-ups reserved for them, are free
     return found
 

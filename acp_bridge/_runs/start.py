@@ -10,6 +10,10 @@ usual search from the current directory) and, for ``acp_spawn``, that the profil
 is usable; the options. What the run inherits: this process's environment and working
 directory (relative ``cwd`` is made absolute now). The config's ``runs:`` section and the
 profile's ``max_concurrent`` are written into the store with the run (see :mod:`.policy`).
+
+A run of a named session (``RunOptions.session``, ``run --session NAME``) follows the latest
+run of that name and continues its ACP session (:mod:`.turns`); the first run of a name
+opens the session. Follow-ups by run id are :mod:`.send`'s.
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ from pathlib import Path
 
 from acp_bridge._entries.runner import check_task_id
 from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import lanes, policy
+from acp_bridge._runs import lanes, policy, turns
+from acp_bridge._runs.bell import ring
 from acp_bridge._runs.budget import Budget
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge._runs.launch import env_key, launch
 from acp_bridge._runs.records import NewRun
-from acp_bridge._runs.store import open_store
+from acp_bridge._runs.store import Store, open_store
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import new_task_id
 from acp_bridge.errors import ConfigError
@@ -38,7 +43,8 @@ class RunOptions:
     ``max_tokens`` / ``max_cost`` limit this run (tokens and cost as the agent reports
     them); runs started with the same ``group`` share a total, ``group_max_tokens`` /
     ``group_max_cost`` (stored for the group: later runs of it need not repeat them). A run
-    over a budget is cancelled and fails with ``error_code: budget``.
+    over a budget is cancelled and fails with ``error_code: budget``. ``session`` names an
+    ACP session: the run continues the latest run of that name (``acp_spawn`` only).
     """
 
     group: str | None = None
@@ -48,12 +54,15 @@ class RunOptions:
     group_max_cost: float | None = None
     store: str | Path | None = None
     """The run store (default: ``$ACP_BRIDGE_RUNS_DB``, else the state directory)."""
+    session: str | None = None
 
     def __post_init__(self) -> None:
         Budget(self.max_tokens, self.max_cost)  # validates
         Budget(self.group_max_tokens, self.group_max_cost)
+        if self.session is not None:
+            _check_name(self.session, "session")
         if self.group is not None:
-            _check_group(self.group)
+            _check_name(self.group, "group")
         elif self.group_max_tokens is not None or self.group_max_cost is not None:
             raise ConfigError("a group budget needs a group name")
 
@@ -64,14 +73,34 @@ class RunOptions:
         return self.group_max_tokens, self.group_max_cost
 
 
-def _check_group(name: str) -> None:
+def _check_name(name: str, what: str) -> None:
     try:
         check_task_id(name)
     except ConfigError:
         raise ConfigError(
-            f"group must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
+            f"{what} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
             f"digit; got {name!r}"
         ) from None
+
+
+def _session_head(store: Store, name: str, request: EntryRequest) -> str | None:
+    """The run a new run of session ``name`` follows (None: it opens the session)."""
+    if request.entry != "acp_spawn":
+        raise ConfigError(f"session: only acp_spawn runs have an ACP session, not {request.entry}")
+    if request.resume is not None:
+        raise ConfigError("session and resume both say which session to continue: give one")
+    head = turns.session_head(store, name)
+    if head is None:
+        return None
+    if head.agent != request.agent:
+        raise ConfigError(
+            f"session {name!r} belongs to agent {head.agent!r} (its latest run: {head.id}); a "
+            f"session goes on with the agent that opened it: use another name for "
+            f"{request.agent!r}"
+        )
+    if head.finished and turns.session_of(store, head.id) is None:
+        return None  # no run of the name ever opened a session: this one opens it
+    return head.id
 
 
 def start_run_sync(
@@ -86,10 +115,26 @@ def start_run_sync(
     :class:`~acp_bridge.RunStoreError` if the store cannot be written."""
     options = options or RunOptions()
     loaded = config if config is not None else load_config()
+    store = open_store(options.store)
+    follows = None
+    if options.session is not None:
+        follows = _session_head(store, options.session, request)
+    return queue_run(store, request, options, loaded, follows=follows, session_name=options.session)
+
+
+def queue_run(
+    store: Store,
+    request: EntryRequest,
+    options: RunOptions,
+    loaded: LoadedConfig,
+    *,
+    follows: str | None = None,
+    session_name: str | None = None,
+) -> RunHandle:
+    """Queue ``request`` (following run ``follows``, when given) and start its supervisor."""
     if request.entry == "acp_spawn":
         assert request.agent is not None  # EntryRequest requires it
         loaded.profiles.get(request.agent)  # unknown or broken: an error now, not later
-    store = open_store(options.store)
     run_id = new_task_id() if request.task_id is None else check_task_id(request.task_id)
     if store.get(run_id) is not None:
         raise ConfigError(f"a run {run_id!r} exists already in {store.path}")
@@ -112,6 +157,8 @@ def start_run_sync(
         env_key=env_key(),
         max_tokens=options.max_tokens,
         max_cost=options.max_cost,
+        follows=follows,
+        session_name=session_name,
     )
     supervisor = launch(store.path, run.id, store.logs_dir / f"{run.id}.log")
     store.create(
@@ -121,6 +168,8 @@ def start_run_sync(
         group_budget=options.group_budget,
         settings=policy.store_settings(loaded.config.runs),
     )
+    if follows is not None:
+        ring(store, [follows])  # a supervisor holding its agent takes this one at once
     return RunHandle(run.id, store.path)
 
 

@@ -112,6 +112,8 @@ def _end_unstarted(store: Store, run_id: str, me: Identity, why: str, stopped: b
 def supervise(store: Store, run_id: str) -> int:
     me = procs.own_identity()
     run = _find_run(store, run_id)
+    if run is not None and run.supervisor != me and run.status != "queued":
+        return 0  # taken by another supervisor already (adopted, or a holder's follow-up)
     if run is None or run.supervisor != me:
         _log().warning("%s: not this process's run to supervise; exiting", run_id)
         return 0

@@ -12,16 +12,19 @@ continues the ACP session of an earlier run (``follows``). How it reaches the ag
 3. else the follow-up fails with a clear refusal — never a silent fresh session.
 
 Holding: after a detached turn, a supervisor may keep the agent for the profile's idle
-time. A held run keeps its lane slot (``max_concurrent`` bounds live agent processes), and
-a queued follow-up of it is reserved for its holder. The holder releases the hold when it
-closes the agent; a hold past its time counts for nothing; a holder that died is released
-by the next look at the store (:func:`release_dead_holders`, run by ``liveness.reap``).
+time (``timeouts.idle``; the supervisor's side is :mod:`.holder`). A held run keeps its lane
+slot (``max_concurrent`` bounds live agent processes), and a queued follow-up of it is
+reserved for its holder. The holder releases the hold when it closes the agent; a hold past
+its time counts for nothing; ``acp-bridge stop`` on a held run ends the hold now
+(:func:`let_go`); a holder that died is released by the next look at the store
+(:func:`release_dead_holders`, run by ``liveness.reap``, which also ends what it started).
+
+A session is a chain of runs, each following the one before: a new follow-up follows the
+chain's latest run (:func:`conversation_head`), and waits while that run is still queued or
+running (:mod:`.lanes`), so two turns of one session never run at once.
 
 Named sessions: runs started with ``run --session NAME`` record the name, and the next run
-of that name follows the latest one (:func:`session_head`).
-
-What is not here yet: the supervisor's side (keeping an ACP session open between turns,
-resume/load) lands with the ACP session features; until then nothing sets a hold.
+of that name follows the latest one (:func:`session_head`); follow-ups keep the name.
 """
 
 from __future__ import annotations
@@ -43,6 +46,35 @@ def session_head(store: Store, name: str) -> RunRecord | None:
     return None if row is None else row_to_run(row)
 
 
+def conversation_head(store: Store, run_id: str) -> str:
+    """The latest run of the session ``run_id`` belongs to, from ``run_id`` on: the one a new
+    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet)."""
+    head = run_id
+    while True:  # a chain: a run follows only older runs, so this ends
+        row = store.db.execute(
+            "SELECT id FROM runs WHERE follows = ? ORDER BY seq DESC LIMIT 1", (head,)
+        ).fetchone()
+        if row is None:
+            return head
+        head = str(row[0])
+
+
+def session_of(store: Store, run_id: str) -> str | None:
+    """The ACP session id ``run_id`` continues: its own, else (a follow-up that failed before
+    its session opened) that of the run it follows, and so on back."""
+    current: str | None = run_id
+    while current is not None:
+        row = store.db.execute(
+            "SELECT session_id, follows FROM runs WHERE id = ?", (current,)
+        ).fetchone()
+        if row is None:
+            return None
+        if row[0]:
+            return str(row[0])
+        current = row[1]
+    return None
+
+
 def holding(run: RunRecord, now: float | None = None) -> bool:
     """Whether ``run``'s supervisor holds its agent now (alive, within its idle time)."""
     now = time.time() if now is None else now
@@ -59,6 +91,28 @@ def hold(store: Store, run_id: str, me: Identity, until: float | None) -> bool:
             "UPDATE runs SET held_until = ? WHERE id = ? AND supervisor_pid = ?"
             " AND supervisor_start = ? AND supervisor_boot = ?",
             (until, run_id, me.pid, me.start, me.boot),
+        ).rowcount
+    return bool(changed)
+
+
+def holds(store: Store, run_id: str, me: Identity) -> bool:
+    """Whether this process's hold of ``run_id``'s agent still stands (not let go, not over)."""
+    row = store.db.execute(
+        "SELECT 1 FROM runs WHERE id = ? AND held_until > ? AND supervisor_pid = ?"
+        " AND supervisor_start = ? AND supervisor_boot = ?",
+        (run_id, time.time(), me.pid, me.start, me.boot),
+    ).fetchone()
+    return row is not None
+
+
+def let_go(store: Store, run_id: str) -> bool:
+    """End the hold of ``run_id``'s agent now (``acp-bridge stop`` on a held run); whether
+    it was held. The caller rings the run's bells: its holder wakes, closes the agent and
+    releases the slot."""
+    now = time.time()
+    with store.write() as db:
+        changed = db.execute(
+            "UPDATE runs SET held_until = ? WHERE id = ? AND held_until > ?", (now, run_id, now)
         ).rowcount
     return bool(changed)
 

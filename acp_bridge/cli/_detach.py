@@ -1,12 +1,13 @@
-"""``run | bash | spawn`` through the run layer: ``--detach``, and attached runs.
+"""``run | bash | spawn`` through the run layer: ``--detach``, and attached runs; ``send``.
 
 ``--detach`` queues the request, prints ``{"task_id", "status": "queued"}`` and returns.
-Without it, a run that asks for the run layer (``--group``, ``--max-tokens``, …) is started
-the same way and then followed here, as if it ran in the foreground: its events on stderr,
-its envelope on stdout, the exit code from its status. Ctrl-C (or SIGTERM) stops the run
-gracefully and waits for its ``cancelled`` envelope; a second one stops waiting (the run
-stops all the same). Every option of the request travels with it (``--resume``, ``--mode``,
-…); prompts cannot: such a run is headless, and ``--yes`` is refused.
+Without it, a run that asks for the run layer (``--group``, ``--max-tokens``, ``--session``,
+…) is started the same way and then followed here, as if it ran in the foreground: its
+events on stderr, its envelope on stdout, the exit code from its status. Ctrl-C (or SIGTERM)
+stops the run gracefully and waits for its ``cancelled`` envelope; a second one stops
+waiting (the run stops all the same). Every option of the request travels with it
+(``--resume``, ``--mode``, …); prompts cannot: such a run is headless, and ``--yes`` is
+refused. ``send ID TEXT`` queues a follow-up turn (a run of its own) the same way.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 from types import FrameType
 
 from acp_bridge._entries.table import EntryRequest
 from acp_bridge._runs.handle import RunHandle, stop_run
+from acp_bridge._runs.send import send_sync
 from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge.cli._output import EXIT_INTERRUPTED, EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
@@ -25,7 +28,9 @@ from acp_bridge.cli._progress import event_printer
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
 
-_RUN_LAYER_OPTIONS = ("group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost")
+_RUN_LAYER_OPTIONS = (
+    "group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost", "session",
+)  # fmt: skip
 
 
 def wants_run_layer(args: argparse.Namespace) -> bool:
@@ -42,8 +47,20 @@ def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
             "(--detach, --group, budgets) has its own supervisor and nobody to ask: allow what "
             "it needs in the profile's permissions instead (mode or rules)"
         )
-    options = RunOptions(**{name: getattr(args, name) for name in _RUN_LAYER_OPTIONS})
+    options = RunOptions(**{name: getattr(args, name, None) for name in _RUN_LAYER_OPTIONS})
     handle = start_run_sync(request, options=options, config=load(args))
+    return _started(args, handle)
+
+
+def send_follow_up(args: argparse.Namespace) -> int:
+    """``acp-bridge send ID TEXT``: queue the follow-up, then as for a run."""
+    text = sys.stdin.read() if args.text == "-" else args.text
+    options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
+    handle = send_sync(args.id, text, timeout=args.timeout, options=options, config=load(args))
+    return _started(args, handle)
+
+
+def _started(args: argparse.Namespace, handle: RunHandle) -> int:
     if args.detach:
         out(json.dumps({"task_id": handle.id, "status": handle.status}))
         return EXIT_OK

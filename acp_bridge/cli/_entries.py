@@ -101,6 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.fork and args.resume is None:
         raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
+    if args.session is not None and args.resume is not None:
+        raise ConfigError("--session NAME and --resume both say which session to continue")
     if args.ask_timeout is not None and not args.ask_timeout > 0:
         raise ConfigError(
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"

@@ -123,7 +123,7 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     )
     _session_options(p)
     _run_options(p, observe_default="default", loop=False)
-    _runs.add_detach_options(p)
+    _runs.add_detach_options(p, session=True)
     p.set_defaults(handler=_entries.cmd_run)
     for_entry(p, "acp_spawn")
 
@@ -325,14 +325,7 @@ def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool
         help=f"live events on stderr: default, long_shell, web_extract, verbose (every kind, "
         f"the worker's thoughts and stderr too; default: {observe_default})",
     )
-    p.add_argument(
-        "--events",
-        choices=["human", "ndjson", "none"],
-        default="human",
-        help="live progress on stderr: human lines, one JSON object per line, or none",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="same as --events none")
-    p.add_argument("--pretty", action="store_true", help="indent the envelope JSON")
+    _runs.add_output_options(p)
 
 
 def _add_entry_commands(commands: Any) -> None:

@@ -1,9 +1,10 @@
-"""``acp-bridge wait | ps | show | logs | stop | prune``: runs from the command line.
+"""``acp-bridge wait | ps | show | logs | stop | prune | send``: runs from the command line.
 
 These commands read the run store and never run an entry, so they start light: this module
 imports neither pydantic nor the entry code (the parser loads other command modules only
-when their handler runs). ``--detach`` and the budget options of ``run``, ``bash`` and
-``spawn`` are defined here too, and carried out by :mod:`._detach`.
+when their handler runs). ``--detach``, ``--session`` and the budget options of ``run``,
+``bash`` and ``spawn`` are defined here too, and carried out by :mod:`._detach`, like
+``send`` (which starts a run).
 """
 
 from __future__ import annotations
@@ -33,22 +34,25 @@ _MAX_COST = 1e12
 _MAX_DAYS = 36_500.0  # as runs.retention.days
 
 
-def add_detach_options(p: argparse.ArgumentParser) -> None:
-    """``--detach`` and what the run layer adds to a run (``run``, ``bash``, ``spawn``)."""
+def add_detach_options(p: argparse.ArgumentParser, *, session: bool = False) -> None:
+    """``--detach`` and what the run layer adds to a run (``run``, ``bash``, ``spawn``);
+    ``session``: ``--session`` too (``run``: an ACP agent's session)."""
     g = p.add_argument_group(
         "detached runs",
         "--detach prints {task_id, status} and returns at once; a supervisor process carries "
-        "the run (see: acp-bridge wait, ps, logs, stop). The other options here make a run go "
-        "through the run layer: without --detach it is followed until it ends.",
+        "the run (see: acp-bridge wait, ps, logs, stop, send). The other options here make a "
+        "run go through the run layer: without --detach it is followed until it ends.",
     )
     g.add_argument("--detach", action="store_true", help="start the run in the background")
+    if session:
+        g.add_argument(
+            "--session",
+            metavar="NAME",
+            help="a named session: the first run of NAME opens it, later ones continue it "
+            "(as acp-bridge send does, with the same agent)",
+        )
     g.add_argument("--group", metavar="NAME", help="a group of runs sharing one budget")
-    g.add_argument(
-        "--max-tokens", type=count(1, _MAX_TOKENS), metavar="N", help="tokens this run may use"
-    )
-    g.add_argument(
-        "--max-cost", type=number(_MAX_COST), metavar="X", help="cost this run may reach"
-    )
+    add_budget_options(g, "run")
     g.add_argument(
         "--group-max-tokens",
         type=count(1, _MAX_TOKENS),
@@ -58,6 +62,28 @@ def add_detach_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--group-max-cost", type=number(_MAX_COST), metavar="X", help="the group's total cost"
     )
+
+
+def add_budget_options(g: Any, what: str) -> None:
+    """``--max-tokens`` and ``--max-cost`` of one ``what`` (a run, a turn)."""
+    g.add_argument(
+        "--max-tokens", type=count(1, _MAX_TOKENS), metavar="N", help=f"tokens this {what} may use"
+    )
+    g.add_argument(
+        "--max-cost", type=number(_MAX_COST), metavar="X", help=f"cost this {what} may reach"
+    )
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """How a followed run shows itself: events on stderr, the envelope on stdout."""
+    p.add_argument(
+        "--events",
+        choices=["human", "ndjson", "none"],
+        default="human",
+        help="live progress on stderr: human lines, one JSON object per line, or none",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="same as --events none")
+    p.add_argument("--pretty", action="store_true", help="indent the envelope JSON")
 
 
 def add_commands(commands: Any) -> None:
@@ -111,6 +137,30 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument("ids", nargs="+", metavar="ID")
     p.set_defaults(handler=cmd_stop)
+
+    p = commands.add_parser(
+        "send",
+        help="a follow-up turn in a run's ACP session; print its envelope",
+        description="Send TEXT as the next turn in the ACP session of run ID (after the "
+        "session's latest turn): a follow-up, a run of its own with its own task id, "
+        "envelope, events and budget. It is served by the agent still kept alive from the "
+        "last turn (the profile's timeouts.idle), else through session/resume or "
+        "session/load, else it fails with a clear refusal, never in a fresh session. Like "
+        "run, it follows the turn and prints the envelope; --detach prints {task_id, status}.",
+        epilog="example: acp-bridge send sub_7f3a9c1e2b4d 'now also fix the lint'",
+    )
+    p.add_argument("id", metavar="ID", help="a run of the session (its latest turn is followed)")
+    p.add_argument("text", metavar="TEXT", help="the follow-up prompt; '-' reads it from stdin")
+    p.add_argument("--detach", action="store_true", help="queue it and return at once")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="S",
+        help="seconds the turn may take (default: the profile's timeouts.run)",
+    )
+    add_budget_options(p, "turn")
+    add_output_options(p)
+    p.set_defaults(handler=cmd_send)
 
     p = commands.add_parser(
         "prune",
@@ -224,6 +274,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
         run = stop_run(run_id)
         out(json.dumps({"task_id": run.id, "status": run.status}))
     return EXIT_OK
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    from acp_bridge.cli._detach import send_follow_up  # it starts a run: the heavy part
+
+    return send_follow_up(args)
 
 
 def cmd_prune(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from acp_bridge._os.limits import (
     MAX_BYTES,
     MAX_CONCURRENT,
     MAX_COUNT,
+    MAX_IDLE,
     MAX_REPAIR_TURNS,
     MAX_SECONDS,
 )
@@ -146,6 +147,14 @@ class Timeouts(StrictModel):
     )
     shutdown_grace: PositiveSeconds = Field(
         3, description="seconds between each step of the shutdown sequence"
+    )
+    idle: float = Field(
+        0,
+        ge=0,
+        le=MAX_IDLE,
+        description="seconds a detached run's agent is kept alive after its turn, for a "
+        "follow-up turn (acp-bridge send) in the same process; 0: never kept (a follow-up "
+        "resumes or loads the session instead)",
     )
 
 

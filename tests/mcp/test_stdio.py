@@ -114,10 +114,28 @@ async def test_a_background_run_keeps_to_its_budget(client: Client, nothing_left
     assert run["envelope"]["meta"]["error_code"] == "budget"
 
 
-async def test_an_unknown_run_and_send_are_clear_errors(client: Client) -> None:
+async def test_send_is_the_next_turn_in_a_background_runs_session(
+    client: Client, nothing_left: None
+) -> None:
+    async with bounded():
+        started = await client.call_tool("start", {"agent": "demo", "task": "remember KIWI"})
+        assert started.structured_content is not None
+        task_id = started.structured_content["task_id"]
+        first = await client.call_tool("wait", {"task_id": task_id, "timeout": 60})
+        sent = await client.call_tool("send", {"task_id": task_id, "text": "recall", "wait": 60})
+    assert first.structured_content and first.structured_content["status"] == "done"
+    run = sent.structured_content
+    assert run is not None and run["status"] == "done" and run["task_id"] != task_id
+    envelope = SubtaskResult.model_validate(run["envelope"])
+    assert envelope.output == "KIWI"  # the agent remembered: the same session, resumed
+    assert envelope.meta.session_id == first.structured_content["session_id"]
+    assert text_of(sent).startswith(f"{run['task_id']}: done KIWI")
+
+
+@pytest.mark.parametrize(("tool", "more"), [("status", {}), ("send", {"text": "more"})])
+async def test_an_unknown_run_is_a_clear_error(
+    client: Client, tool: str, more: dict[str, str]
+) -> None:
     with pytest.raises(MCPError) as caught:
-        await client.call_tool("status", {"task_id": "sub_000000000000"})
-    assert caught.value.message.startswith("status: task_id: no run 'sub_000000000000'")
-    sent = await client.call_tool("send", {"task_id": "sub_000000000000", "text": "more"})
-    assert sent.is_error
-    assert "send is not supported yet" in text_of(sent)
+        await client.call_tool(tool, {"task_id": "sub_000000000000", **more})
+    assert caught.value.message.startswith(f"{tool}: task_id: no run 'sub_000000000000'")

@@ -80,3 +80,48 @@ def test_an_expired_hold_counts_for_nothing(tmp_path: Path) -> None:
     assert lanes.heads(store) == ["sub_000000000002"]
     assert not turns.hold(store, "sub_000000000001", GONE, None)  # only its carrier may
     store.close()
+
+
+def test_a_follow_up_waits_while_the_run_it_follows_has_not_ended(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_000000000001"), ME)  # queued: its supervisor waits for a slot
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    assert lanes.heads(store) == ["sub_000000000001"]  # two turns of a session never overlap
+    with store.write() as db:
+        db.execute("UPDATE runs SET status = 'running' WHERE id = 'sub_000000000001'")
+    assert lanes.heads(store) == []
+    run = store.get("sub_000000000001")
+    assert run is not None
+    with store.write() as db:
+        outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+        assert store.finish(db, run.id, outcome, supervisor=ME)
+    assert lanes.heads(store) == ["sub_000000000002"]
+    store.close()
+
+
+def test_a_session_is_a_chain_of_runs(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_000000000001"), ME)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    store.create(new_run("sub_000000000003", follows="sub_000000000002"), ME)
+    assert turns.conversation_head(store, "sub_000000000001") == "sub_000000000003"
+    assert turns.conversation_head(store, "sub_000000000003") == "sub_000000000003"
+    assert turns.session_of(store, "sub_000000000003") is None
+    with store.write() as db:
+        db.execute("UPDATE runs SET session_id = 's1' WHERE id = 'sub_000000000001'")
+    # A follow-up that failed before its session opened still belongs to the session.
+    assert turns.session_of(store, "sub_000000000003") == "s1"
+    store.close()
+
+
+def test_stop_lets_a_held_agent_go(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    store.set_limit("agent:demo", 1)
+    ended_and_held(store, "sub_000000000001", ME)
+    assert turns.holds(store, "sub_000000000001", ME)
+    assert turns.let_go(store, "sub_000000000001")
+    assert not turns.holds(store, "sub_000000000001", ME)
+    assert not turns.let_go(store, "sub_000000000001")  # nothing held any more
+    store.create(new_run("sub_000000000002"), ME)
+    assert lanes.heads(store) == ["sub_000000000002"]  # the slot is free at once
+    store.close()

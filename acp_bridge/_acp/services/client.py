@@ -245,6 +245,15 @@ class ClientServices:
         )
         return answer
 
+    def next_turn(self) -> None:
+        """A follow-up turn begins in this session: what it records is its own (its
+        envelope lists its decisions, terminals, files and refusals, not the earlier turns')."""
+        self.ledger.records = []
+        self.terminals.records = []
+        self.files.files_changed, self.files.files_read = [], []
+        self.elicitation.records = []
+        self.refusals = []
+
     def summary_notes(self) -> list[str]:
         """What a run's summary must say about refusals: never a silently limited run."""
         notes = [self.ledger.summary_note()]

@@ -1,0 +1,137 @@
+"""Follow-up turns (``send``, ``run --session``) on real supervisors and real agents: the
+demo agent remembers what it was told in a session, so a follow-up's answer shows whether it
+really continued the session — on the held agent, or through session/resume after the hold."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from acp_bridge import RunHandle
+from acp_bridge.cli import main
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ConfigError
+from tests.runs.conftest import RunsEnv
+from tests.spy import Spy
+
+GRACES = {"shutdown_grace": 1, "cancel_grace": 1}
+
+
+def ended(handle: RunHandle) -> SubtaskResult:
+    result = handle.wait_sync(timeout=30)
+    assert result is not None, f"{handle.id} did not end"
+    return result
+
+
+def released(handle: RunHandle, limit: float = 10.0) -> bool:
+    """Whether ``handle``'s agent is no longer held within ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while handle.record().held_until is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return handle.record().held_until is None
+
+
+def test_a_follow_up_is_served_by_the_held_agent(runs: RunsEnv) -> None:
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember PINEAPPLE")
+    told = ended(first)
+    assert told.status == "done" and told.output == "Remembered: PINEAPPLE", told
+    assert first.record().held_until is not None  # its envelope is out, its agent kept
+
+    second = first.send_sync("recall")
+    answer = ended(second)
+    assert answer.status == "done" and answer.output == "PINEAPPLE", answer
+    assert answer.task_id == second.id != first.id
+    # The same agent process, the same session: nothing was started, resumed or loaded.
+    assert answer.meta.session_method == "session/new"
+    assert answer.meta.session_id == told.meta.session_id
+    assert answer.meta.transcript == told.meta.transcript  # one connection, one transcript
+    carried = second.record()
+    assert carried.follows == first.id and carried.supervisor == first.record().supervisor
+    phases = [e.event.data.get("phase") for e in second.events_sync() if e.event.kind == "status"]
+    assert phases[:3] == ["running", "session", "prompting"], phases  # no starting, initialized
+    assert {e.event.task_id for e in second.events_sync()} == {second.id}
+
+    assert second.stop_sync() == "done"  # lets the held agent go (its run stays done)
+    assert released(second)
+
+
+def test_after_the_hold_a_follow_up_resumes_the_session(runs: RunsEnv) -> None:
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 0.5}}})
+    first = runs.demo("remember MANGO")
+    told = ended(first)
+    assert told.status == "done", told
+    assert released(first)  # the idle time passed: the agent is gone
+
+    second = first.send_sync("recall")
+    answer = ended(second)
+    assert answer.status == "done" and answer.output == "MANGO", answer
+    assert answer.meta.session_method == "session/resume"
+    assert answer.meta.session_id == told.meta.session_id
+    assert second.record().supervisor != first.record().supervisor
+    # A second send to the first run follows the session's latest turn.
+    third = first.send_sync("recall")
+    assert third.record().follows == second.id
+    assert ended(third).output == "MANGO"
+    third.stop_sync()
+
+
+def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:
+    runs.loaded = spy.config({"answer": "first answer"})  # advertises neither resume nor load
+    first = runs.start("acp_spawn", "hello", "spy")
+    assert ended(first).status == "done"
+
+    refused = ended(first.send_sync("and then?"))
+    assert refused.status == "failed" and refused.meta.error_code == "config_error"
+    assert refused.error.startswith(f"follow-up of run {first.id}: no live agent holds its")
+    assert "neither session/resume nor session/load" in refused.error
+    assert refused.meta.session_method is None
+    assert spy.methods().count("session/new") == 1  # never a silent fresh session
+    assert spy.methods().count("initialize") == 2
+
+
+def test_what_cannot_be_continued_is_refused_before_anything_starts(runs: RunsEnv) -> None:
+    command = runs.bash("true")
+    assert ended(command).status == "done"
+    with pytest.raises(ConfigError, match="only acp_spawn runs have an ACP session"):
+        command.send_sync("more")
+    runs.config({"missing": {"command": str(runs.root / "no-such-agent")}})
+    never = runs.start("acp_spawn", "hello", "missing")
+    assert ended(never).meta.error_code == "spawn_failed"
+    with pytest.raises(ConfigError, match="no session to continue"):
+        never.send_sync("more")
+    with pytest.raises(ConfigError, match="no run 'sub_000000000000'"):
+        RunHandle("sub_000000000000").send_sync("more")
+
+
+Capture = pytest.CaptureFixture[str]
+
+
+def cli(capsys: Capture, *argv: str) -> tuple[int, Any]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else None
+
+
+def test_named_sessions_and_send_from_the_command_line(runs: RunsEnv, capsys: Capture) -> None:
+    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+    runs.config({"other": demo})
+    code, first = cli(capsys, "run", "-q", "--session", "fruit", "demo", "remember KIWI")
+    assert code == 0 and first["output"] == "Remembered: KIWI", first
+    code, second = cli(capsys, "run", "-q", "--session", "fruit", "demo", "remember LIME")
+    assert code == 0 and second["meta"]["session_id"] == first["meta"]["session_id"], second
+    assert second["meta"]["session_method"] == "session/resume"
+    code, _ = cli(capsys, "run", "-q", "--session", "fruit", "other", "recall")
+    assert code == 2  # a session goes on with the agent that opened it
+
+    code, started = cli(capsys, "send", "--detach", first["task_id"], "recall")
+    assert code == 0 and started["status"] == "queued"
+    code, waited = cli(capsys, "wait", started["task_id"])
+    assert code == 0 and waited["output"] == "KIWI, LIME"  # after the session's latest turn
+    code, answer = cli(capsys, "send", "-q", started["task_id"], "recall")
+    assert code == 0 and answer["output"] == "KIWI, LIME"

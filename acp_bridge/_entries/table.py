@@ -8,18 +8,22 @@ an :class:`EntryRequest` — plain, validated, JSON-serializable data — and st
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from acp_bridge._acp.services.elicitation import ElicitationHook
-from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._entries.acp_turns import FollowUps
 from acp_bridge.config import LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
+
+if TYPE_CHECKING:
+    # Only run_entry's signature names them: importing the ACP layer here would put its
+    # wire schema on the path of every command that builds a request (run --detach, send).
+    from acp_bridge._acp.services.elicitation import ElicitationHook
+    from acp_bridge._acp.services.permissions import PermissionHook
+    from acp_bridge._entries.acp_turns import FollowUps
 
 
 class EntryRequest(BaseModel):

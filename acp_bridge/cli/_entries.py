@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._acp.services.elicitation import ElicitationHook
-from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge._runs import ledger
 from acp_bridge.cli._detach import run_through_store, wants_run_layer
@@ -28,6 +27,12 @@ from acp_bridge.cli._signals import interrupts
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
 from acp_bridge.errors import ConfigError, ErrorCode
+
+if TYPE_CHECKING:
+    # Named in signatures only: the ACP layer's import (its wire schema) is for the runs
+    # this process carries itself, not for `run --detach` (benchmarks/runs.py).
+    from acp_bridge._acp.services.elicitation import ElicitationHook
+    from acp_bridge._acp.services.permissions import PermissionHook
 
 
 def names(raw: str | None) -> list[str] | None:
@@ -85,6 +90,16 @@ def run_request(
     return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
 
 
+def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:
+    """The terminal's answers to ``ask`` permissions and questions. A run the run layer
+    carries is headless (_detach.py refuses --yes), and skips importing the prompts."""
+    if wants_run_layer(args):
+        return None, None
+    from acp_bridge.cli._prompts import hooks_for
+
+    return hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout)
+
+
 def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object) -> EntryRequest:
     return EntryRequest(
         entry=entry,
@@ -97,8 +112,6 @@ def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from acp_bridge.cli._prompts import hooks_for
-
     if args.fork and args.resume is None:
         raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
     if args.session is not None and args.resume is not None:
@@ -123,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             fork=args.fork,
             unstable=args.unstable,
         ),
-        hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout),
+        _hooks(args),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -142,3 +143,21 @@ def test_reading_runs_stays_light(runs: RunsEnv) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "[]"
+
+
+def test_detaching_skips_the_acp_layer(runs: RunsEnv) -> None:
+    # run --detach validates its request and config (pydantic) but carries nothing itself:
+    # the ACP layer's wire schema and the terminal prompts are the supervisor's to import.
+    code = (
+        "import sys, json\n"
+        "from acp_bridge.cli import main\n"
+        "assert main(['run', '--detach', 'demo', 'hello']) == 0\n"
+        "heavy = ('acp_bridge._acp', 'acp_bridge.cli._prompts', 'acp_bridge._entries.acp_agent')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "[]"
+    started = json.loads(done.stdout)
+    result = RunHandle(started["task_id"]).wait_sync(timeout=30)
+    assert result is not None and result.status == "done", result

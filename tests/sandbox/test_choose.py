@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +58,25 @@ def test_both_modes_work_here_and_auto_takes_bubblewrap() -> None:
         "network": True,
     }
     assert choose("off", network=False).meta()["mode"] == "off"
+
+
+def test_probing_leaves_nothing_in_our_process_group() -> None:
+    # bwrap with a PID namespace and its own init exits before reaping that init: a probe
+    # run that way left a zombie in the caller's group after the caller had exited.
+    code = "import anyio; from acp_bridge._os.sandbox import probe_modes; anyio.run(probe_modes)"
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    assert child.wait(timeout=30) == 0
+    time.sleep(0.1)  # what the probe left would have been reparented by now
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == child.pid]
+    assert left == []
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            return int(stat_file.read().rsplit(b")", 1)[1].split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def test_without_bubblewrap_auto_falls_back_to_landlock_and_says_why(no_bwrap: Path) -> None:

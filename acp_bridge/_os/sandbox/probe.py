@@ -101,7 +101,10 @@ async def probe_bwrap(*, refresh: bool = False) -> Probe:
     else:
         argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
-        argv += ["--tmpfs", "/tmp", "--", "true"]
+        # --as-pid-1: with its own init in the new PID namespace, bwrap exits as soon as that
+        # init reports the exit code, before reaping it, so the init is left a zombie in our
+        # process group for the system's init to collect. `true` needs no init.
+        argv += ["--as-pid-1", "--tmpfs", "/tmp", "--", "true"]
         answers: dict[str, tuple[int, str]] = {}
 
         async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:

@@ -3,6 +3,7 @@ a harness that finds what they leave behind."""
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import json
 import os
@@ -96,6 +97,20 @@ def harness(tmp_path: Path) -> Iterator[AgentHarness]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not leaked, f"processes left behind: {leaked}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the package and the test agents once, in the controller, before any worker.
+
+    Why: the suite starts hundreds of Python processes (agents, supervisors, the CLI), and
+    with ``PYTHONDONTWRITEBYTECODE`` set (this machine kind, where CI runs, sets it) an editable install has no
+    bytecode, so each of them compiled every module it imported again (~0.15 s of CPU each).
+    """
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller did it
+        return
+    root = Path(__file__).parent.parent
+    for folder in (root / "acp_bridge", root / "tests"):
+        compileall.compile_dir(folder, quiet=2, workers=1)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -59,7 +59,7 @@ print(json.dumps({
 
 
 def test_the_public_api_is_the_same_whatever_was_imported_first() -> None:
-    for order, seed in (("modules-first", "1"), ("exports-first", "2"), ("modules-first", "3")):
+    for order, seed in (("modules-first", "1"), ("exports-first", "2")):
         out = subprocess.run(
             [sys.executable, "-c", PUBLIC_API_CHECK, order, seed],
             capture_output=True,

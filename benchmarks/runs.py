@@ -32,6 +32,7 @@ shared machine their wall time grows with other people's load, their CPU time do
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -43,6 +44,7 @@ import time
 from pathlib import Path
 
 from acp_bridge import EntryRequest, load_config
+from acp_bridge import __file__ as acp_bridge_file
 from acp_bridge._runs import envelopes, procs
 from acp_bridge._runs.handle import list_runs, stop_run, wait_all_sync
 from acp_bridge._runs.records import NewRun
@@ -285,6 +287,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--json", type=Path, help="also write the raw times here")
     args = parser.parse_args()
+    # As cold_start.py: an editable install under PYTHONDONTWRITEBYTECODE has no bytecode,
+    # and every cold command would then time compiling the package too.
+    compileall.compile_dir(Path(acp_bridge_file).parent, quiet=1)
     with tempfile.TemporaryDirectory(prefix="acp-bridge-runs-bench-") as name:
         folder = Path(name)
         os.chdir(folder)

@@ -30,6 +30,7 @@ import anyio
 import pytest
 
 from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._entries.acp_turns import FollowUps
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import Event
@@ -89,6 +90,7 @@ def run(
     timeout: float | None = None,
     deadline: float = 180.0,
     config_extra: dict[str, Any] | None = None,
+    follow_ups: FollowUps | None = None,
 ) -> Run:
     """``acp_spawn`` of ``task`` on a profile named ``agent``; asserts no process is left."""
     marker = uuid.uuid4().hex
@@ -116,7 +118,13 @@ def run(
         with anyio.fail_after(deadline):
             results.append(
                 await acp_spawn(
-                    agent, task, cwd=workdir, config=loaded, timeout=timeout, on_event=events.append
+                    agent,
+                    task,
+                    cwd=workdir,
+                    config=loaded,
+                    timeout=timeout,
+                    on_event=events.append,
+                    follow_ups=follow_ups,
                 )
             )
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from acp_bridge._entries.acp_turns import FollowUp, Held
+from acp_bridge.envelope import SubtaskResult
 from tests.interop.harness import Run, installed, run
 
 pytestmark = pytest.mark.interop
@@ -29,8 +31,21 @@ def profile(home: Path, *, model: str = "passthrough", **extra: Any) -> dict[str
         # --home: its session files go to a scratch dir, not into the session cwd.
         "args": ["--no-update-check", "acp", "--model", model, "--shell", "--home", str(home)],
         "timeouts": {"startup": 60, "session": 30, "run": 60, "cancel_grace": 5},
+        # The OS sandbox keeps what is not a write root read-only: --home is its state.
+        "sandbox": {"state": [str(home)]},
         **extra,
     }
+
+
+class Once:
+    """A follow-ups hook: hands over one more turn after the first, then none."""
+
+    def __init__(self, turn: FollowUp) -> None:
+        self.turns = [turn]
+
+    async def __call__(self, result: SubtaskResult, held: Held) -> FollowUp | None:
+        assert result.status == "done", result.error
+        return self.turns.pop() if self.turns else None
 
 
 def call_tool(tool: str, **args: Any) -> str:
@@ -167,11 +182,15 @@ def test_an_unknown_tool_ends_the_turn_with_refusal(tmp_path: Path, workdir: Pat
 
 
 def test_timeout_cancels_the_turn_and_ends_the_agent(tmp_path: Path, workdir: Path) -> None:
-    # The slow model waits 3 s: a 1 s timeout sends session/cancel mid-turn.
-    done = run(
-        AGENT, profile(tmp_path / "home", model="slow"), "take your time", workdir, timeout=1
-    )
+    # The slow model waits 3 s a turn; fast-agent itself takes seconds to start, and a run's
+    # timeout counts from its start. So the first turn runs untimed while the profile keeps
+    # the agent, and the follow-up turn, timed at 1 s, is cancelled mid-turn.
+    follow_up = FollowUp("take your time", task_id="sub_timed_turn", timeout=1)
+    home = tmp_path / "home"
+    slow = profile(home, model="slow", timeouts={**profile(home)["timeouts"], "idle": 30})
+    done = run(AGENT, slow, "warm up", workdir, follow_ups=Once(follow_up))
     result = done.result
+    assert result.task_id == "sub_timed_turn"
     assert result.status == "failed"
     assert result.meta.error_code == "timeout"
     assert "did not finish within 1s" in result.error

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 
-from acp_bridge._runs import procs
+from acp_bridge._runs import chain, procs
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store import Store
@@ -48,15 +48,9 @@ def session_head(store: Store, name: str) -> RunRecord | None:
 
 def conversation_head(store: Store, run_id: str) -> str:
     """The latest run of the session ``run_id`` belongs to, from ``run_id`` on: the one a new
-    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet)."""
-    head = run_id
-    while True:  # a chain: a run follows only older runs, so this ends
-        row = store.db.execute(
-            "SELECT id FROM runs WHERE follows = ? ORDER BY seq DESC LIMIT 1", (head,)
-        ).fetchone()
-        if row is None:
-            return head
-        head = str(row[0])
+    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet). Looked up
+    again when the follow-up is inserted (:mod:`.chain`): another may have come first."""
+    return chain.chain_tail(store.db, run_id)
 
 
 def session_of(store: Store, run_id: str) -> str | None:

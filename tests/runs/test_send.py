@@ -4,6 +4,7 @@ really continued the session — on the held agent, or through session/resume af
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from acp_bridge import RunHandle
+from acp_bridge._runs import turns
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
@@ -80,6 +82,44 @@ def test_after_the_hold_a_follow_up_resumes_the_session(runs: RunsEnv) -> None:
     third.stop_sync()
 
 
+def test_two_sends_that_saw_the_same_latest_turn_still_run_one_after_the_other(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes sending at the same moment both look up the session's latest turn
+    before either queues its own: the second must still come after the first (it follows
+    it), never beside it in a second agent of the same session."""
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember PEAR")
+    assert ended(first).status == "done"
+    head = turns.conversation_head
+    monkeypatch.setattr(turns, "conversation_head", lambda store, run_id: run_id)  # stale
+    slow = first.send_sync("sleep 0.5")
+    quick = first.send_sync("recall")
+    monkeypatch.setattr(turns, "conversation_head", head)
+    assert quick.record().follows == slow.id  # decided when it was queued, not before
+    done_slow, done_quick = ended(slow), ended(quick)
+    assert done_slow.status == done_quick.status == "done", (done_slow, done_quick)
+    assert done_quick.output == "PEAR"
+    assert quick.record().started_at >= slow.record().ended_at  # never two turns at once
+    assert quick.record().supervisor == first.record().supervisor  # the held agent, both
+    quick.stop_sync()
+    assert released(quick)
+
+
+def test_two_first_runs_of_a_new_session_name_open_one_session(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both looked up the name before either queued: the second continues the first."""
+    runs.config({"other": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    monkeypatch.setattr(turns, "session_head", lambda store, name: None)  # both saw none
+    opener = runs.demo("remember PLUM", session="orchard")
+    with pytest.raises(ConfigError, match="session 'orchard' was just opened with agent 'demo'"):
+        runs.start("acp_spawn", "recall", "other", session="orchard")
+    second = runs.demo("recall", session="orchard")
+    assert second.record().follows == opener.id
+    assert ended(second).output == "PLUM"
+
+
 def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:
     runs.loaded = spy.config({"answer": "first answer"})  # advertises neither resume nor load
     first = runs.start("acp_spawn", "hello", "spy")
@@ -106,6 +146,22 @@ def test_what_cannot_be_continued_is_refused_before_anything_starts(runs: RunsEn
         never.send_sync("more")
     with pytest.raises(ConfigError, match="no run 'sub_000000000000'"):
         RunHandle("sub_000000000000").send_sync("more")
+
+
+def test_text_that_is_not_utf8_is_refused_before_anything_starts(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = runs.demo("remember FIG")
+    # Bytes that are not UTF-8 on stdin (or the command line) reach Python as lone surrogates.
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b"recall \xff\x00"), errors="surrogateescape")
+    )
+    assert main(["send", "--detach", first.id, "-"]) == 2
+    assert "task: not valid UTF-8 text" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="task: not valid UTF-8 text"):
+        first.send_sync("recall \udcff")
+    assert [run.id for run in runs.store().runs()] == [first.id]  # nothing queued
+    assert ended(first).status == "done"
 
 
 Capture = pytest.CaptureFixture[str]

@@ -6,7 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acp_bridge._runs import envelopes, lanes, liveness, procs, turns
+import anyio
+
+from acp_bridge._entries.acp_turns import Held
+from acp_bridge._runs import envelopes, holder, lanes, liveness, procs, turns
+from acp_bridge._runs.bell import Bell
 from acp_bridge._runs.records import NewRun
 from acp_bridge._runs.store import Store
 from acp_bridge.errors import ErrorCode
@@ -124,4 +128,26 @@ def test_stop_lets_a_held_agent_go(tmp_path: Path) -> None:
     assert not turns.let_go(store, "sub_000000000001")  # nothing held any more
     store.create(new_run("sub_000000000002"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]  # the slot is free at once
+    store.close()
+
+
+def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
+    """The agent exited while held and a follow-up came at the same moment: the follow-up is
+    not handed to the dead agent (it would fail), it starts on its own and resumes."""
+    store = Store(tmp_path / "runs.db")
+    ended_and_held(store, "sub_000000000001", ME)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+
+    async def hold_ended_by_the_agent() -> str | None:
+        held = Held(anyio.current_time() + 60)
+        held.gone.set()
+        with Bell(store, ["sub_000000000001"]) as bell:
+            return await holder.wait_for_follow_up(
+                store, ME, "sub_000000000001", bell, held, anyio.Event()
+            )
+
+    assert anyio.run(hold_ended_by_the_agent) is None
+    assert store.get("sub_000000000002").status == "queued"  # type: ignore[union-attr]
+    assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
+    assert lanes.heads(store) == ["sub_000000000002"]
     store.close()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from acp_bridge import RunHandle
+from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge._runs import turns
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
@@ -160,6 +161,27 @@ def test_text_that_is_not_utf8_is_refused_before_anything_starts(
     assert "task: not valid UTF-8 text" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="task: not valid UTF-8 text"):
         first.send_sync("recall \udcff")
+    assert [run.id for run in runs.store().runs()] == [first.id]  # nothing queued
+    assert ended(first).status == "done"
+
+
+class Endless:
+    """stdin that never ends (``< /dev/zero``)."""
+
+    def read(self, size: int = -1) -> str:
+        assert size >= 0, "an unbounded read of an endless stdin"
+        return "x" * size
+
+
+def test_an_endless_or_oversized_text_is_refused_before_anything_starts(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = runs.demo("remember FIG")
+    monkeypatch.setattr(sys, "stdin", Endless())
+    assert main(["send", "--detach", first.id, "-"]) == 2
+    assert f"longer than {MAX_TASK_BYTES} bytes" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=f"task: longer than {MAX_TASK_BYTES} bytes"):
+        first.send_sync("é" * (MAX_TASK_BYTES // 2 + 1))  # counted in UTF-8 bytes
     assert [run.id for run in runs.store().runs()] == [first.id]  # nothing queued
     assert ended(first).status == "done"
 

@@ -8,6 +8,7 @@ or two turns of one session would run at once (in two agents) and the session wo
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from acp_bridge.errors import ConfigError
 
@@ -31,6 +32,8 @@ def session_tail(
     its session: the latest run of that chain now. A first run of a name (``follows`` None)
     that another process opened meanwhile goes on after that run, with the same agent."""
     if follows is not None:
+        if db.execute("SELECT 1 FROM runs WHERE id = ?", (follows,)).fetchone() is None:
+            raise ConfigError(f"run {follows} was deleted meanwhile (acp-bridge prune)")
         return chain_tail(db, follows)
     if name is None:
         return None
@@ -47,3 +50,22 @@ def session_tail(
             f"session goes on with the agent that opened it: use another name for {agent!r}"
         )
     return chain_tail(db, str(row[0]))
+
+
+def in_use(db: sqlite3.Connection) -> set[str]:
+    """Ended runs a prune must keep: those whose agent is held now, and for each queued or
+    running follow-up, the runs back from the one it follows to the first that recorded the
+    session it continues (the follow-up's supervisor looks it up there when it starts)."""
+    kept = {run_id for (run_id,) in db.execute(
+        "SELECT id FROM runs WHERE held_until > ?", (time.time(),)
+    )}  # fmt: skip
+    waiting = db.execute(
+        "SELECT follows FROM runs WHERE status IN ('queued', 'running') AND follows IS NOT NULL"
+    ).fetchall()
+    for (current,) in waiting:
+        while current is not None and current not in kept:
+            kept.add(current)
+            row = db.execute("SELECT session_id, follows FROM runs WHERE id = ?", (current,))
+            found = row.fetchone()
+            current = None if found is None or found[0] else found[1]
+    return kept

@@ -14,7 +14,7 @@ import pytest
 
 from acp_bridge import RunHandle
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._runs import turns
+from acp_bridge._runs import retention, turns
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
@@ -119,6 +119,20 @@ def test_two_first_runs_of_a_new_session_name_open_one_session(
     second = runs.demo("recall", session="orchard")
     assert second.record().follows == opener.id
     assert ended(second).output == "PLUM"
+
+
+def test_a_prune_spares_the_run_a_waiting_follow_up_continues(runs: RunsEnv) -> None:
+    runs.config({"demo": {"max_concurrent": 1}})
+    told = runs.demo("remember PLUM")
+    assert ended(told).status == "done"
+    busy = runs.demo("sleep 1")  # the lane's one slot: the follow-up waits behind it
+    follow_up = told.send_sync("recall")
+    assert follow_up.record().status == "queued"
+    assert retention.prune(runs.store(), keep=0) == []  # the follow-up needs its session
+    answer = ended(follow_up)
+    assert answer.status == "done" and answer.output == "PLUM", answer
+    assert ended(busy).status == "done"
+    assert set(retention.prune(runs.store(), keep=0)) == {told.id, busy.id, follow_up.id}
 
 
 def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:

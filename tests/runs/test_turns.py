@@ -7,13 +7,14 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 
 from acp_bridge._entries.acp_turns import Held
-from acp_bridge._runs import envelopes, holder, lanes, liveness, procs, turns
+from acp_bridge._runs import envelopes, holder, lanes, liveness, procs, retention, turns
 from acp_bridge._runs.bell import Bell
 from acp_bridge._runs.records import NewRun
 from acp_bridge._runs.store import Store
-from acp_bridge.errors import ErrorCode
+from acp_bridge.errors import ConfigError, ErrorCode
 
 ME = procs.own_identity()
 GONE = procs.Identity(ME.pid, ME.start + 1, ME.boot)  # same pid, another start: not alive
@@ -150,4 +151,17 @@ def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
     assert store.get("sub_000000000002").status == "queued"  # type: ignore[union-attr]
     assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
     assert lanes.heads(store) == ["sub_000000000002"]
+    store.close()
+
+
+def test_a_held_run_is_not_pruned_and_a_pruned_one_is_not_followed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    ended_and_held(store, "sub_000000000001", ME)
+    assert retention.prune(store, keep=0) == []
+    assert turns.hold(store, "sub_000000000001", ME, None)
+    assert retention.prune(store, keep=0) == ["sub_000000000001"]
+    # A send that looked the run up just before the prune deleted it: refused, not queued.
+    with pytest.raises(ConfigError, match="run sub_000000000001 was deleted meanwhile"):
+        store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    assert store.get("sub_000000000002") is None
     store.close()

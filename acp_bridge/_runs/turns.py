@@ -17,7 +17,8 @@ slot (``max_concurrent`` bounds live agent processes), and a queued follow-up of
 reserved for its holder. The holder releases the hold when it closes the agent; a hold past
 its time counts for nothing; ``acp-bridge stop`` on a held run ends the hold now
 (:func:`let_go`); a holder that died is released by the next look at the store
-(:func:`release_dead_holders`, run by ``liveness.reap``, which also ends what it started).
+(:func:`dead_holders`, by ``liveness``: any look at such a run, and ``reap``; what it
+started is ended too).
 
 A session is a chain of runs, each following the one before: a new follow-up follows the
 chain's latest run (:func:`conversation_head`), and waits while that run is still queued or
@@ -136,17 +137,12 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         return str(row[0])
 
 
-def release_dead_holders(store: Store) -> list[str]:
-    """Release the holds of supervisors that died (their lane slots and reserved follow-ups
-    go free); the ids released. The caller rings the new lane heads."""
+def dead_holders(store: Store) -> list[RunRecord]:
+    """The held runs whose supervisors died (their holds are released by
+    ``liveness.release_dead_holder``: the slots and reserved follow-ups go free)."""
     now = time.time()
     rows = store.db.execute(
         f"SELECT {LIST_COLUMNS} FROM runs WHERE held_until > ?", (now,)
     ).fetchall()
-    dead = [run for run in map(row_to_run, rows) if not holding(run, now)]
-    released = []
-    for run in dead:
-        assert run.supervisor is not None  # holding() is False only by death here
-        if hold(store, run.id, run.supervisor, None):
-            released.append(run.id)
-    return released
+    runs = map(row_to_run, rows)
+    return [run for run in runs if run.supervisor is not None and not holding(run, now)]

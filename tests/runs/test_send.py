@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import sys
 import time
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 
 from acp_bridge import RunHandle
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._runs import retention, turns
+from acp_bridge._runs import procs, retention, turns
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
@@ -133,6 +135,27 @@ def test_a_prune_spares_the_run_a_waiting_follow_up_continues(runs: RunsEnv) -> 
     assert answer.status == "done" and answer.output == "PLUM", answer
     assert ended(busy).status == "done"
     assert set(retention.prune(runs.store(), keep=0)) == {told.id, busy.id, follow_up.id}
+
+
+def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember LIME")
+    assert ended(first).status == "done"
+    holder = first.record().supervisor
+    assert holder is not None and first.record().held_until is not None
+    agents = runs.store().groups(first.id)
+    assert agents and all(procs.alive(agent) for agent in agents)
+    os.kill(holder.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while procs.alive(holder) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # No ps, no waiting supervisor: the run itself, looked at, is no longer held.
+    assert first.record().held_until is None
+    assert not any(procs.alive(agent) for agent in agents)  # the held agent went with it
+    follow_up = first.send_sync("recall")
+    answer = ended(follow_up)
+    assert answer.output == "LIME" and answer.meta.session_method == "session/resume"
+    follow_up.stop_sync()  # lets its agent go
 
 
 def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:

@@ -165,3 +165,22 @@ def test_a_held_run_is_not_pruned_and_a_pruned_one_is_not_followed(tmp_path: Pat
         store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
     assert store.get("sub_000000000002") is None
     store.close()
+
+
+def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
+    tmp_path: Path,
+) -> None:
+    """``stop`` saw the run running and asked it to stop just after its holder last looked:
+    the run ends as it was about to, and its agent is not held."""
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_000000000001"), ME)
+    assert lanes.claim(store, "sub_000000000001", ME) == "claimed"
+    store.request_stop("sub_000000000001")
+    run = store.get("sub_000000000001")
+    assert run is not None
+    outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+    done = outcome._replace(status="done")
+    written, _ = lanes.finish(store, run.id, done, ME, adopt_env=None, hold_until=time.time() + 60)
+    assert written and store.get(run.id).held_until is None  # type: ignore[union-attr]
+    assert not turns.holds(store, run.id, ME)
+    store.close()

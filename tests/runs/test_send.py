@@ -151,6 +151,9 @@ def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
         time.sleep(0.02)
     # No ps, no waiting supervisor: the run itself, looked at, is no longer held.
     assert first.record().held_until is None
+    deadline = time.monotonic() + 5
+    while any(procs.alive(agent) for agent in agents) and time.monotonic() < deadline:
+        time.sleep(0.02)  # SIGKILLed: gone in a moment
     assert not any(procs.alive(agent) for agent in agents)  # the held agent went with it
     follow_up = first.send_sync("recall")
     answer = ended(follow_up)

@@ -80,9 +80,10 @@ def _check_name(name: str, what: str) -> None:
     try:
         check_task_id(name)
     except ConfigError:
+        shown = repr(name) if len(repr(name)) <= 80 else f"{repr(name)[:80]}…"
         raise ConfigError(
             f"{what} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
-            f"digit; got {name!r}"
+            f"digit; got {shown}"
         ) from None
 
 

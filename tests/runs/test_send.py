@@ -226,6 +226,17 @@ def test_an_endless_or_oversized_text_is_refused_before_anything_starts(
     assert ended(first).status == "done"
 
 
+def test_a_huge_id_or_session_name_is_refused_with_a_bounded_message(
+    runs: RunsEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = "x" * 200_000
+    assert main(["send", huge, "recall"]) == 2
+    assert main(["run", "--detach", "--session", huge, "demo", "hi"]) == 2
+    errors = capsys.readouterr().err
+    assert "no run 'xxxx" in errors and "session must be" in errors
+    assert len(errors) < 2000, len(errors)
+
+
 Capture = pytest.CaptureFixture[str]
 
 

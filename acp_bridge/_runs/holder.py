@@ -45,7 +45,10 @@ async def wait_for_follow_up(
         left = held.until - anyio.current_time()
         if left <= 0 or held.gone.is_set() or stopped.is_set():
             break
-        claimed = turns.claim_follow_up(store, run_id, me)  # only while the hold stands
+        try:
+            claimed = turns.claim_follow_up(store, run_id, me)  # only while the hold stands
+        except turns.OtherSettings:
+            break  # released below: that follow-up resumes the session as it asks
         if claimed is not None:
             ring(store, [claimed])  # its own light supervisor sees it taken, and exits
             return claimed

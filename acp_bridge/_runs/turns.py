@@ -30,12 +30,20 @@ of that name follows the latest one (:func:`session_head`); follow-ups keep the 
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from acp_bridge._runs import chain, procs
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store import Store
+
+SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
+            "isolation")  # fmt: skip
+"""What a session is set up with, from a run's request: a follow-up by ``send`` inherits
+them; a held agent serves only follow-ups that ask for the same."""
 
 
 def session_head(store: Store, name: str) -> RunRecord | None:
@@ -112,15 +120,31 @@ def let_go(store: Store, run_id: str) -> bool:
     return bool(changed)
 
 
+def settings(request: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What of a stored request the agent's session is set up with (:data:`SETTINGS`)."""
+    return {name: (request or {}).get(name) for name in SETTINGS}
+
+
+class OtherSettings(Exception):
+    """The oldest follow-up asks for other session settings than the held agent has."""
+
+
 def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
     """In the holder of ``run_id``: take its oldest queued follow-up (not asked to stop),
-    moving the hold's lane slot to it. Its id, or None (then the hold stays)."""
+    moving the hold's lane slot to it. Its id, or None (then the hold stays). Raises
+    :class:`OtherSettings` (nothing taken) for a follow-up with other session settings (a
+    ``run --session NAME`` with another mode, say): the held agent cannot serve it as
+    asked; once the hold is released it starts on its own, resuming the session."""
     with store.write() as db:
         row = db.execute(
-            "SELECT id FROM runs WHERE follows = ? AND status = 'queued'"
+            "SELECT id, spec FROM runs WHERE follows = ? AND status = 'queued'"
             " AND stop_requested IS NULL ORDER BY seq LIMIT 1",
             (run_id,),
         ).fetchone()
+        if row is not None:
+            held = db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if held is not None and settings(_spec(row[1])) != settings(_spec(held[0])):
+                raise OtherSettings(row[0])
         held = db.execute(
             "SELECT 1 FROM runs WHERE id = ? AND held_until > ? AND supervisor_pid = ?"
             " AND supervisor_start = ? AND supervisor_boot = ?",
@@ -146,3 +170,11 @@ def dead_holders(store: Store) -> list[RunRecord]:
     ).fetchall()
     runs = map(row_to_run, rows)
     return [run for run in runs if run.supervisor is not None and not holding(run, now)]
+
+
+def _spec(text: str | None) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge import RunHandle
+from acp_bridge import EntryRequest, RunHandle, RunOptions, start_run_sync
 from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge._runs import procs, retention, turns
 from acp_bridge.cli import main
@@ -159,6 +159,24 @@ def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
     answer = ended(follow_up)
     assert answer.output == "LIME" and answer.meta.session_method == "session/resume"
     follow_up.stop_sync()  # lets its agent go
+
+
+def test_a_named_run_with_other_session_settings_is_not_served_by_the_held_agent(
+    runs: RunsEnv,
+) -> None:
+    """``run --session NAME --mode careful`` while the session's agent is held in mode
+    ``default``: the held agent cannot take it as asked (silently the old mode), so it is let
+    go and the run resumes the session with its own settings."""
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember QUINCE", session="orchard")
+    assert ended(first).meta.mode == "default"
+    request = EntryRequest(entry="acp_spawn", agent="demo", task="recall", mode="careful")
+    careful = start_run_sync(request, options=RunOptions(session="orchard"), config=runs.loaded)
+    answer = ended(careful)
+    assert answer.status == "done" and answer.output == "QUINCE", answer
+    assert answer.meta.mode == "careful" and answer.meta.session_method == "session/resume"
+    assert released(first)
+    careful.stop_sync()
 
 
 def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:

@@ -179,9 +179,11 @@ _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 def check_task_id(value: str) -> str:
     """A caller's ``task_id``, checked: it names files (transcripts) and branches."""
     if not isinstance(value, str) or not _TASK_ID.fullmatch(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else f"{shown[:80]}…"  # a bounded echo
         raise ConfigError(
             f"task_id must be 1-64 letters, digits, '_', '.' or '-', starting with a letter "
-            f"or digit; got {value!r}"
+            f"or digit; got {shown}"
         )
     return value
 

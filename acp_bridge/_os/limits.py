@@ -21,3 +21,6 @@ MAX_CONCURRENT = 1024
 MAX_IDLE = 3600.0
 """The longest an agent may be kept alive between turns (``timeouts.idle``: an hour). Each
 held agent is a live process and a lane slot; a session idle for longer is resumed instead."""
+MAX_TASK_BYTES = 16 << 20
+"""The longest task or follow-up text, UTF-8 (16 MiB): a prompt, stored with its run and
+sent to the agent in one message. Text read from stdin stops there."""

@@ -66,6 +66,7 @@ class Carried:
         self.ended = False
         """Its outcome is committed (or being committed): nothing more of it is recorded."""
         self.tasks = anyio.CancelScope()
+        self._groups: set[Identity] = set()
         self._tasks_started = False
         group_max = store.group_budget(run.group) if run.group else (None, None)
         self.guard = BudgetGuard(
@@ -140,11 +141,17 @@ class Carried:
             await self.bell.wait(STOP_LOOK)
         self.control.stop("stop", "stopped on request")
 
+    def record_groups(self) -> None:
+        """Record the process groups of this process not recorded for the run yet (the
+        groups of earlier turns too: this run's now). Called once more as the run's agent is
+        held: a turn quicker than GROUP_LOOK would leave the held agent unrecorded, and a
+        killed holder's agent then unkillable by the liveness rule."""
+        new = [leader for leader in procs.group_leaders() if leader not in self._groups]
+        if new:
+            self.store.add_groups(self.run.id, new)
+            self._groups.update(new)
+
     async def _track_groups(self) -> None:
-        known: set[Identity] = set()  # the groups of earlier turns too: this run's now
         while True:
-            new = [leader for leader in procs.group_leaders() if leader not in known]
-            if new:
-                self.store.add_groups(self.run.id, new)
-                known.update(new)
+            self.record_groups()
             await anyio.sleep(GROUP_LOOK)

@@ -201,6 +201,7 @@ class Carrier:
             return None  # not held: the entry winds down, and its envelope is committed after
         if self.store.stop_requested(run_id):  # asked to stop as the turn ended: no hold
             return None
+        turn.record_groups()  # the held agent's, should this process die while it waits
         with Bell(self.store, [run_id]) as bell:  # listening before the hold can be seen
             written, _ = self._end(turn, result, hold_until=time.time() + left)
             if not written:

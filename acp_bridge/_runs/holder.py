@@ -40,13 +40,18 @@ async def wait_for_follow_up(
     when the hold ended first (then it is released here). ``bell`` rings for ``run_id`` and
     was listening before the hold was committed, so no ring is missed."""
     while True:
-        claimed = turns.claim_follow_up(store, run_id, me)
-        if claimed is not None:
-            ring(store, [claimed])  # its own light supervisor sees it taken, and exits
-            return claimed
+        # Whether the hold stands first: a follow-up that came as the agent went away is
+        # not handed to a dead agent (it would fail); released, it resumes on its own.
         left = held.until - anyio.current_time()
         if left <= 0 or held.gone.is_set() or stopped.is_set():
             break
+        try:
+            claimed = turns.claim_follow_up(store, run_id, me)  # only while the hold stands
+        except turns.OtherSettings:
+            break  # released below: that follow-up resumes the session as it asks
+        if claimed is not None:
+            ring(store, [claimed])  # its own light supervisor sees it taken, and exits
+            return claimed
         if not turns.holds(store, run_id, me):  # let go (stop), or over by the wall clock
             break
         await race(partial(bell.wait, min(left, LOOK)), held.gone.wait, stopped.wait)

@@ -164,8 +164,11 @@ def finish(
     with store.write() as db:
         if not store.finish(db, run_id, outcome, supervisor=me):
             return False, None
-        if hold_until is not None:
-            db.execute("UPDATE runs SET held_until = ? WHERE id = ?", (hold_until, run_id))
+        if hold_until is not None:  # not when a stop came after the holder last looked
+            db.execute(
+                "UPDATE runs SET held_until = ? WHERE id = ? AND stop_requested IS NULL",
+                (hold_until, run_id),
+            )
         if adopt_env is None:
             return True, None
         for run in _admissible_now(db):

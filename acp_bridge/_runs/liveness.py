@@ -19,19 +19,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from acp_bridge._runs import procs
+from acp_bridge._runs import procs, turns
 from acp_bridge._runs.bell import ring
 from acp_bridge._runs.lanes import heads
 from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import Store
-from acp_bridge._runs.turns import release_dead_holders
 
 
 def check(store: Store, run: RunRecord) -> RunRecord:
-    """``run`` as it really is: an active run whose supervisor is gone comes back lost."""
-    if run.finished or run.supervisor is None or procs.alive(run.supervisor):
+    """``run`` as it really is: an active run whose supervisor is gone comes back lost; an
+    ended one whose agent that supervisor held comes back released."""
+    if run.supervisor is None or (run.finished and run.held_until is None):
         return run
+    if procs.alive(run.supervisor):
+        return run
+    if run.finished:
+        return release_dead_holder(store, run)
     return mark_lost(store, run)
+
+
+def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
+    """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
+    is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
+    assert run.supervisor is not None
+    if turns.hold(store, run.id, run.supervisor, None):
+        end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
+        ring(store, heads(store))
+    return store.get(run.id) or run
 
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
@@ -42,10 +56,9 @@ def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecor
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
-    if runs is None and (released := release_dead_holders(store)):
-        for run_id in released:  # the held agent's own children outlive it (pdeathsig)
-            end_processes(store, run_id)
-        ring(store, heads(store))  # their slots, and follow-ups reserved for them, are free
+    if runs is None:
+        for held in turns.dead_holders(store):
+            release_dead_holder(store, held)
     return found
 
 

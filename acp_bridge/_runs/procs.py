@@ -171,3 +171,17 @@ def kill_group(leader: Identity, sig: signal.Signals = signal.SIGKILL) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def kill_process(who: Identity, sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Signal that very process (through a pidfd: never a reused pid). Whether it was sent."""
+    fd = open_pidfd(who)
+    if fd is None:
+        return False
+    try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            signal.pidfd_send_signal(fd, sig)
+            return True
+        return False
+    finally:
+        os.close(fd)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from acp_bridge._runs import chain
 from acp_bridge._runs.store import Store
 
 DEFAULT_DAYS = 30.0
@@ -39,7 +40,9 @@ def prune(
     now: float | None = None,
 ) -> list[str]:
     """Delete ended runs that ended over ``older_than_days`` ago or are beyond the newest
-    ``keep``, with their events; both None: the store's retention setting. Returns their ids."""
+    ``keep``, with their events; both None: the store's retention setting. Returns their ids.
+    Spared: a run whose agent is held, and the runs a queued or running follow-up continues
+    (:func:`.chain.in_use`)."""
     if older_than_days is None and keep is None:
         older_than_days, keep = retention(store)
     now = time.time() if now is None else now
@@ -54,14 +57,20 @@ def prune(
             f"SELECT id FROM runs WHERE {ended} ORDER BY seq DESC LIMIT -1 OFFSET ?", (keep,)
         )
         doomed.update(run_id for (run_id,) in rows)
-    ids = sorted(doomed)
-    for start in range(0, len(ids), _CHUNK):
-        chunk = [(run_id,) for run_id in ids[start : start + _CHUNK]]
+    candidates = sorted(doomed)
+    ids: list[str] = []
+    for start in range(0, len(candidates), _CHUNK):
         with store.write() as db:
+            # Checked under the lock: a held run, and the runs a waiting follow-up continues.
+            spared = chain.in_use(db)
+            chunk = [
+                (run_id,) for run_id in candidates[start : start + _CHUNK] if run_id not in spared
+            ]
             for table in ("events", "run_groups", "bells"):
                 db.executemany(f"DELETE FROM {table} WHERE run_id = ?", chunk)
             # Checked again under the lock: only ended runs, whatever happened meanwhile.
             db.executemany(f"DELETE FROM runs WHERE id = ? AND {ended}", chunk)
+        ids.extend(run_id for (run_id,) in chunk)
     for run_id in ids:
         with contextlib.suppress(OSError):
             (store.logs_dir / f"{run_id}.log").unlink(missing_ok=True)

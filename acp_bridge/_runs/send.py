@@ -30,8 +30,7 @@ from acp_bridge._runs.watch import get_checked
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.errors import ConfigError
 
-INHERITED = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
-             "isolation")  # fmt: skip
+INHERITED = turns.SETTINGS
 """What a follow-up's request takes from the run it follows (the rest is its own)."""
 
 

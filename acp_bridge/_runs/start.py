@@ -18,13 +18,16 @@ opens the session. Follow-ups by run id are :mod:`.send`'s.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from acp_bridge._entries.runner import check_task_id
 from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import lanes, policy, turns
+from acp_bridge._os.limits import MAX_TASK_BYTES
+from acp_bridge._runs import lanes, policy, procs, turns
 from acp_bridge._runs.bell import ring
 from acp_bridge._runs.budget import Budget
 from acp_bridge._runs.handle import RunHandle
@@ -77,9 +80,10 @@ def _check_name(name: str, what: str) -> None:
     try:
         check_task_id(name)
     except ConfigError:
+        shown = repr(name) if len(repr(name)) <= 80 else f"{repr(name)[:80]}…"
         raise ConfigError(
             f"{what} must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or "
-            f"digit; got {name!r}"
+            f"digit; got {shown}"
         ) from None
 
 
@@ -135,6 +139,7 @@ def queue_run(
     if request.entry == "acp_spawn":
         assert request.agent is not None  # EntryRequest requires it
         loaded.profiles.get(request.agent)  # unknown or broken: an error now, not later
+    _check_text(request)
     run_id = new_task_id() if request.task_id is None else check_task_id(request.task_id)
     if store.get(run_id) is not None:
         raise ConfigError(f"a run {run_id!r} exists already in {store.path}")
@@ -161,16 +166,39 @@ def queue_run(
         session_name=session_name,
     )
     supervisor = launch(store.path, run.id, store.logs_dir / f"{run.id}.log")
-    store.create(
-        run,
-        supervisor,
-        limits=policy.lane_limits(loaded, lane, request.agent),
-        group_budget=options.group_budget,
-        settings=policy.store_settings(loaded.config.runs),
-    )
+    try:
+        store.create(
+            run,
+            supervisor,
+            limits=policy.lane_limits(loaded, lane, request.agent),
+            group_budget=options.group_budget,
+            settings=policy.store_settings(loaded.config.runs),
+        )
+    except BaseException:  # not queued after all: its supervisor has nothing to carry
+        procs.kill_process(supervisor)
+        with contextlib.suppress(OSError):
+            (store.logs_dir / f"{run.id}.log").unlink()
+        raise
     if follows is not None:
         ring(store, [follows])  # a supervisor holding its agent takes this one at once
     return RunHandle(run.id, store.path)
+
+
+def _check_text(request: EntryRequest) -> None:
+    """Text the store and the agent can take: UTF-8, a task of at most MAX_TASK_BYTES.
+    Bytes that are not UTF-8 (a command line or stdin in another encoding) reach Python as
+    lone surrogates, which nothing can write."""
+    for name, value in request.model_dump(mode="json", exclude_none=True).items():
+        try:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            size = len(text.encode())
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"{name}: not valid UTF-8 text (bytes from a command line or stdin in "
+                "another encoding?)"
+            ) from None
+        if size > MAX_TASK_BYTES:
+            raise ConfigError(f"{name}: longer than {MAX_TASK_BYTES} bytes")
 
 
 async def start_run(

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge._os.locations import RUN_LOGS, run_store_path
+from acp_bridge._runs import chain
 from acp_bridge._runs.dbapi import connect, store_error
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import (
@@ -110,7 +111,11 @@ class Store:
     ) -> None:
         """Record a new run with the lane limits, group budget and settings its caller
         configured, in one transaction: ``queued`` for its supervisor (already started) when
-        ``detached``, else ``running`` in the caller's own process (``supervisor``)."""
+        ``detached``, else ``running`` in the caller's own process (``supervisor``).
+
+        A run that continues a session (``follows``, ``session_name``) follows the session's
+        latest run as of this transaction (:func:`.chain.session_tail`): the caller looked it up
+        before, and another process may have queued a turn of the same session since."""
         now = time.time()
         with self.write() as db:
             for lane, max_concurrent in (limits or {}).items():
@@ -119,6 +124,7 @@ class Store:
                 _set_group(db, run.group, *group_budget)
             for key, value in (settings or {}).items():
                 _set_setting(db, key, value)
+            follows = chain.session_tail(db, run.follows, run.session_name, run.agent)
             db.execute(
                 "INSERT INTO runs (id, entry, agent, task, cwd, caller_cwd, spec, config_path,"
                 " status, lane, group_name, created_at, started_at, supervisor_pid,"
@@ -131,7 +137,7 @@ class Store:
                     "queued" if detached else "running", run.lane, run.group, now,
                     None if detached else now, supervisor.pid, supervisor.start,
                     supervisor.boot, run.env_key, run.max_tokens, run.max_cost, int(detached),
-                    run.follows, run.session_name,
+                    follows, run.session_name,
                 ),
             )  # fmt: skip
 

@@ -17,7 +17,8 @@ slot (``max_concurrent`` bounds live agent processes), and a queued follow-up of
 reserved for its holder. The holder releases the hold when it closes the agent; a hold past
 its time counts for nothing; ``acp-bridge stop`` on a held run ends the hold now
 (:func:`let_go`); a holder that died is released by the next look at the store
-(:func:`release_dead_holders`, run by ``liveness.reap``, which also ends what it started).
+(:func:`dead_holders`, by ``liveness``: any look at such a run, and ``reap``; what it
+started is ended too).
 
 A session is a chain of runs, each following the one before: a new follow-up follows the
 chain's latest run (:func:`conversation_head`), and waits while that run is still queued or
@@ -29,12 +30,20 @@ of that name follows the latest one (:func:`session_head`); follow-ups keep the 
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
+from typing import Any
 
-from acp_bridge._runs import procs
+from acp_bridge._runs import chain, procs
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store import Store
+
+SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
+            "isolation")  # fmt: skip
+"""What a session is set up with, from a run's request: a follow-up by ``send`` inherits
+them; a held agent serves only follow-ups that ask for the same."""
 
 
 def session_head(store: Store, name: str) -> RunRecord | None:
@@ -48,15 +57,9 @@ def session_head(store: Store, name: str) -> RunRecord | None:
 
 def conversation_head(store: Store, run_id: str) -> str:
     """The latest run of the session ``run_id`` belongs to, from ``run_id`` on: the one a new
-    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet)."""
-    head = run_id
-    while True:  # a chain: a run follows only older runs, so this ends
-        row = store.db.execute(
-            "SELECT id FROM runs WHERE follows = ? ORDER BY seq DESC LIMIT 1", (head,)
-        ).fetchone()
-        if row is None:
-            return head
-        head = str(row[0])
+    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet). Looked up
+    again when the follow-up is inserted (:mod:`.chain`): another may have come first."""
+    return chain.chain_tail(store.db, run_id)
 
 
 def session_of(store: Store, run_id: str) -> str | None:
@@ -117,15 +120,31 @@ def let_go(store: Store, run_id: str) -> bool:
     return bool(changed)
 
 
+def settings(request: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What of a stored request the agent's session is set up with (:data:`SETTINGS`)."""
+    return {name: (request or {}).get(name) for name in SETTINGS}
+
+
+class OtherSettings(Exception):
+    """The oldest follow-up asks for other session settings than the held agent has."""
+
+
 def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
     """In the holder of ``run_id``: take its oldest queued follow-up (not asked to stop),
-    moving the hold's lane slot to it. Its id, or None (then the hold stays)."""
+    moving the hold's lane slot to it. Its id, or None (then the hold stays). Raises
+    :class:`OtherSettings` (nothing taken) for a follow-up with other session settings (a
+    ``run --session NAME`` with another mode, say): the held agent cannot serve it as
+    asked; once the hold is released it starts on its own, resuming the session."""
     with store.write() as db:
         row = db.execute(
-            "SELECT id FROM runs WHERE follows = ? AND status = 'queued'"
+            "SELECT id, spec FROM runs WHERE follows = ? AND status = 'queued'"
             " AND stop_requested IS NULL ORDER BY seq LIMIT 1",
             (run_id,),
         ).fetchone()
+        if row is not None:
+            held = db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if held is not None and settings(_spec(row[1])) != settings(_spec(held[0])):
+                raise OtherSettings(row[0])
         held = db.execute(
             "SELECT 1 FROM runs WHERE id = ? AND held_until > ? AND supervisor_pid = ?"
             " AND supervisor_start = ? AND supervisor_boot = ?",
@@ -142,17 +161,20 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         return str(row[0])
 
 
-def release_dead_holders(store: Store) -> list[str]:
-    """Release the holds of supervisors that died (their lane slots and reserved follow-ups
-    go free); the ids released. The caller rings the new lane heads."""
+def dead_holders(store: Store) -> list[RunRecord]:
+    """The held runs whose supervisors died (their holds are released by
+    ``liveness.release_dead_holder``: the slots and reserved follow-ups go free)."""
     now = time.time()
     rows = store.db.execute(
         f"SELECT {LIST_COLUMNS} FROM runs WHERE held_until > ?", (now,)
     ).fetchall()
-    dead = [run for run in map(row_to_run, rows) if not holding(run, now)]
-    released = []
-    for run in dead:
-        assert run.supervisor is not None  # holding() is False only by death here
-        if hold(store, run.id, run.supervisor, None):
-            released.append(run.id)
-    return released
+    runs = map(row_to_run, rows)
+    return [run for run in runs if run.supervisor is not None and not holding(run, now)]
+
+
+def _spec(text: str | None) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None

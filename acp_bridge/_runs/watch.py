@@ -34,7 +34,8 @@ def get_checked(store: Store, run_id: str) -> RunRecord:
     """The run, with lost-ness settled; :class:`UnknownRunError` if there is none."""
     run = store.get(run_id)
     if run is None:
-        raise UnknownRunError(f"no run {run_id!r} in {store.path}")
+        shown = run_id if len(run_id) <= 80 else f"{run_id[:80]}…"  # echo a bounded part
+        raise UnknownRunError(f"no run {shown!r} in {store.path}")
     return liveness.check(store, run)
 
 

@@ -19,6 +19,7 @@ import sys
 from types import FrameType
 
 from acp_bridge._entries.table import EntryRequest
+from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge._runs.handle import RunHandle, stop_run
 from acp_bridge._runs.send import send_sync
 from acp_bridge._runs.start import RunOptions, start_run_sync
@@ -52,9 +53,20 @@ def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
     return _started(args, handle)
 
 
+def read_task(text: str) -> str:
+    """A task or follow-up text as given, or read from stdin for ``-`` (bounded: stdin may
+    be endless, ``< /dev/zero``)."""
+    if text != "-":
+        return text
+    read = sys.stdin.read(MAX_TASK_BYTES + 1)  # characters: at most 4 bytes each
+    if len(read) > MAX_TASK_BYTES:
+        raise ConfigError(f"the text on stdin is longer than {MAX_TASK_BYTES} bytes")
+    return read
+
+
 def send_follow_up(args: argparse.Namespace) -> int:
     """``acp-bridge send ID TEXT``: queue the follow-up, then as for a run."""
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = read_task(args.text)
     options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
     handle = send_sync(args.id, text, timeout=args.timeout, options=options, config=load(args))
     return _started(args, handle)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
 import anyio
 
 from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge._runs import ledger
-from acp_bridge.cli._detach import run_through_store, wants_run_layer
+from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
@@ -37,10 +36,6 @@ if TYPE_CHECKING:
 
 def names(raw: str | None) -> list[str] | None:
     return None if raw is None else [n.strip() for n in raw.split(",") if n.strip()]
-
-
-def _read_task(task: str) -> str:
-    return sys.stdin.read() if task == "-" else task
 
 
 def run_request(
@@ -125,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _request(
             args,
             "acp_spawn",
-            _read_task(args.task),
+            read_task(args.task),
             agent=args.agent,
             output_schema=args.output_schema,
             isolation=args.isolation,
@@ -153,7 +148,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
         _request(
             args,
             "spawn",
-            _read_task(args.task),
+            read_task(args.task),
             tools=names(args.tools) or [],
             model=args.model,
             output_schema=args.output_schema,
@@ -164,7 +159,7 @@ def cmd_spawn(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     return run_request(
         args,
-        _request(args, "ask", _read_task(args.prompt), tools=names(args.tools), model=args.model),
+        _request(args, "ask", read_task(args.prompt), tools=names(args.tools), model=args.model),
     )
 
 

@@ -4,14 +4,19 @@ really continued the session — on the held agent, or through session/resume af
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import signal
 import sys
 import time
 from typing import Any
 
 import pytest
 
-from acp_bridge import RunHandle
+from acp_bridge import EntryRequest, RunHandle, RunOptions, start_run_sync
+from acp_bridge._os.limits import MAX_TASK_BYTES
+from acp_bridge._runs import procs, retention, turns
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
@@ -80,6 +85,100 @@ def test_after_the_hold_a_follow_up_resumes_the_session(runs: RunsEnv) -> None:
     third.stop_sync()
 
 
+def test_two_sends_that_saw_the_same_latest_turn_still_run_one_after_the_other(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes sending at the same moment both look up the session's latest turn
+    before either queues its own: the second must still come after the first (it follows
+    it), never beside it in a second agent of the same session."""
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember PEAR")
+    assert ended(first).status == "done"
+    head = turns.conversation_head
+    monkeypatch.setattr(turns, "conversation_head", lambda store, run_id: run_id)  # stale
+    slow = first.send_sync("sleep 0.5")
+    quick = first.send_sync("recall")
+    monkeypatch.setattr(turns, "conversation_head", head)
+    assert quick.record().follows == slow.id  # decided when it was queued, not before
+    done_slow, done_quick = ended(slow), ended(quick)
+    assert done_slow.status == done_quick.status == "done", (done_slow, done_quick)
+    assert done_quick.output == "PEAR"
+    assert quick.record().started_at >= slow.record().ended_at  # never two turns at once
+    assert quick.record().supervisor == first.record().supervisor  # the held agent, both
+    quick.stop_sync()
+    assert released(quick)
+
+
+def test_two_first_runs_of_a_new_session_name_open_one_session(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both looked up the name before either queued: the second continues the first."""
+    runs.config({"other": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    monkeypatch.setattr(turns, "session_head", lambda store, name: None)  # both saw none
+    opener = runs.demo("remember PLUM", session="orchard")
+    with pytest.raises(ConfigError, match="session 'orchard' was just opened with agent 'demo'"):
+        runs.start("acp_spawn", "recall", "other", session="orchard")
+    second = runs.demo("recall", session="orchard")
+    assert second.record().follows == opener.id
+    assert ended(second).output == "PLUM"
+
+
+def test_a_prune_spares_the_run_a_waiting_follow_up_continues(runs: RunsEnv) -> None:
+    runs.config({"demo": {"max_concurrent": 1}})
+    told = runs.demo("remember PLUM")
+    assert ended(told).status == "done"
+    busy = runs.demo("sleep 1")  # the lane's one slot: the follow-up waits behind it
+    follow_up = told.send_sync("recall")
+    assert follow_up.record().status == "queued"
+    assert retention.prune(runs.store(), keep=0) == []  # the follow-up needs its session
+    answer = ended(follow_up)
+    assert answer.status == "done" and answer.output == "PLUM", answer
+    assert ended(busy).status == "done"
+    assert set(retention.prune(runs.store(), keep=0)) == {told.id, busy.id, follow_up.id}
+
+
+def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember LIME")
+    assert ended(first).status == "done"
+    holder = first.record().supervisor
+    assert holder is not None and first.record().held_until is not None
+    agents = runs.store().groups(first.id)
+    assert agents and all(procs.alive(agent) for agent in agents)
+    os.kill(holder.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while procs.alive(holder) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    # No ps, no waiting supervisor: the run itself, looked at, is no longer held.
+    assert first.record().held_until is None
+    deadline = time.monotonic() + 5
+    while any(procs.alive(agent) for agent in agents) and time.monotonic() < deadline:
+        time.sleep(0.02)  # SIGKILLed: gone in a moment
+    assert not any(procs.alive(agent) for agent in agents)  # the held agent went with it
+    follow_up = first.send_sync("recall")
+    answer = ended(follow_up)
+    assert answer.output == "LIME" and answer.meta.session_method == "session/resume"
+    follow_up.stop_sync()  # lets its agent go
+
+
+def test_a_named_run_with_other_session_settings_is_not_served_by_the_held_agent(
+    runs: RunsEnv,
+) -> None:
+    """``run --session NAME --mode careful`` while the session's agent is held in mode
+    ``default``: the held agent cannot take it as asked (silently the old mode), so it is let
+    go and the run resumes the session with its own settings."""
+    runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
+    first = runs.demo("remember QUINCE", session="orchard")
+    assert ended(first).meta.mode == "default"
+    request = EntryRequest(entry="acp_spawn", agent="demo", task="recall", mode="careful")
+    careful = start_run_sync(request, options=RunOptions(session="orchard"), config=runs.loaded)
+    answer = ended(careful)
+    assert answer.status == "done" and answer.output == "QUINCE", answer
+    assert answer.meta.mode == "careful" and answer.meta.session_method == "session/resume"
+    assert released(first)
+    careful.stop_sync()
+
+
 def test_an_agent_that_cannot_resume_refuses_the_follow_up(runs: RunsEnv, spy: Spy) -> None:
     runs.loaded = spy.config({"answer": "first answer"})  # advertises neither resume nor load
     first = runs.start("acp_spawn", "hello", "spy")
@@ -106,6 +205,54 @@ def test_what_cannot_be_continued_is_refused_before_anything_starts(runs: RunsEn
         never.send_sync("more")
     with pytest.raises(ConfigError, match="no run 'sub_000000000000'"):
         RunHandle("sub_000000000000").send_sync("more")
+
+
+def test_text_that_is_not_utf8_is_refused_before_anything_starts(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = runs.demo("remember FIG")
+    # Bytes that are not UTF-8 on stdin (or the command line) reach Python as lone surrogates.
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b"recall \xff\x00"), errors="surrogateescape")
+    )
+    assert main(["send", "--detach", first.id, "-"]) == 2
+    assert "task: not valid UTF-8 text" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="task: not valid UTF-8 text"):
+        first.send_sync("recall \udcff")
+    assert [run.id for run in runs.store().runs()] == [first.id]  # nothing queued
+    assert ended(first).status == "done"
+
+
+class Endless:
+    """stdin that never ends (``< /dev/zero``)."""
+
+    def read(self, size: int = -1) -> str:
+        assert size >= 0, "an unbounded read of an endless stdin"
+        return "x" * size
+
+
+def test_an_endless_or_oversized_text_is_refused_before_anything_starts(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = runs.demo("remember FIG")
+    monkeypatch.setattr(sys, "stdin", Endless())
+    assert main(["send", "--detach", first.id, "-"]) == 2
+    assert f"longer than {MAX_TASK_BYTES} bytes" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=f"task: longer than {MAX_TASK_BYTES} bytes"):
+        first.send_sync("é" * (MAX_TASK_BYTES // 2 + 1))  # counted in UTF-8 bytes
+    assert [run.id for run in runs.store().runs()] == [first.id]  # nothing queued
+    assert ended(first).status == "done"
+
+
+def test_a_huge_id_or_session_name_is_refused_with_a_bounded_message(
+    runs: RunsEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = "x" * 200_000
+    assert main(["send", huge, "recall"]) == 2
+    assert main(["run", "--detach", "--session", huge, "demo", "hi"]) == 2
+    errors = capsys.readouterr().err
+    assert "no run 'xxxx" in errors and "session must be" in errors
+    assert len(errors) < 2000, len(errors)
 
 
 Capture = pytest.CaptureFixture[str]

@@ -6,10 +6,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from acp_bridge._runs import envelopes, lanes, liveness, procs, turns
+import anyio
+import pytest
+
+from acp_bridge._entries.acp_turns import Held
+from acp_bridge._runs import envelopes, holder, lanes, liveness, procs, retention, turns
+from acp_bridge._runs.bell import Bell
 from acp_bridge._runs.records import NewRun
 from acp_bridge._runs.store import Store
-from acp_bridge.errors import ErrorCode
+from acp_bridge.errors import ConfigError, ErrorCode
 
 ME = procs.own_identity()
 GONE = procs.Identity(ME.pid, ME.start + 1, ME.boot)  # same pid, another start: not alive
@@ -124,4 +129,58 @@ def test_stop_lets_a_held_agent_go(tmp_path: Path) -> None:
     assert not turns.let_go(store, "sub_000000000001")  # nothing held any more
     store.create(new_run("sub_000000000002"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]  # the slot is free at once
+    store.close()
+
+
+def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
+    """The agent exited while held and a follow-up came at the same moment: the follow-up is
+    not handed to the dead agent (it would fail), it starts on its own and resumes."""
+    store = Store(tmp_path / "runs.db")
+    ended_and_held(store, "sub_000000000001", ME)
+    store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+
+    async def hold_ended_by_the_agent() -> str | None:
+        held = Held(anyio.current_time() + 60)
+        held.gone.set()
+        with Bell(store, ["sub_000000000001"]) as bell:
+            return await holder.wait_for_follow_up(
+                store, ME, "sub_000000000001", bell, held, anyio.Event()
+            )
+
+    assert anyio.run(hold_ended_by_the_agent) is None
+    assert store.get("sub_000000000002").status == "queued"  # type: ignore[union-attr]
+    assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
+    assert lanes.heads(store) == ["sub_000000000002"]
+    store.close()
+
+
+def test_a_held_run_is_not_pruned_and_a_pruned_one_is_not_followed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "runs.db")
+    ended_and_held(store, "sub_000000000001", ME)
+    assert retention.prune(store, keep=0) == []
+    assert turns.hold(store, "sub_000000000001", ME, None)
+    assert retention.prune(store, keep=0) == ["sub_000000000001"]
+    # A send that looked the run up just before the prune deleted it: refused, not queued.
+    with pytest.raises(ConfigError, match="run sub_000000000001 was deleted meanwhile"):
+        store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
+    assert store.get("sub_000000000002") is None
+    store.close()
+
+
+def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
+    tmp_path: Path,
+) -> None:
+    """``stop`` saw the run running and asked it to stop just after its holder last looked:
+    the run ends as it was about to, and its agent is not held."""
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_000000000001"), ME)
+    assert lanes.claim(store, "sub_000000000001", ME) == "claimed"
+    store.request_stop("sub_000000000001")
+    run = store.get("sub_000000000001")
+    assert run is not None
+    outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+    done = outcome._replace(status="done")
+    written, _ = lanes.finish(store, run.id, done, ME, adopt_env=None, hold_until=time.time() + 60)
+    assert written and store.get(run.id).held_until is None  # type: ignore[union-attr]
+    assert not turns.holds(store, run.id, ME)
     store.close()

@@ -103,8 +103,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the package and the test agents once, in the controller, before any worker.
 
     Why: the suite starts hundreds of Python processes (agents, supervisors, the CLI), and
-    with ``PYTHONDONTWRITEBYTECODE`` set (this machine kind, where CI runs, sets it) an editable install has no
-    bytecode, so each of them compiled every module it imported again (~0.15 s of CPU each).
+    with ``PYTHONDONTWRITEBYTECODE`` set (this machine kind, where CI runs, sets it) an
+    editable install has no bytecode, so each of them compiled every module it imported
+    again (~0.15 s of CPU each).
     """
     if hasattr(session.config, "workerinput"):  # an xdist worker: the controller did it
         return

@@ -40,6 +40,7 @@ from acp_bridge._entries.depth import (
     would_be_depth,
 )
 from acp_bridge._entries.ledger import LedgerRecord, RunStart, installed_ledger
+from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
@@ -100,6 +101,10 @@ async def run_enveloped(
         task_id = new_task_id() if task_id is None else check_task_id(task_id)
     except ConfigError as exc:  # a bad id cannot name the envelope: it gets a fresh one
         task_id = new_task_id()
+        return finish_envelope(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
+    try:
+        check_text("task", task)  # before the ledger, which could not record it either
+    except ConfigError as exc:
         return finish_envelope(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
     ledger = installed_ledger()
     record = None if ledger is None else ledger.record(_start(task_id, entry, task, base, cwd))
@@ -186,6 +191,22 @@ def check_task_id(value: str) -> str:
             f"or digit; got {shown}"
         )
     return value
+
+
+def check_text(name: str, text: str) -> str:
+    """Text every entry can carry: Unicode that UTF-8 can encode (the wire, transcripts and
+    the run store all write UTF-8), at most MAX_TASK_BYTES of it. Bytes that are not UTF-8
+    (a command line or stdin in another encoding) reach Python as lone surrogates."""
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{name}: not valid UTF-8 text (bytes from a command line or stdin in another "
+            "encoding?)"
+        ) from None
+    if size > MAX_TASK_BYTES:
+        raise ConfigError(f"{name}: longer than {MAX_TASK_BYTES} bytes ({size})")
+    return text
 
 
 @contextmanager

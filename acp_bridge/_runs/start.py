@@ -24,9 +24,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from acp_bridge._entries.runner import check_task_id
+from acp_bridge._entries.runner import check_task_id, check_text
 from acp_bridge._entries.table import EntryRequest
-from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge._runs import lanes, policy, procs, turns
 from acp_bridge._runs.bell import ring
 from acp_bridge._runs.budget import Budget
@@ -185,20 +184,10 @@ def queue_run(
 
 
 def _check_text(request: EntryRequest) -> None:
-    """Text the store and the agent can take: UTF-8, a task of at most MAX_TASK_BYTES.
-    Bytes that are not UTF-8 (a command line or stdin in another encoding) reach Python as
-    lone surrogates, which nothing can write."""
+    """Every text field of ``request`` as :func:`check_text` wants it: the store keeps them
+    as JSON, and the supervisor hands them on."""
     for name, value in request.model_dump(mode="json", exclude_none=True).items():
-        try:
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            size = len(text.encode())
-        except UnicodeEncodeError:
-            raise ConfigError(
-                f"{name}: not valid UTF-8 text (bytes from a command line or stdin in "
-                "another encoding?)"
-            ) from None
-        if size > MAX_TASK_BYTES:
-            raise ConfigError(f"{name}: longer than {MAX_TASK_BYTES} bytes")
+        check_text(name, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
 async def start_run(

@@ -125,3 +125,24 @@ def test_interrupt_exits_130_and_leaves_no_process(marker: str) -> None:
         assert gone_within(MARKER_VAR, marker) == []
     finally:
         process.kill()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "-q", "demo", b"hi \xff".decode(errors="surrogateescape")],
+        ["bash", "-q", "--", b"echo \xff".decode(errors="surrogateescape")],
+        ["spawn", "-q", "--tools", "read_file", b"hi \xff".decode(errors="surrogateescape")],
+    ],
+    ids=["run", "bash", "spawn"],
+)
+def test_a_task_that_is_not_utf8_is_a_config_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A command line in another encoding reaches Python as lone surrogates, which neither
+    # the wire, nor a transcript, nor the run store can write.
+    assert main(argv) == 2
+    result, err = envelope(capsys)
+    assert result["status"] == "failed" and result["meta"]["error_code"] == "config_error"
+    assert str(result["error"]).startswith("task: not valid UTF-8 text"), result
+    assert "Traceback" not in err and "not recorded" not in err, err

@@ -28,7 +28,6 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 import pydantic
@@ -41,8 +40,8 @@ from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.carried import Carried
 from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import RunRecord
+from acp_bridge._runs.start import run_config
 from acp_bridge._runs.store import Store
-from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ErrorCode
 from acp_bridge.events import Event
@@ -176,9 +175,7 @@ class Carrier:
                 return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
             request = request.model_copy(update={"resume": session_id})
         try:
-            config = load_config(
-                Path(run.config_path) if run.config_path else None, cwd=Path(run.caller_cwd)
-            )
+            config = run_config(run)
         except BridgeError as exc:
             return envelopes.failed(run, str(exc), exc.code)
         with ledger.carrying(run.id):

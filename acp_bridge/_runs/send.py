@@ -24,10 +24,10 @@ from acp_bridge._entries.table import EntryRequest
 from acp_bridge._runs import turns
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.start import RunOptions, queue_run
+from acp_bridge._runs.start import RunOptions, queue_run, run_config
 from acp_bridge._runs.store import open_store
 from acp_bridge._runs.watch import get_checked
-from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.config import LoadedConfig
 from acp_bridge.errors import ConfigError
 
 INHERITED = turns.SETTINGS
@@ -64,7 +64,9 @@ def send_sync(
             f"run {head.id} ended ({head.status}) before an ACP session was opened: there is "
             "no session to continue"
         )
-    loaded = config if config is not None else load_config()
+    # The session's own config, not whatever the sender's directory would find: a profile
+    # defined in the project's file must still name the same agent.
+    loaded = config if config is not None else run_config(head)
     request = follow_up_request(head, text, timeout)
     if options.group is None and head.group is not None:
         options = dataclasses.replace(options, group=head.group)

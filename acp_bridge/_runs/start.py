@@ -31,7 +31,7 @@ from acp_bridge._runs.bell import ring
 from acp_bridge._runs.budget import Budget
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge._runs.launch import env_key, launch
-from acp_bridge._runs.records import NewRun
+from acp_bridge._runs.records import NewRun, RunRecord
 from acp_bridge._runs.store import Store, open_store
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import new_task_id
@@ -123,6 +123,14 @@ def start_run_sync(
     if options.session is not None:
         follows = _session_head(store, options.session, request)
     return queue_run(store, request, options, loaded, follows=follows, session_name=options.session)
+
+
+def run_config(run: RunRecord) -> LoadedConfig:
+    """The config ``run`` was started with: its file, else what its caller's directory found
+    (the supervisor carries it with this, and a follow-up continues with it, wherever it is
+    sent from)."""
+    path = Path(run.config_path) if run.config_path else None
+    return load_config(path, cwd=Path(run.caller_cwd))
 
 
 def queue_run(

@@ -68,7 +68,9 @@ def send_follow_up(args: argparse.Namespace) -> int:
     """``acp-bridge send ID TEXT``: queue the follow-up, then as for a run."""
     text = read_task(args.text)
     options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
-    handle = send_sync(args.id, text, timeout=args.timeout, options=options, config=load(args))
+    # Without --config, the session's own config (send_sync), not this directory's.
+    config = load(args) if args.config is not None else None
+    handle = send_sync(args.id, text, timeout=args.timeout, options=options, config=config)
     return _started(args, handle)
 
 

@@ -282,3 +282,19 @@ def test_named_sessions_and_send_from_the_command_line(runs: RunsEnv, capsys: Ca
     assert code == 0 and waited["output"] == "KIWI, LIME"  # after the session's latest turn
     code, answer = cli(capsys, "send", "-q", started["task_id"], "recall")
     assert code == 0 and answer["output"] == "KIWI, LIME"
+
+
+def test_a_follow_up_keeps_the_config_its_session_started_with(
+    runs: RunsEnv, capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A profile defined only in the project's config: sent from elsewhere, the follow-up
+    # must still find it (the run's own config), not fail on "unknown profile".
+    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+    runs.config({"project-agent": demo})
+    code, first = cli(capsys, "run", "-q", "project-agent", "remember FIG")
+    assert code == 0 and first["output"] == "Remembered: FIG", first
+    elsewhere = runs.root / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, answer = cli(capsys, "send", "-q", first["task_id"], "recall")
+    assert code == 0 and answer["output"] == "FIG", answer

@@ -53,6 +53,7 @@ async def acp_spawn(
     abort: anyio.Event | None = None,
     task_id: str | None = None,
     follow_ups: FollowUps | None = None,
+    worktree: str | Path | None = None,
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
@@ -68,7 +69,9 @@ async def acp_spawn(
     earlier session of the agent (``session/resume``, else ``session/load``; an agent with
     neither fails the run); ``fork=True`` continues it in a copy (``session/fork``, unstable
     in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
-    ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree.
+    ``isolation="worktree"`` (default: the profile's) runs it in its own git worktree;
+    ``worktree`` instead goes on in the worktree an earlier turn of the session kept (a
+    follow-up of a worktree run does), its changes measured from where this run begins.
     The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
     ``task_id`` names the run (default: a fresh ``sub_…`` id).
 
@@ -102,6 +105,7 @@ async def acp_spawn(
             fork=fork,
             unstable=unstable or profile.unstable,
             isolation=isolation or profile.isolation,
+            reopen=Path(worktree) if worktree is not None else None,
             abort=abort,
             origin=f"set at {origin}" if origin else "",
             follow_ups=follow_ups,

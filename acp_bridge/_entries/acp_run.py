@@ -72,12 +72,14 @@ class AcpRun:
         fork: bool = False,
         unstable: bool = False,
         isolation: IsolationMode = "none",
+        reopen: Path | None = None,
         abort: anyio.Event | None = None,
         origin: str = "",
         follow_ups: FollowUps | None = None,
     ) -> None:
         self.profile = profile
         self.isolation: IsolationMode = isolation
+        self.reopen = reopen  # the session's kept worktree, for a follow-up that resumes
         self.task = task
         self.ctx = ctx
         self.sink = sink
@@ -157,6 +159,7 @@ class AcpRun:
                 write_roots=self.roots.write,
                 isolation=self.isolation,
                 keep_worktree=self.profile.keep_worktree,
+                reopen=self.reopen,
                 diff=diff,
                 shutdown_grace=self.profile.timeouts.shutdown_grace,
                 deadline=self.clock.deadline,

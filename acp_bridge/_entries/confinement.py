@@ -41,7 +41,12 @@ from acp_bridge._os.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge._os.sandbox.bwrap import signal_command
-from acp_bridge._os.worktree import Worktree, create_worktree, finish_worktree
+from acp_bridge._os.worktree import (
+    Worktree,
+    create_worktree,
+    finish_worktree,
+    reopen_worktree,
+)
 from acp_bridge.config import ResolvedSandbox
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
 from acp_bridge.errors import BridgeError, RunTimeout
@@ -129,6 +134,7 @@ async def confined(
     write_roots: Sequence[Path],
     isolation: IsolationMode = "none",
     keep_worktree: KeepWorktree = "changed",
+    reopen: Path | None = None,
     measure: bool = True,
     diff: Path | None = None,
     shutdown_grace: float = 2.0,
@@ -144,19 +150,13 @@ async def confined(
     set_up = False
     with anyio.move_on_at(deadline):
         choice = await choose_mode(settings.mode, network=settings.network)
-        worktree = (
-            await create_worktree(
-                cwd, task_id, state_dir=state, timeout=_git_time(ChangeLimits(), deadline)
-            )
-            if isolation == "worktree"
-            else None
-        )
+        worktree, notes = await _worktree(cwd, task_id, isolation, reopen, scratch, deadline)
         set_up = True
     if not set_up:  # a worktree half made is left to `git worktree prune`
         raise RunTimeout("the run's timeout passed while its sandbox was being set up")
     try:
         reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
-        notes = await _make_state_dirs(settings.state)
+        notes += await _make_state_dirs(settings.state)
         spec = SandboxSpec(
             cwd=worktree.cwd if worktree else cwd,
             write=(
@@ -198,16 +198,43 @@ async def confined(
             last = deadline if last_deadline is None else last_deadline()
             end = last + END_GRACE  # the run's own end: measuring may not pass it
             with anyio.CancelScope(shield=True, deadline=end) as finishing:
-                await _finish(conf, baseline, scratch, keep_worktree, diff, end)
+                # A reopened worktree holds the session's earlier turns: never removed here.
+                reopened = worktree is not None and worktree.start_tree is not None
+                keep: KeepWorktree = "always" if reopened else keep_worktree
+                await _finish(conf, baseline, scratch, keep, diff, end)
             if finishing.cancelled_caught:
                 conf.notes.append("files changed not measured: the run's end grace ran out")
             worktree = None  # finished, or kept as it is: nothing left to clean up
     finally:
         if worktree is not None:  # the sandbox could not even be set up
             with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError):
-                await finish_worktree(worktree, scratch=scratch / "worktree", keep="changed")
+                kept: KeepWorktree = "always" if worktree.start_tree else "changed"
+                await finish_worktree(worktree, scratch=scratch / "worktree", keep=kept)
         with contextlib.suppress(OSError):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+
+
+async def _worktree(
+    cwd: Path,
+    task_id: str,
+    isolation: IsolationMode,
+    reopen: Path | None,
+    scratch: Path,
+    deadline: float,
+) -> tuple[Worktree | None, list[str]]:
+    """The run's worktree: the one an earlier turn of its session kept (``reopen``), else a
+    fresh one for ``isolation: worktree``, else none; and what to say about it."""
+    timeout = _git_time(ChangeLimits(), deadline)
+    if reopen is not None:
+        if await anyio.Path(reopen).is_dir():
+            return await reopen_worktree(
+                reopen, cwd, scratch=scratch / "worktree", timeout=timeout
+            ), []
+        note = f"the session's worktree {reopen} is gone: this turn works in a fresh one"
+        return await create_worktree(cwd, task_id, state_dir=state_dir(), timeout=timeout), [note]
+    if isolation == "worktree":
+        return await create_worktree(cwd, task_id, state_dir=state_dir(), timeout=timeout), []
+    return None, []
 
 
 async def _finish(

@@ -55,6 +55,9 @@ class EntryRequest(BaseModel):
         None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
     )
     task_id: str | None = Field(None, description="the run's id (default: a fresh sub_… id)")
+    worktree: str | None = Field(
+        None, description="acp_spawn: go on in this worktree an earlier turn of the session kept"
+    )
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:
@@ -65,7 +68,7 @@ class EntryRequest(BaseModel):
         if self.entry != "acp_spawn":
             used = [
                 name
-                for name in ("mode", "config_options", "resume")
+                for name in ("mode", "config_options", "resume", "worktree")
                 if getattr(self, name) is not None
             ] + [name for name in ("fork", "unstable") if getattr(self, name)]
             if used:
@@ -84,6 +87,7 @@ def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[Subta
         request.task,
         output_schema=request.output_schema,
         isolation=request.isolation,
+        worktree=request.worktree,
         mode=request.mode,
         model=request.model,
         config_options=request.config_options,

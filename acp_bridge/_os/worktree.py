@@ -6,7 +6,9 @@ caller's working tree are *not* carried over (the run works on what is committed
 lives under the bridge's state directory, on branch ``acp-bridge/<task_id>``; the caller's
 cwd is mapped to the same relative place inside it. At the end the run's changes —
 committed or not — are measured against the start commit and written as a diff; an
-unchanged worktree is removed with its branch, a changed one kept (configurable).
+unchanged worktree is removed with its branch, a changed one kept (configurable). A later
+turn of the same session that its agent resumes goes on in the kept worktree
+(:func:`reopen_worktree`), its changes measured from where that turn began.
 
 Concurrency: runs on one repository race for git's lock files (``packed-refs.lock``,
 ``config.lock``); :func:`acp_bridge._os.git.git` retries those with a bounded backoff.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -42,6 +45,9 @@ class Worktree:
     cwd: Path  # the caller's cwd, mapped into the worktree
     common_dir: Path  # the repository's shared .git directory
     admin_dir: Path  # .git/worktrees/<name>: this worktree's HEAD, index, logs
+    start_tree: str | None = None
+    """A worktree an earlier turn kept (:func:`reopen_worktree`): its state when this turn
+    began, committed or not, which this turn's changes are measured against."""
 
     def sandbox_write_paths(self) -> tuple[Path, ...]:
         """What git inside the sandbox must write so the agent can commit on its branch:
@@ -118,6 +124,53 @@ async def create_worktree(
     return Worktree(top, path, branch, head.text, mapped, common, Path(admin.text))
 
 
+async def kept_worktree(
+    cwd: Path, task_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> Path | None:
+    """The worktree of the repository at ``cwd`` on branch ``acp-bridge/<id>`` for the first
+    of ``task_ids`` that has one (a session's runs, newest first); None outside git."""
+    listed = await git("worktree", "list", "--porcelain", cwd=cwd, timeout=timeout, check=False)
+    if listed.returncode != 0:
+        return None
+    by_branch: dict[str, Path] = {}
+    path: Path | None = None
+    for line in listed.text.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree "))
+        elif line.startswith("branch refs/heads/") and path is not None:
+            by_branch[line.removeprefix("branch refs/heads/")] = path
+    return next((by_branch[b] for t in task_ids if (b := BRANCH_PREFIX + t) in by_branch), None)
+
+
+async def reopen_worktree(
+    path: Path, cwd: Path, *, scratch: Path, timeout: float = DEFAULT_TIMEOUT
+) -> Worktree:
+    """The worktree an earlier turn of the session kept at ``path``, for the next turn: the
+    same branch, ``cwd`` (in the caller's repository) mapped into it, and its state now as
+    the start this turn's changes are measured from (``finish_worktree`` in ``scratch``)."""
+    path = Path(await anyio.Path(path).resolve())
+    found = await git(
+        "rev-parse", "--abbrev-ref", "HEAD", "--git-common-dir", "--absolute-git-dir",
+        cwd=path, timeout=timeout, check=False,
+    )  # fmt: skip
+    lines = found.text.splitlines()
+    if found.returncode != 0 or len(lines) != 3 or not lines[0].startswith(BRANCH_PREFIX):
+        raise ConfigError(f"{path} is not a worktree on an {BRANCH_PREFIX}… branch any more")
+    branch, common_text, admin_text = lines
+    common = Path(await anyio.Path(path / common_text).resolve())
+    top = await git("rev-parse", "--show-toplevel", cwd=cwd, timeout=timeout, check=False)
+    repo = Path(await anyio.Path(top.text).resolve()) if top.returncode == 0 else common.parent
+    cwd = Path(await anyio.Path(cwd).resolve())
+    inside = cwd == repo or repo in cwd.parents
+    mapped = path / cwd.relative_to(repo) if inside else path
+    await anyio.Path(mapped).mkdir(parents=True, exist_ok=True)
+    head = (await git("rev-parse", "HEAD", cwd=path, timeout=timeout)).text
+    await anyio.Path(scratch).mkdir(parents=True, exist_ok=True)
+    index = Path((await git("rev-parse", "--git-path", "index", cwd=path)).text)
+    start = await git_tree(path, scratch, timeout=timeout, index=path / index)
+    return Worktree(repo, path, branch, head, mapped, common, Path(admin_text), start)
+
+
 async def finish_worktree(
     wt: Worktree,
     *,
@@ -133,7 +186,10 @@ async def finish_worktree(
     target = diff or scratch / "worktree.diff"
     index = Path((await git("rev-parse", "--git-path", "index", cwd=wt.path)).text)
     now = await git_tree(wt.path, scratch, timeout=timeout, index=wt.path / index)
-    start = (await git("rev-parse", f"{wt.base}^{{tree}}", cwd=wt.path, timeout=timeout)).text
+    start = (
+        wt.start_tree
+        or (await git("rev-parse", f"{wt.base}^{{tree}}", cwd=wt.path, timeout=timeout)).text
+    )
     head = (await git("rev-parse", "HEAD", cwd=wt.path, timeout=timeout)).text
     created, modified, deleted = await compare_trees(
         wt.path, wt.path, scratch, start, now, timeout=timeout, diff=target

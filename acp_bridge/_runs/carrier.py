@@ -28,6 +28,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 import pydantic
@@ -35,6 +36,7 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from acp_bridge._entries.acp_turns import FollowUp, Held
 from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._os.worktree import kept_worktree
 from acp_bridge._runs import envelopes, holder, lanes, ledger, retention, turns
 from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.carried import Carried
@@ -49,6 +51,7 @@ from acp_bridge.events import Event
 log = logging.getLogger("acp_bridge.runs")
 
 MAX_CARRIED = 100
+WORKTREE_LOOKUP = 10.0  # seconds for `git worktree list` when a follow-up starts
 """Runs one supervisor carries before it exits and lets fresh supervisors take over."""
 
 
@@ -159,6 +162,16 @@ class Carrier:
         if self.turn is not None:
             self.turn.on_event(event)
 
+    async def _in_kept_worktree(self, request: EntryRequest, follows: str) -> EntryRequest:
+        """``request`` going on in the worktree an earlier turn of its session kept, if any:
+        a resumed session must find the files its earlier turns changed (a fresh worktree
+        would start from the repository's HEAD without them)."""
+        if request.entry != "acp_spawn" or request.worktree is not None or not request.cwd:
+            return request
+        chain = turns.chain_ids(self.store, follows)
+        found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
+        return request if found is None else request.model_copy(update={"worktree": str(found)})
+
     async def _call(self, run: RunRecord, cancel: anyio.Event) -> SubtaskResult:
         """The entry's envelope (entries never raise; reading the request or config may)."""
         with contextlib.suppress(OSError):  # relative paths as the caller meant them
@@ -174,6 +187,7 @@ class Carrier:
                 error = f"run {run.follows} has no ACP session to continue (none was opened)"
                 return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
             request = request.model_copy(update={"resume": session_id})
+            request = await self._in_kept_worktree(request, run.follows)
         try:
             config = run_config(run)
         except BridgeError as exc:

@@ -78,6 +78,17 @@ def session_of(store: Store, run_id: str) -> str | None:
     return None
 
 
+def chain_ids(store: Store, run_id: str) -> list[str]:
+    """``run_id`` and the runs it follows, back to the session's first: newest first."""
+    ids: list[str] = []
+    current: str | None = run_id
+    while current is not None and current not in ids:
+        ids.append(current)
+        row = store.db.execute("SELECT follows FROM runs WHERE id = ?", (current,)).fetchone()
+        current = None if row is None else row[0]
+    return ids
+
+
 def holding(run: RunRecord, now: float | None = None) -> bool:
     """Whether ``run``'s supervisor holds its agent now (alive, within its idle time)."""
     now = time.time() if now is None else now

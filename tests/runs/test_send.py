@@ -8,8 +8,10 @@ import io
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -298,3 +300,26 @@ def test_a_follow_up_keeps_the_config_its_session_started_with(
     monkeypatch.chdir(elsewhere)
     code, answer = cli(capsys, "send", "-q", first["task_id"], "recall")
     assert code == 0 and answer["output"] == "FIG", answer
+
+
+def test_a_resumed_follow_up_goes_on_in_the_worktree_its_session_kept(runs: RunsEnv) -> None:
+    repo = runs.root / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "0"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True
+        )
+    request = EntryRequest(
+        entry="acp_spawn", agent="demo", task="write one.txt: ONE", cwd=str(repo),
+        isolation="worktree",
+    )  # fmt: skip
+    first = ended(start_run_sync(request))
+    kept = (first.meta.worktree or {}).get("worktree")
+    assert first.status == "done" and kept, first
+
+    answer = ended(RunHandle(first.task_id).send_sync("write two.txt: TWO"))
+    assert answer.status == "done", answer
+    assert answer.meta.session_method == "session/resume"
+    assert (answer.meta.worktree or {}).get("worktree") == kept  # not a fresh one from HEAD
+    assert answer.meta.files_changed == [str(Path(str(kept)) / "two.txt")]  # this turn's
+    assert (Path(str(kept)) / "one.txt").read_text() == "ONE\n"

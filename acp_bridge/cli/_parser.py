@@ -253,6 +253,13 @@ def _add_mcp_command(commands: Any) -> None:
         help="seconds an elicitation waits for the host's answer before the safe default "
         "(reject / cancel; default 120)",
     )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        metavar="S",
+        help="with --http: seconds a client has to send a request's whole body before it "
+        "is answered 408 (default 30)",
+    )
     p.set_defaults(handler=_mcp.cmd_mcp)
 
 

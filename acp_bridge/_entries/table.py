@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from acp_bridge.config import LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode
@@ -55,6 +55,22 @@ class EntryRequest(BaseModel):
         None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
     )
     task_id: str | None = Field(None, description="the run's id (default: a fresh sub_… id)")
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_a_path(cls, cwd: str | None) -> str | None:
+        if cwd is not None and "\0" in cwd:
+            raise ValueError("a path cannot contain a NUL byte")
+        return cwd
+
+    @field_validator("task")
+    @classmethod
+    def _command_is_a_command_line(cls, task: str, info: ValidationInfo) -> str:
+        # An agent's task is text (JSON carries a NUL); a command line goes to exec, which
+        # cannot take one: refused here rather than an internal error mid-run.
+        if info.data.get("entry") == "bash" and "\0" in task:
+            raise ValueError("a command line cannot contain a NUL byte")
+        return task
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:

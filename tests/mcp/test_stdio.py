@@ -51,26 +51,38 @@ async def test_bash_runs_one_command_as_a_subtask(client: Client, nothing_left: 
 
 
 @pytest.mark.parametrize(
-    ("arguments", "field", "says"),
+    ("tool", "arguments", "field", "says"),
     [
-        ({"task": "hi"}, "agent", "Field required"),
-        ({"agent": "nobody", "task": "hi"}, "agent", "no profile 'nobody'; ready: "),
-        ({"agent": "demo", "task": "hi", "colour": "red"}, "colour", "unknown argument"),
-        ({"agent": "demo", "task": "hi", "timeout": "soon"}, "timeout", "valid number"),
-        ({"agent": "demo", "task": ""}, "task", "at least 1 character"),
-        ({"agent": "demo", "task": "x", "observe_profile": "loud"}, "observe_profile", "'default'"),
+        ("acp_spawn", {"task": "hi"}, "agent", "Field required"),
+        ("acp_spawn", {"agent": "nobody", "task": "hi"}, "agent", "no profile 'nobody'; ready: "),
+        ("acp_spawn", {"agent": "demo", "task": "hi", "colour": "red"}, "colour", "unknown"),
+        ("acp_spawn", {"agent": "demo", "task": "hi", "timeout": "soon"}, "timeout", "number"),
+        ("acp_spawn", {"agent": "demo", "task": ""}, "task", "at least 1 character"),
+        ("acp_spawn", {"agent": "demo", "task": "x", "observe_profile": "loud"}, "observe_profile",
+         "'default'"),
+        # What exec and chdir cannot take is refused, not an internal error mid-run.
+        ("acp_spawn", {"agent": "demo", "task": "x", "cwd": "/tmp\0x"}, "cwd", "NUL byte"),
+        ("bash", {"command": "echo a\0b"}, "command", "cannot contain a NUL byte"),
+        ("start", {"entry": "bash", "task": "echo a\0b"}, "task", "cannot contain a NUL byte"),
+        ("status", {"task_id": "x" * 100_000}, "task_id", "at most 64 characters"),
     ],
-)
+)  # fmt: skip
 async def test_bad_arguments_get_an_error_naming_the_field(
-    client: Client, arguments: dict[str, Any], field: str, says: str, nothing_left: None
+    client: Client,
+    tool: str,
+    arguments: dict[str, Any],
+    field: str,
+    says: str,
+    nothing_left: None,
 ) -> None:
     with pytest.raises(MCPError) as caught:
         async with bounded():
-            await client.call_tool("acp_spawn", arguments)
+            await client.call_tool(tool, arguments)
     error = caught.value
     assert error.code == types.INVALID_PARAMS
-    assert error.message.startswith(f"acp_spawn: {field}: ")
+    assert error.message.startswith(f"{tool}: {field}: ")
     assert says in error.message
+    assert len(error.message) < 1000  # a huge argument is not echoed back
     (problem,) = error.data["problems"]
     assert problem["field"] == field
 

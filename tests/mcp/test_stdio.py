@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_bridge.envelope import SubtaskResult
 from tests.mcp import scenarios
-from tests.mcp.conftest import Bridge, bounded, server_pids, text_of
+from tests.mcp.conftest import SECRET, Bridge, bounded, server_pids, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +151,17 @@ async def test_an_unknown_run_is_a_clear_error(
     with pytest.raises(MCPError) as caught:
         await client.call_tool(tool, {"task_id": "sub_000000000000", **more})
     assert caught.value.message.startswith(f"{tool}: task_id: no run 'sub_000000000000'")
+
+
+async def test_the_profiles_secrets_are_hidden_in_what_the_bridge_reports(
+    client: Client, nothing_left: None
+) -> None:
+    """The agent names its API token (an unknown update kind, a path it may not write): the
+    envelope's meta says what happened, the token hidden, as in the transcript."""
+    async with bounded():
+        result = await client.call_tool("acp_spawn", {"agent": "leaky", "task": "go"})
+    envelope = SubtaskResult.model_validate(result.structured_content)
+    meta = envelope.meta.model_dump_json()
+    assert SECRET not in meta
+    assert "[REDACTED]" in " ".join(envelope.meta.warnings or [])
+    assert [r.target for r in envelope.meta.refusals or []] == ["/[REDACTED]"]

@@ -10,8 +10,10 @@ elicitations and progress ride each call's event stream). Every request must car
 ``$ACP_BRIDGE_MCP_TOKEN`` — never the command line, where every user of the machine can read
 it in ``ps``). Without a token it listens only on a loopback address; beyond loopback it
 refuses to start. On loopback the SDK also refuses foreign ``Host``/``Origin`` headers (DNS
-rebinding). A request's body must arrive whole within ``--body-timeout`` seconds (408
-otherwise): a client that sends slowly cannot hold a request open forever. SIGINT/SIGTERM
+rebinding). A request must arrive within ``--request-timeout`` seconds — its headers
+from when the connection opens or the last response ended (else the connection is closed:
+:mod:`.connections`), then its whole body (else 408) — so a client that sends slowly, or
+not at all, cannot hold a connection open forever. SIGINT/SIGTERM
 stop it gracefully: running tools are cancelled the ACP way.
 """
 
@@ -38,8 +40,8 @@ from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15
 """Seconds uvicorn gives open requests on shutdown (a running tool gets the ACP cancel)."""
-BODY_TIMEOUT = 30.0
-"""Seconds a client has to send a request's whole body (``--body-timeout``)."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds a client has for a request's headers, then for its body (``--request-timeout``)."""
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -151,18 +153,20 @@ def serve_http(
     token: str | None,
     on_listening: Callable[[str], None],
     *,
-    body_timeout: float = BODY_TIMEOUT,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> None:
     """Serve streamable HTTP at ``listen`` until SIGINT/SIGTERM; ``on_listening`` gets the
     URL once the socket is bound (port 0 resolved)."""
     import uvicorn
+
+    from acp_bridge._mcp.connections import timely
 
     check_listen(listen, token)
     _quiet_sdk()
     logs.install()
     server = BridgeServer(settings).build()
     app: Any = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
-    app = BodyDeadline(app, body_timeout)
+    app = BodyDeadline(app, request_timeout)
     if token is not None:
         app = BearerToken(app, token)
     family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
@@ -173,6 +177,7 @@ def serve_http(
     with contextlib.closing(sock):
         config = uvicorn.Config(
             app,
+            http=timely(request_timeout),
             log_config=None,
             log_level="warning",
             timeout_graceful_shutdown=SHUTDOWN_GRACE,

@@ -254,11 +254,12 @@ def _add_mcp_command(commands: Any) -> None:
         "(reject / cancel; default 120)",
     )
     p.add_argument(
-        "--body-timeout",
+        "--request-timeout",
         type=float,
         metavar="S",
-        help="with --http: seconds a client has to send a request's whole body before it "
-        "is answered 408 (default 30)",
+        help="with --http: seconds a client has to send a request's headers (from when it "
+        "connects or its last response ended; else the connection is closed), then its "
+        "body (else 408); default 30",
     )
     p.set_defaults(handler=_mcp.cmd_mcp)
 

@@ -18,6 +18,11 @@ from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
 
+PATH_MAX = 4095
+"""Bytes of the longest path the system takes (Linux: 4096 with the NUL)."""
+NAME_MAX = 255
+"""Bytes of the longest name in a path."""
+
 if TYPE_CHECKING:
     # Only run_entry's signature names them: importing the ACP layer here would put its
     # wire schema on the path of every command that builds a request (run --detach, send).
@@ -59,8 +64,17 @@ class EntryRequest(BaseModel):
     @field_validator("cwd")
     @classmethod
     def _cwd_is_a_path(cls, cwd: str | None) -> str | None:
-        if cwd is not None and "\0" in cwd:
+        # What chdir and stat refuse (ENAMETOOLONG is no "not a directory" to them) is
+        # refused here, not an internal error mid-run.
+        if cwd is None:
+            return cwd
+        if "\0" in cwd:
             raise ValueError("a path cannot contain a NUL byte")
+        names = cwd.encode("utf-8", "surrogatepass").split(b"/")
+        if sum(len(name) + 1 for name in names) > PATH_MAX or max(map(len, names)) > NAME_MAX:
+            raise ValueError(
+                f"a path longer than {PATH_MAX} bytes, or with a name longer than {NAME_MAX}"
+            )
         return cwd
 
     @field_validator("task")

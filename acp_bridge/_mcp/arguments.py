@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acp_bridge._entries.table import EntryRequest
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.errors import ConfigError, Problem
@@ -104,9 +105,11 @@ class StartArgs(_RunArgs):
     mode: str | None = Field(None, description="acp_spawn: session mode id to set")
     isolation: IsolationMode | None = Field(None, description="acp_spawn: worktree or none")
     max_tokens: int | None = Field(
-        None, gt=0, description="budget: cancel the run past this many tokens"
+        None, gt=0, le=MAX_TOKENS, description="budget: cancel the run past this many tokens"
     )
-    max_cost: float | None = Field(None, gt=0, description="budget: cancel the run past this cost")
+    max_cost: float | None = Field(
+        None, gt=0, le=MAX_COST, description="budget: cancel the run past this cost"
+    )
 
     def request(self) -> EntryRequest:
         fields = self.model_dump(exclude_none=True, exclude={"max_tokens", "max_cost"})

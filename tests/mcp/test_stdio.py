@@ -63,6 +63,8 @@ async def test_bash_runs_one_command_as_a_subtask(client: Client, nothing_left: 
         # What exec and chdir cannot take is refused, not an internal error mid-run.
         ("acp_spawn", {"agent": "demo", "task": "x", "cwd": "/tmp\0x"}, "cwd", "NUL byte"),
         ("bash", {"command": "echo a\0b"}, "command", "cannot contain a NUL byte"),
+        ("bash", {"command": "pwd", "cwd": "/" + "a" * 300}, "cwd", "a name longer than 255"),
+        ("start", {"agent": "demo", "task": "x", "max_tokens": 10**30}, "max_tokens", "less than"),
         ("start", {"entry": "bash", "task": "echo a\0b"}, "task", "cannot contain a NUL byte"),
         ("status", {"task_id": "x" * 100_000}, "task_id", "at most 64 characters"),
     ],

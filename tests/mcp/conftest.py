@@ -115,6 +115,9 @@ class Bridge:
              **questioner, **marker, **grace},
             {"name": "leaky", "description": "names its API token in what it sends",
              **leaky, **grace},
+            {"name": "chatty", "description": "answers in 2000 message chunks",
+             "command": sys.executable, "args": [str(AGENTS / "unruly_agent.py"), "chatty", "2000"],
+             **marker, **grace},
         ]  # fmt: skip
         data = {"transcripts": {"dir": str(self.root / "transcripts")}, "acp": {"agents": agents}}
         self.config.write_text(json.dumps(data))  # JSON is YAML

@@ -167,3 +167,25 @@ async def test_the_profiles_secrets_are_hidden_in_what_the_bridge_reports(
     assert SECRET not in meta
     assert "[REDACTED]" in " ".join(envelope.meta.warnings or [])
     assert [r.target for r in envelope.meta.refusals or []] == ["/[REDACTED]"]
+
+
+async def test_a_chatty_runs_events_are_merged_into_a_few_progress_lines(
+    client: Client, nothing_left: None
+) -> None:
+    """wait replays a run's events from the start: 2000 message chunks were 2000 progress
+    notifications (a finished run's wait took seconds to return); they merge, as a
+    synchronous call's do."""
+    async with bounded():
+        started = await client.call_tool("start", {"agent": "chatty", "task": "go"})
+        task_id = started.structured_content["task_id"]
+        await client.call_tool("wait", {"task_id": task_id})
+    lines: list[str] = []
+
+    async def on_progress(number: float, total: float | None, message: str | None) -> None:
+        lines.append(message or "")
+
+    async with bounded(10):
+        ended = await client.call_tool("wait", {"task_id": task_id}, progress_callback=on_progress)
+    assert ended.structured_content["status"] == "done"
+    assert any(line.startswith("agent: ") for line in lines)
+    assert len(lines) < 50, len(lines)

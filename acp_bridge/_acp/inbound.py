@@ -106,6 +106,16 @@ def _repair_surrogates(value: Any) -> Any:
     return value
 
 
+def sound_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object on one line held to this boundary's rules — not nested past
+    :data:`MAX_DEPTH`, lone surrogates repaired — else None. For another JSON-RPC peer's
+    lines (the MCP host's) that a stricter parser refused."""
+    value = parse_object(line.strip()) if line.strip()[:1] == b"{" else None
+    if not isinstance(value, dict) or _too_deep(value):
+        return None
+    return _repair_surrogates(value)  # type: ignore[no-any-return]
+
+
 # --- what a line is -------------------------------------------------------------------
 
 

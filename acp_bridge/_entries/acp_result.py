@@ -91,6 +91,24 @@ class AcpResult:
             return Answer(text, "text", exc)
 
     def envelope(self) -> SubtaskResult:
+        """The envelope, with the profile's secrets hidden in what the bridge wrote about the
+        run (``meta``; the error of a failed one), as in the transcript and the stderr tail:
+        an agent's stray value (an unknown stop reason, a path it was refused) names them.
+        The agent's answer itself (``output``) is left as it gave it."""
+        envelope = self._envelope()
+        if not self.redactor:
+            return envelope
+        meta = envelope.meta.model_dump(mode="json", exclude_none=True)
+        hidden = self.redactor.data(meta)
+        update: dict[str, Any] = {}
+        if hidden != meta:
+            update["meta"] = Meta.model_validate(hidden)
+        if envelope.status == "failed":
+            update["error"] = self.redactor.text(envelope.error)
+            update["summary"] = self.redactor.text(envelope.summary)
+        return envelope.model_copy(update=update) if update else envelope
+
+    def _envelope(self) -> SubtaskResult:
         result = self.outcome.result if self.outcome else None
         meta = self.meta(result.stop_reason if result else None)
         notes = self.services.summary_notes() if self.services else []

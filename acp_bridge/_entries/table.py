@@ -11,12 +11,17 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from acp_bridge.config import LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
+
+PATH_MAX = 4095
+"""Bytes of the longest path the system takes (Linux: 4096 with the NUL)."""
+NAME_MAX = 255
+"""Bytes of the longest name in a path."""
 
 if TYPE_CHECKING:
     # Only run_entry's signature names them: importing the ACP layer here would put its
@@ -58,6 +63,31 @@ class EntryRequest(BaseModel):
     worktree: str | None = Field(
         None, description="acp_spawn: go on in this worktree an earlier turn of the session kept"
     )
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_a_path(cls, cwd: str | None) -> str | None:
+        # What chdir and stat refuse (ENAMETOOLONG is no "not a directory" to them) is
+        # refused here, not an internal error mid-run.
+        if cwd is None:
+            return cwd
+        if "\0" in cwd:
+            raise ValueError("a path cannot contain a NUL byte")
+        names = cwd.encode("utf-8", "surrogatepass").split(b"/")
+        if sum(len(name) + 1 for name in names) > PATH_MAX or max(map(len, names)) > NAME_MAX:
+            raise ValueError(
+                f"a path longer than {PATH_MAX} bytes, or with a name longer than {NAME_MAX}"
+            )
+        return cwd
+
+    @field_validator("task")
+    @classmethod
+    def _command_is_a_command_line(cls, task: str, info: ValidationInfo) -> str:
+        # An agent's task is text (JSON carries a NUL); a command line goes to exec, which
+        # cannot take one: refused here rather than an internal error mid-run.
+        if info.data.get("entry") == "bash" and "\0" in task:
+            raise ValueError("a command line cannot contain a NUL byte")
+        return task
 
     @model_validator(mode="after")
     def _entry_needs(self) -> EntryRequest:

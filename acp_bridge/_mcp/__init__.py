@@ -24,8 +24,12 @@ Modules, bottom up:
 - :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
 - :mod:`.runs` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;
 - :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
+- :mod:`.mend` — host lines on stdio the SDK could not read: mended, or answered with an
+  error, never dropped without a word;
 - :mod:`.listen` — where an HTTP server may listen and with which token (no SDK import);
-- :mod:`.serve` — the transports: stdio, and streamable HTTP behind a bearer token.
+- :mod:`.connections` — HTTP connections that must send a request's headers in time;
+- :mod:`.serve` — the transports: stdio, and streamable HTTP behind a bearer token, each
+  request's headers and body due within a deadline.
 
 Nothing is imported here: the CLI imports :mod:`.serve` only when ``acp-bridge mcp`` runs, so
 other commands never pay for the SDK.

@@ -14,12 +14,15 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from acp_bridge._entries.table import EntryRequest
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.errors import ConfigError, Problem
 from acp_bridge.events import ObserveProfile
 
 OptionValue = str | bool | int | float
+TASK_ID_LIMIT = 64
+"""Characters of a task id (``check_task_id``'s rule): a longer one names no run."""
 
 
 class _Args(BaseModel):
@@ -85,7 +88,7 @@ class BashArgs(_RunArgs):
     def request(self) -> EntryRequest:
         fields = self.model_dump(exclude_none=True)
         fields["task"] = fields.pop("command")
-        return _request("bash", fields)
+        return _request("bash", fields, task="command")
 
 
 class StartArgs(_RunArgs):
@@ -102,9 +105,11 @@ class StartArgs(_RunArgs):
     mode: str | None = Field(None, description="acp_spawn: session mode id to set")
     isolation: IsolationMode | None = Field(None, description="acp_spawn: worktree or none")
     max_tokens: int | None = Field(
-        None, gt=0, description="budget: cancel the run past this many tokens"
+        None, gt=0, le=MAX_TOKENS, description="budget: cancel the run past this many tokens"
     )
-    max_cost: float | None = Field(None, gt=0, description="budget: cancel the run past this cost")
+    max_cost: float | None = Field(
+        None, gt=0, le=MAX_COST, description="budget: cancel the run past this cost"
+    )
 
     def request(self) -> EntryRequest:
         fields = self.model_dump(exclude_none=True, exclude={"max_tokens", "max_cost"})
@@ -112,7 +117,9 @@ class StartArgs(_RunArgs):
 
 
 class WaitArgs(_Args):
-    task_id: str = Field(min_length=1, description="the run's task_id (from start)")
+    task_id: str = Field(
+        min_length=1, max_length=TASK_ID_LIMIT, description="the run's task_id (from start)"
+    )
     timeout: float = Field(
         50,
         gt=0,
@@ -123,7 +130,7 @@ class WaitArgs(_Args):
 
 
 class StatusArgs(_Args):
-    task_id: str = Field(min_length=1, description="the run's task_id")
+    task_id: str = Field(min_length=1, max_length=TASK_ID_LIMIT, description="the run's task_id")
 
 
 class ListArgs(_Args):
@@ -132,7 +139,7 @@ class ListArgs(_Args):
 
 
 class StopArgs(_Args):
-    task_id: str = Field(min_length=1, description="the run's task_id")
+    task_id: str = Field(min_length=1, max_length=TASK_ID_LIMIT, description="the run's task_id")
     wait: float = Field(
         15, ge=0, le=600, description="seconds to wait for it to end (0: ask and return)"
     )
@@ -140,7 +147,9 @@ class StopArgs(_Args):
 
 class SendArgs(_Args):
     task_id: str = Field(
-        min_length=1, description="a run of the session (from start); its latest turn is followed"
+        min_length=1,
+        max_length=TASK_ID_LIMIT,
+        description="a run of the session (from start); its latest turn is followed",
     )
     text: str = Field(min_length=1, description="the follow-up prompt")
     timeout: float | None = Field(
@@ -155,11 +164,12 @@ class SendArgs(_Args):
     )
 
 
-def _request(entry: str, fields: dict[str, Any]) -> EntryRequest:
+def _request(entry: str, fields: dict[str, Any], *, task: str = "task") -> EntryRequest:
+    """The request; an error names the tool's own argument (``task``: what it calls it)."""
     try:
         return EntryRequest(entry=entry, **fields)
     except ValidationError as exc:
-        raise arguments_error(exc) from None
+        raise arguments_error(exc, renamed={"task": task}) from None
 
 
 A = TypeVar("A", bound=BaseModel)
@@ -173,11 +183,15 @@ def parse(model: type[A], arguments: dict[str, Any] | None) -> A:
         raise arguments_error(exc) from None
 
 
-def arguments_error(exc: ValidationError) -> ConfigError:
-    """One :class:`Problem` per error, its ``field`` the dotted path to the bad value."""
+def arguments_error(exc: ValidationError, renamed: dict[str, str] | None = None) -> ConfigError:
+    """One :class:`Problem` per error, its ``field`` the dotted path to the bad value (its
+    first part ``renamed`` where the tool calls it otherwise)."""
     problems = []
     for error in exc.errors(include_url=False):
-        field = ".".join(str(part) for part in error["loc"])
+        parts = [str(part) for part in error["loc"]]
+        if parts and renamed:
+            parts[0] = renamed.get(parts[0], parts[0])
+        field = ".".join(parts)
         message = error["msg"]
         if error["type"] == "extra_forbidden":
             message = "unknown argument"

@@ -2,10 +2,14 @@
 
 Not the CLI's printer (``cli/_progress.py``): that one streams message chunks inline on a
 terminal, while a progress notification carries one self-contained line. Token usage is left
-out (figures, not progress; they are in the envelope's ``meta.usage``).
+out (figures, not progress; they are in the envelope's ``meta.usage``). :class:`Lines` sends
+them for the run-control tools, message chunks merged.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
 
 from acp_bridge.events import Event
 
@@ -53,3 +57,48 @@ def describe(event: Event) -> str | None:
     if kind in ("warning", "stderr"):
         return clip(f"{kind}: {data.get('message') or data.get('line')}")
     return None
+
+
+MERGE_WINDOW = 1.0
+"""Seconds of consecutive message chunks merged into one line (a run's events replayed from
+the store arrive all at once: they merge whole)."""
+
+
+class Lines:
+    """Live events as progress lines for one call, consecutive message chunks merged — within
+    ``MERGE_WINDOW`` seconds — into one line, as a flight's queued ones are: a chatty run's
+    ten thousand chunks are a few lines, not ten thousand notifications. Call :meth:`flush`
+    when the events end."""
+
+    def __init__(self, send: Callable[[int, str], Awaitable[None]]) -> None:
+        self._send = send
+        self._sent = 0
+        self._pending: tuple[str, str, float] | None = None
+        """A chunk line not sent yet: its kind, text, and when it began."""
+
+    async def event(self, event: Event) -> None:
+        text = describe(event)
+        if text is None:
+            return
+        pending = self._pending
+        if event.kind in CHUNKS:
+            now = time.monotonic()
+            if pending and pending[0] == event.kind and now - pending[2] < MERGE_WINDOW:
+                merged = clip(pending[1] + str(event.data.get("text", "")))
+                self._pending = (event.kind, merged, pending[2])
+                return
+            await self.flush()
+            self._pending = (event.kind, text, now)
+            return
+        await self.flush()
+        await self._line(text)
+
+    async def flush(self) -> None:
+        if self._pending is not None:
+            text = self._pending[1]
+            self._pending = None
+            await self._line(text)
+
+    async def _line(self, text: str) -> None:
+        self._sent += 1
+        await self._send(self._sent, text)

@@ -10,28 +10,38 @@ elicitations and progress ride each call's event stream). Every request must car
 ``$ACP_BRIDGE_MCP_TOKEN`` — never the command line, where every user of the machine can read
 it in ``ps``). Without a token it listens only on a loopback address; beyond loopback it
 refuses to start. On loopback the SDK also refuses foreign ``Host``/``Origin`` headers (DNS
-rebinding). SIGINT/SIGTERM stop it gracefully: running tools are cancelled the ACP way.
+rebinding). A request must arrive within ``--request-timeout`` seconds — its headers
+from when the connection opens or the last response ended (else the connection is closed:
+:mod:`.connections`), then its whole body (else 408) — so a client that sends slowly, or
+not at all, cannot hold a connection open forever. SIGINT/SIGTERM
+stop it gracefully: running tools are cancelled the ACP way.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 import logging
 import socket
 import warnings
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import anyio
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
 from acp_bridge._mcp import logs
 from acp_bridge._mcp.listen import PATH, Listen, check_listen
+from acp_bridge._mcp.mend import MendedStream
 from acp_bridge._mcp.server import BridgeServer, Settings
 from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15
 """Seconds uvicorn gives open requests on shutdown (a running tool gets the ACP cancel)."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds a client has for a request's headers, then for its body (``--request-timeout``)."""
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -49,19 +59,66 @@ class BearerToken:
         if scope["type"] == "http":
             given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
             if not hmac.compare_digest(given, self._expected):
-                await _refuse(send)
+                await _answer(
+                    send,
+                    401,
+                    "unauthorized: send Authorization: Bearer TOKEN",
+                    (b"www-authenticate", b'Bearer realm="acp-bridge"'),
+                )
                 return
         await self.app(scope, receive, send)
 
 
-async def _refuse(send: Send) -> None:
-    body = b'{"error": "unauthorized: send Authorization: Bearer TOKEN"}'
+class BodyDeadline:
+    """ASGI middleware: an HTTP request's body is read whole within ``timeout`` seconds
+    (408 otherwise) before the app sees it, and at most ``limit`` bytes of it (413), so a
+    client that trickles its body cannot hold a request — and its session — open forever."""
+
+    def __init__(
+        self, app: Any, timeout: float, limit: int = DEFAULT_MAX_REQUEST_BODY_SIZE
+    ) -> None:
+        self.app = app
+        self.timeout = timeout
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        read: deque[dict[str, Any]] = deque()
+        size = 0
+        with anyio.move_on_after(self.timeout) as reading:
+            while True:
+                message = await receive()
+                read.append(message)
+                if message["type"] != "http.request":  # the client went away
+                    break
+                size += len(message.get("body", b""))
+                if size > self.limit:
+                    await _answer(send, 413, f"request body over {self.limit} bytes")
+                    return
+                if not message.get("more_body", False):
+                    break
+        if reading.cancelled_caught:
+            await _answer(send, 408, f"request body not received within {self.timeout:g}s")
+            return
+
+        async def replay() -> Any:
+            return read.popleft() if read else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _answer(send: Send, status: int, error: str, *extra: tuple[bytes, bytes]) -> None:
+    """A JSON error response that ends the request (and its connection)."""
+    body = json.dumps({"error": error}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b'Bearer realm="acp-bridge"'),
+        (b"connection", b"close"),
+        *extra,
     ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -84,23 +141,32 @@ def serve_stdio(settings: Settings) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            mended = MendedStream(read, write)
+            await server.run(mended, write, server.create_initialization_options())
 
     anyio.run(main)
 
 
 def serve_http(
-    settings: Settings, listen: Listen, token: str | None, on_listening: Callable[[str], None]
+    settings: Settings,
+    listen: Listen,
+    token: str | None,
+    on_listening: Callable[[str], None],
+    *,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> None:
     """Serve streamable HTTP at ``listen`` until SIGINT/SIGTERM; ``on_listening`` gets the
     URL once the socket is bound (port 0 resolved)."""
     import uvicorn
+
+    from acp_bridge._mcp.connections import timely
 
     check_listen(listen, token)
     _quiet_sdk()
     logs.install()
     server = BridgeServer(settings).build()
     app: Any = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
+    app = BodyDeadline(app, request_timeout)
     if token is not None:
         app = BearerToken(app, token)
     family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
@@ -111,6 +177,7 @@ def serve_http(
     with contextlib.closing(sock):
         config = uvicorn.Config(
             app,
+            http=timely(request_timeout),
             log_config=None,
             log_level="warning",
             timeout_graceful_shutdown=SHUTDOWN_GRACE,

@@ -32,14 +32,13 @@ from acp_bridge._mcp.catalog import (
 )
 from acp_bridge._mcp.flight import Flight, Flights, flights_lifespan
 from acp_bridge._mcp.host import Host, LogGate
-from acp_bridge._mcp.progress import describe
+from acp_bridge._mcp.progress import Lines
 from acp_bridge._mcp.questions import elicitation_hook, permission_hook
 from acp_bridge._mcp.relay import follow
 from acp_bridge._version import __version__
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, Problem
-from acp_bridge.events import Event
 
 Context = ServerRequestContext[Flights, Any]
 DEFAULT_ASK_TIMEOUT = 120.0
@@ -239,19 +238,14 @@ class BridgeServer:
                 self.check_agent(request.agent)
             return await runs.start(start, request, self.settings.config)
         if name in ("wait", "send"):
-            host = Host(ctx, self.gate)
-            sent = 0
-
-            async def report(event: Event) -> None:
-                nonlocal sent
-                text = describe(event)
-                if text is not None:
-                    sent += 1
-                    await host.progress(sent, text)
-
+            lines = Lines(Host(ctx, self.gate).progress)
             if name == "send":
-                return await runs.send(a.parse(a.SendArgs, arguments), self.settings.config, report)
-            return await runs.wait(a.parse(a.WaitArgs, arguments), report)
+                args = a.parse(a.SendArgs, arguments)
+                data = await runs.send(args, self.settings.config, lines.event)
+            else:
+                data = await runs.wait(a.parse(a.WaitArgs, arguments), lines.event)
+            await lines.flush()
+            return data
         if name == "status":
             return await runs.status(a.parse(a.StatusArgs, arguments))
         if name == "list":

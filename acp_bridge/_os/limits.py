@@ -18,6 +18,11 @@ MAX_REPAIR_TURNS = 10
 """The most repair turns: each is a whole model turn."""
 MAX_CONCURRENT = 1024
 """The most any ``max_concurrent`` may be: each running run is at least one process."""
+MAX_TOKENS = 10**15
+"""The largest token budget (``max_tokens``): more than any run uses, and within the run
+store's 64-bit integers."""
+MAX_COST = 1e12
+"""The largest cost budget (``max_cost``)."""
 MAX_IDLE = 3600.0
 """The longest an agent may be kept alive between turns (``timeouts.idle``: an hour). Each
 held agent is a live process and a lane slot; a session idle for longer is resumed instead."""

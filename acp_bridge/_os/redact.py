@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 4
@@ -64,6 +65,17 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
+
+    def data(self, value: Any) -> Any:
+        """JSON-like data (dicts, lists, strings) with every secret replaced in its strings,
+        keys too; other values as they are."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.data(item) for item in value]
+        return value
 
     def json_bytes(self, data: bytes) -> bytes:
         """Serialized JSON with every secret replaced inside its strings; stays valid JSON."""

@@ -19,13 +19,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from acp_bridge._mcp.catalog import select
     from acp_bridge._mcp.listen import check_listen, parse_listen, read_token
 
-    if args.ask_timeout is not None and not 0 < args.ask_timeout <= MAX_SECONDS:  # nan too
-        raise ConfigError(
-            f"--ask-timeout must be a positive number of seconds, at most {MAX_SECONDS:g}; "
-            f"got {args.ask_timeout}"
-        )
+    _check_seconds("--ask-timeout", args.ask_timeout)
+    _check_seconds("--request-timeout", args.request_timeout)
     if args.http is None and args.token_file is not None:
         raise ConfigError("--token-file goes with --http (stdio needs no token)")
+    if args.http is None and args.request_timeout is not None:
+        raise ConfigError("--request-timeout goes with --http (stdio has no requests to time)")
     listen = parse_listen(args.http) if args.http is not None else None
     token = read_token(args.token_file) if listen is not None else None
     if listen is not None:
@@ -34,7 +33,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     config = load(args)
 
     # The SDK (over a second to import) only once everything given was checked.
-    from acp_bridge._mcp.serve import serve_http, serve_stdio
+    from acp_bridge._mcp.serve import REQUEST_TIMEOUT, serve_http, serve_stdio
     from acp_bridge._mcp.server import DEFAULT_ASK_TIMEOUT, Settings
 
     ask_timeout = DEFAULT_ASK_TIMEOUT if args.ask_timeout is None else args.ask_timeout
@@ -47,5 +46,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         how = "bearer token required" if token else "no token: loopback only"
         err(f"acp-bridge mcp: serving {url} ({how})")
 
-    serve_http(settings, listen, token, listening)
+    request_timeout = REQUEST_TIMEOUT if args.request_timeout is None else args.request_timeout
+    serve_http(settings, listen, token, listening, request_timeout=request_timeout)
     return EXIT_OK
+
+
+def _check_seconds(option: str, value: float | None) -> None:
+    if value is not None and not 0 < value <= MAX_SECONDS:  # nan too
+        raise ConfigError(
+            f"{option} must be a positive number of seconds, at most {MAX_SECONDS:g}; got {value}"
+        )

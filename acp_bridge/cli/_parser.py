@@ -253,6 +253,14 @@ def _add_mcp_command(commands: Any) -> None:
         help="seconds an elicitation waits for the host's answer before the safe default "
         "(reject / cancel; default 120)",
     )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        metavar="S",
+        help="with --http: seconds a client has to send a request's headers (from when it "
+        "connects or its last response ended; else the connection is closed), then its "
+        "body (else 408); default 30",
+    )
     p.set_defaults(handler=_mcp.cmd_mcp)
 
 

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge._runs.handle import list_runs, open_run, stop_run, wait_all_sync
 from acp_bridge._runs.records import RunRecord
 from acp_bridge._runs.store import open_store
@@ -29,8 +30,8 @@ from acp_bridge.cli._output import (
 )
 
 # Budgets and ages are checked as typed: nan, inf and negatives are usage errors.
-_MAX_TOKENS = 10**15
-_MAX_COST = 1e12
+_MAX_TOKENS = MAX_TOKENS
+_MAX_COST = MAX_COST
 _MAX_DAYS = 36_500.0  # as runs.retention.days
 
 

@@ -36,6 +36,8 @@ FORM = {
     "required": ["strategy"],
 }
 """What the ``questioner`` agent asks its user (an ACP elicitation form)."""
+SECRET = "sk-test-5b1f0c9e77"
+"""The ``leaky`` profile's API token: its agent puts it where the bridge writes about the run."""
 
 
 @dataclass
@@ -92,6 +94,18 @@ class Bridge:
             "command": sys.executable,
             "args": [str(AGENTS / "spy_agent.py"), str(script)],
         }
+        leaks = self.root / "leaky.json"
+        steps = [
+            {"update": {"sessionUpdate": f"kind-{SECRET}"}},
+            {"request": "fs/write_text_file", "params": {"path": f"/{SECRET}", "content": "x"}},
+        ]
+        leaks.write_text(json.dumps({"prompt": steps, "answer": "done"}))
+        leaky = {
+            "command": sys.executable,
+            "args": [str(AGENTS / "spy_agent.py"), str(leaks)],
+            "env": {MARKER_VAR: self.marker, "API_TOKEN": SECRET},
+            "cwd": str(self.workspace),
+        }
         agents = [
             # The built-in demo profile, with the marker (a later layer merges over it).
             {"name": "demo", **marker, **grace},
@@ -99,6 +113,11 @@ class Bridge:
              **agent, **marker, **grace, "permissions": ASK_RULE},
             {"name": "questioner", "description": "asks its user one question (a form)",
              **questioner, **marker, **grace},
+            {"name": "leaky", "description": "names its API token in what it sends",
+             **leaky, **grace},
+            {"name": "chatty", "description": "answers in 2000 message chunks",
+             "command": sys.executable, "args": [str(AGENTS / "unruly_agent.py"), "chatty", "2000"],
+             **marker, **grace},
         ]  # fmt: skip
         data = {"transcripts": {"dir": str(self.root / "transcripts")}, "acp": {"agents": agents}}
         self.config.write_text(json.dumps(data))  # JSON is YAML

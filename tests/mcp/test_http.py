@@ -5,6 +5,7 @@ answer), and the refusals."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import mcp.types as types
 import pytest
@@ -20,10 +22,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp import scenarios
-from tests.mcp.conftest import ACP_BRIDGE, Bridge, server_pids
+from tests.mcp.conftest import ACP_BRIDGE, Bridge, bounded, server_pids
 
 pytestmark = pytest.mark.anyio
 TOKEN = "test-token-7f3a9c1e"
+REQUEST_TIMEOUT = 2
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,14 @@ def server(bridge: Bridge) -> Iterator[str]:
     log = bridge.root / "http.log"
     with log.open("w") as stderr:
         process = subprocess.Popen(
-            bridge.command("--http", "127.0.0.1:0", "--token-file", str(token_file)),
+            bridge.command(
+                "--http",
+                "127.0.0.1:0",
+                "--token-file",
+                str(token_file),
+                "--request-timeout",
+                str(REQUEST_TIMEOUT),
+            ),
             env=bridge.env(),
             cwd=bridge.workspace,
             stdin=subprocess.DEVNULL,
@@ -86,6 +96,49 @@ async def test_a_request_without_the_token_is_refused(server: str, header: str |
         )
     assert reply.status_code == 401
     assert reply.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_a_body_sent_too_slowly_is_answered_408(
+    server: str, clients: dict[str, Client]
+) -> None:
+    """A client that trickles its body (slowloris) gets 408 once --request-timeout passes; it
+    does not hold the request open, and the server goes on serving."""
+    url = httpx2.URL(server)
+    head = (
+        f"POST {url.path} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{"
+    )
+    async with await anyio.connect_tcp(url.host, url.port) as stream, bounded(REQUEST_TIMEOUT + 5):
+        await stream.send(head.encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            with anyio.move_on_after(0.2):
+                reply += await stream.receive()
+            if b"\r\n\r\n" not in reply:
+                await stream.send(b" ")  # one more byte: never the whole body
+    assert reply.startswith(b"HTTP/1.1 408"), reply
+    assert (await clients["legacy"].list_tools()).tools
+
+
+@pytest.mark.parametrize("trickle", [False, True])
+async def test_a_connection_without_a_request_in_time_is_closed(server: str, trickle: bool) -> None:
+    """Connecting and sending nothing, or headers a byte at a time, needs no token: such a
+    connection is closed once --request-timeout passes (it held a descriptor forever)."""
+    url = httpx2.URL(server)
+    async with await anyio.connect_tcp(url.host, url.port) as stream:
+        started = time.monotonic()
+        if trickle:
+            await stream.send(f"POST {url.path} HTTP/1.1\r\nHost: {url.host}\r\nX-Slow: ".encode())
+        async with bounded(REQUEST_TIMEOUT + 5):
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                while True:
+                    with anyio.move_on_after(0.3):
+                        await stream.receive()
+                        raise AssertionError("a reply: the connection should just close")
+                    if trickle:
+                        await stream.send(b"a")
+    assert time.monotonic() - started > REQUEST_TIMEOUT - 0.5
 
 
 async def test_lists_the_tools(clients: dict[str, Client]) -> None:
@@ -147,6 +200,11 @@ async def test_stop_ends_a_background_run_cancelled(
     ("args", "says"),
     [
         (["--http", "0.0.0.0:0"], "refusing to listen beyond loopback without a bearer token"),
+        (["--request-timeout", "5"], "--request-timeout goes with --http"),
+        (
+            ["--http", "127.0.0.1:0", "--request-timeout", "nan"],
+            "--request-timeout must be a positive",
+        ),
     ],
 )
 def test_what_cannot_serve_is_refused_at_once(bridge: Bridge, args: list[str], says: str) -> None:

@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_bridge.envelope import SubtaskResult
 from tests.mcp import scenarios
-from tests.mcp.conftest import Bridge, bounded, server_pids, text_of
+from tests.mcp.conftest import SECRET, Bridge, bounded, server_pids, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -51,26 +51,40 @@ async def test_bash_runs_one_command_as_a_subtask(client: Client, nothing_left: 
 
 
 @pytest.mark.parametrize(
-    ("arguments", "field", "says"),
+    ("tool", "arguments", "field", "says"),
     [
-        ({"task": "hi"}, "agent", "Field required"),
-        ({"agent": "nobody", "task": "hi"}, "agent", "no profile 'nobody'; ready: "),
-        ({"agent": "demo", "task": "hi", "colour": "red"}, "colour", "unknown argument"),
-        ({"agent": "demo", "task": "hi", "timeout": "soon"}, "timeout", "valid number"),
-        ({"agent": "demo", "task": ""}, "task", "at least 1 character"),
-        ({"agent": "demo", "task": "x", "observe_profile": "loud"}, "observe_profile", "'default'"),
+        ("acp_spawn", {"task": "hi"}, "agent", "Field required"),
+        ("acp_spawn", {"agent": "nobody", "task": "hi"}, "agent", "no profile 'nobody'; ready: "),
+        ("acp_spawn", {"agent": "demo", "task": "hi", "colour": "red"}, "colour", "unknown"),
+        ("acp_spawn", {"agent": "demo", "task": "hi", "timeout": "soon"}, "timeout", "number"),
+        ("acp_spawn", {"agent": "demo", "task": ""}, "task", "at least 1 character"),
+        ("acp_spawn", {"agent": "demo", "task": "x", "observe_profile": "loud"}, "observe_profile",
+         "'default'"),
+        # What exec and chdir cannot take is refused, not an internal error mid-run.
+        ("acp_spawn", {"agent": "demo", "task": "x", "cwd": "/tmp\0x"}, "cwd", "NUL byte"),
+        ("bash", {"command": "echo a\0b"}, "command", "cannot contain a NUL byte"),
+        ("bash", {"command": "pwd", "cwd": "/" + "a" * 300}, "cwd", "a name longer than 255"),
+        ("start", {"agent": "demo", "task": "x", "max_tokens": 10**30}, "max_tokens", "less than"),
+        ("start", {"entry": "bash", "task": "echo a\0b"}, "task", "cannot contain a NUL byte"),
+        ("status", {"task_id": "x" * 100_000}, "task_id", "at most 64 characters"),
     ],
-)
+)  # fmt: skip
 async def test_bad_arguments_get_an_error_naming_the_field(
-    client: Client, arguments: dict[str, Any], field: str, says: str, nothing_left: None
+    client: Client,
+    tool: str,
+    arguments: dict[str, Any],
+    field: str,
+    says: str,
+    nothing_left: None,
 ) -> None:
     with pytest.raises(MCPError) as caught:
         async with bounded():
-            await client.call_tool("acp_spawn", arguments)
+            await client.call_tool(tool, arguments)
     error = caught.value
     assert error.code == types.INVALID_PARAMS
-    assert error.message.startswith(f"acp_spawn: {field}: ")
+    assert error.message.startswith(f"{tool}: {field}: ")
     assert says in error.message
+    assert len(error.message) < 1000  # a huge argument is not echoed back
     (problem,) = error.data["problems"]
     assert problem["field"] == field
 
@@ -139,3 +153,39 @@ async def test_an_unknown_run_is_a_clear_error(
     with pytest.raises(MCPError) as caught:
         await client.call_tool(tool, {"task_id": "sub_000000000000", **more})
     assert caught.value.message.startswith(f"{tool}: task_id: no run 'sub_000000000000'")
+
+
+async def test_the_profiles_secrets_are_hidden_in_what_the_bridge_reports(
+    client: Client, nothing_left: None
+) -> None:
+    """The agent names its API token (an unknown update kind, a path it may not write): the
+    envelope's meta says what happened, the token hidden, as in the transcript."""
+    async with bounded():
+        result = await client.call_tool("acp_spawn", {"agent": "leaky", "task": "go"})
+    envelope = SubtaskResult.model_validate(result.structured_content)
+    meta = envelope.meta.model_dump_json()
+    assert SECRET not in meta
+    assert "[REDACTED]" in " ".join(envelope.meta.warnings or [])
+    assert [r.target for r in envelope.meta.refusals or []] == ["/[REDACTED]"]
+
+
+async def test_a_chatty_runs_events_are_merged_into_a_few_progress_lines(
+    client: Client, nothing_left: None
+) -> None:
+    """wait replays a run's events from the start: 2000 message chunks were 2000 progress
+    notifications (a finished run's wait took seconds to return); they merge, as a
+    synchronous call's do."""
+    async with bounded():
+        started = await client.call_tool("start", {"agent": "chatty", "task": "go"})
+        task_id = started.structured_content["task_id"]
+        await client.call_tool("wait", {"task_id": task_id})
+    lines: list[str] = []
+
+    async def on_progress(number: float, total: float | None, message: str | None) -> None:
+        lines.append(message or "")
+
+    async with bounded(10):
+        ended = await client.call_tool("wait", {"task_id": task_id}, progress_callback=on_progress)
+    assert ended.structured_content["status"] == "done"
+    assert any(line.startswith("agent: ") for line in lines)
+    assert len(lines) < 50, len(lines)

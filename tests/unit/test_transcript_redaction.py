@@ -46,3 +46,9 @@ def test_ordinary_secrets_are_still_redacted(tmp_path: Path) -> None:
     first, second = lines_of(path)
     assert first["msg"] == {"params": {"env": "[REDACTED]", "x": "abc"}}
     assert second["note"] == "started with [REDACTED]"
+
+
+def test_data_is_redacted_in_its_strings_keys_too() -> None:
+    redactor = Redactor(["sk-live-abcdef"])
+    data = {"a": ["x sk-live-abcdef", 3, None], "sk-live-abcdef": {"n": True}}
+    assert redactor.data(data) == {"a": ["x [REDACTED]", 3, None], "[REDACTED]": {"n": True}}

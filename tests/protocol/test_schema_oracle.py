@@ -20,6 +20,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from acp_bridge._acp.services.elicitation import ElicitationAnswer, ElicitationQuestion
+from acp_bridge._acp.services.permissions import PermissionQuestion
 from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
 from tests.conftest import AGENTS, AgentHarness
 from tests.spy import Spy
@@ -229,11 +230,23 @@ def test_spy_conversation_with_every_stable_method_validates(spy: Spy) -> None:
             return ElicitationAnswer("accept", {"name": "Ada"})
         return ElicitationAnswer("decline")
 
-    config = spy.config(script, permissions={"mode": "approve-all"})
+    asked: list[str] = []
+
+    async def permit(question: PermissionQuestion) -> bool:
+        # The first request is answered; the second stays pending until the spy cancels it
+        # ($/cancel_request right after it), so the -32800 reply never races an answer.
+        asked.append(question.title)
+        if len(asked) > 1:
+            await anyio.sleep_forever()
+        return True
+
+    rules = [{"kind": "edit", "decision": "ask"}]
+    config = spy.config(script, permissions={"mode": "approve-all", "rules": rules})
     result = spy.harness.run(
         "spy",
         "go",
         config,
+        permission_hook=permit,
         resume="s-old",
         mode="m2",
         model="b",

@@ -25,7 +25,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.errors import ConfigError
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}…"  # 10**10000 has 10 001 digits
 
 
 @dataclass(frozen=True)
@@ -38,16 +44,20 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_tokens is not None and (
             isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
-            or self.max_tokens <= 0
+            or not 0 < self.max_tokens <= MAX_TOKENS
         ):  # fmt: skip
             raise ConfigError(
-                f"max_tokens must be a positive whole number, got {self.max_tokens!r}"
-            )
+                f"max_tokens must be a whole number from 1 to {MAX_TOKENS}, got "
+                f"{_shown(self.max_tokens)}"
+            )  # the store keeps 64-bit integers: a larger one could not even be recorded
         if self.max_cost is not None and not (
-            isinstance(self.max_cost, int | float) and math.isfinite(self.max_cost)
-            and self.max_cost > 0
+            isinstance(self.max_cost, int | float) and not isinstance(self.max_cost, bool)
+            and math.isfinite(self.max_cost) and 0 < self.max_cost <= MAX_COST
         ):  # fmt: skip
-            raise ConfigError(f"max_cost must be a positive number, got {self.max_cost!r}")
+            raise ConfigError(
+                f"max_cost must be a number above 0, at most {MAX_COST:g}, got "
+                f"{_shown(self.max_cost)}"
+            )
 
     @property
     def limited(self) -> bool:

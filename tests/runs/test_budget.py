@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
+from acp_bridge.errors import ConfigError
 from tests.runs.conftest import RunsEnv
 
 
@@ -38,3 +43,15 @@ def test_a_group_shares_one_total(runs: RunsEnv) -> None:
     result = runs.demo(group="fan-out").wait_sync(timeout=30)
     assert result is not None and result.meta.error_code == "budget", result
     assert "used up before this run started" in result.error
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_tokens": 10**30}, {"max_cost": 1e300}, {"group": "g", "group_max_tokens": 2**63}],
+)
+def test_a_budget_the_store_cannot_keep_is_refused_before_anything_starts(
+    runs: RunsEnv, options: dict[str, Any]
+) -> None:
+    with pytest.raises(ConfigError, match=r"must be a (whole )?number"):
+        runs.bash("true", **options)
+    assert not runs.db.exists() or runs.store().active() == []

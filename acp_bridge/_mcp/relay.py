@@ -6,8 +6,11 @@ ends this round with an ``input_required`` result whose ``request_state`` names 
 (2026-07-28; the host's next ``tools/call`` carries the answers and follows on). The call
 ends with the envelope: structured content, plus a short text for hosts that read only text.
 
-The host's cancellation (``notifications/cancelled``, or a dropped HTTP request) cancels the
-handler. It becomes the run's graceful cancel — the agent is told and may answer, a command
+The host's cancellation (``notifications/cancelled``; on the 2026-07-28 protocol a dropped
+HTTP request too) cancels the handler. On the handshake protocols over HTTP a dropped
+connection is not a cancellation (the spec and the SDK say so): the run goes on, bounded by
+its own timeout and the session's idle timeout, and the host can still ``stop`` it.
+A cancellation becomes the run's graceful cancel — the agent is told and may answer, a command
 is stopped — and the handler waits, bounded by ``STOP_GRACE``, for the run to end. A
 cancelled request gets no reply (the protocol says so), so the run's end is told as a log
 message where one can still reach the host: on stdio, and on the handshake protocols' own

@@ -9,7 +9,7 @@ ends with the envelope: structured content, plus a short text for hosts that rea
 The host's cancellation (``notifications/cancelled``; on the 2026-07-28 protocol a dropped
 HTTP request too) cancels the handler. On the handshake protocols over HTTP a dropped
 connection is not a cancellation (the spec and the SDK say so): the run goes on, bounded by
-its own timeout and the session's idle timeout, and the host can still ``stop`` it.
+its own timeout and the session's idle timeout (a background run's ``stop`` still works).
 A cancellation becomes the run's graceful cancel — the agent is told and may answer, a command
 is stopped — and the handler waits, bounded by ``STOP_GRACE``, for the run to end. A
 cancelled request gets no reply (the protocol says so), so the run's end is told as a log

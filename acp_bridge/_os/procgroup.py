@@ -53,6 +53,7 @@ from typing import IO
 import anyio
 from anyio.abc import Process
 
+from acp_bridge._os.adopted import reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
 from acp_bridge._os.selfguard import make_undumpable
 
@@ -291,6 +292,8 @@ class ProcessGroup:
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGKILL, wait=wait)
             )
+        if reaped:  # a bwrap leader leaves its namespace's init to us when we are PID 1
+            await anyio.to_thread.run_sync(reap_namespace_inits)
         self.swept = self.swept or reaped
         return found
 

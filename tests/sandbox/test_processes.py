@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -166,3 +167,34 @@ def test_landlock_split_directories_cannot_be_listed_but_their_entries_read(ws: 
         done = run(box, ["sh", "-c", f"cat {home}/notes.txt; ls {home}; ls {home}/.ssh"])
         assert done.stdout == "readable\n"
         assert done.stderr.count("Permission denied") == 2
+
+
+SUBREAPER_RUN = """
+import ctypes, json, os, sys, time
+import anyio
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER: as PID 1 is
+from acp_bridge import acp_spawn, bash
+
+async def main():
+    agent = await acp_spawn("demo", "hi", cwd=sys.argv[1])
+    command = await bash("echo hi", cwd=sys.argv[1])
+    return [agent.status, command.status, agent.meta.sandbox["mode"]]
+
+statuses = anyio.run(main)
+time.sleep(0.3)
+tasks = f"/proc/{os.getpid()}/task"
+children = [c for t in os.listdir(tasks) for c in open(f"{tasks}/{t}/children").read().split()]
+print(json.dumps({"statuses": statuses, "children": children}))
+"""
+
+
+def test_as_pid_1_or_a_subreaper_the_bridge_reaps_what_bubblewrap_leaves(ws: Path) -> None:
+    # bwrap exits before reaping its namespace's init; the init goes to PID 1 or the
+    # nearest subreaper. A bridge that is one (a container without --init) must reap it.
+    done = subprocess.run(
+        [PY, "-c", SUBREAPER_RUN, str(ws)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["statuses"] == ["done", "done", "bwrap"]
+    assert report["children"] == []  # no <defunct> bwrap left behind

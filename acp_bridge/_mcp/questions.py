@@ -69,7 +69,10 @@ def permission_answer(
 
 def permission_hook(flight: Flight, who: str) -> PermissionHook:
     async def hook(question: PermissionQuestion) -> bool | str:
-        return permission_answer(question, await flight.ask(permission_form(question, who)))
+        answer = await flight.ask(permission_form(question, who))
+        if answer is None:  # no answer by --ask-timeout (or none in the host's next round)
+            raise TimeoutError  # recorded as "no answer", not as the host's rejection
+        return permission_answer(question, answer)
 
     return hook
 

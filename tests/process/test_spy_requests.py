@@ -139,3 +139,16 @@ def test_headless_elicitation_is_not_advertised_and_refused_clearly(spy: Spy) ->
     assert error["code"] == -32602 and "headless" in error["message"]
     (record,) = result.meta.elicitations or []
     assert record.action == "refused"
+
+
+def test_a_host_that_gives_no_answer_in_time_is_recorded_as_such(spy: Spy) -> None:
+    async def too_late(question: PermissionQuestion) -> bool:
+        raise TimeoutError  # what the MCP server's hook does after --ask-timeout
+
+    config = spy.config({"prompt": [permission_step()]}, permissions=ASK_EDITS)
+    result = spy.harness.run("spy", "go", config, permission_hook=too_late)
+    assert result.status == "done", result.error
+    (record,) = result.meta.permissions or []
+    assert record.decision == "rejected"
+    assert record.reason.endswith("the host gave no answer in time, rejected"), record.reason
+    assert spy.reply_to("spy-0")["result"]["outcome"] == {"outcome": "selected", "optionId": "no"}

@@ -98,7 +98,8 @@ class PermissionQuestion:
 
 PermissionHook = Callable[[PermissionQuestion], Awaitable[bool | str]]
 """Host callback for ``ask``: return True to allow, False to reject, or the ``option_id`` of
-one of the question's options (for a request the bridge serves unasked, there are none)."""
+one of the question's options (for a request the bridge serves unasked, there are none).
+Raising ``TimeoutError`` says nobody answered in time: a rejection, recorded as such."""
 
 
 def _allows(kind: str) -> bool:
@@ -295,6 +296,8 @@ class PermissionPolicy:
             return False, f"{reason}: no host hook to ask (headless), rejected", None
         try:
             said = await self.permission_hook(question)
+        except TimeoutError:  # the hook's way to say nobody answered (MCP: --ask-timeout)
+            return False, f"{reason}: the host gave no answer in time, rejected", None
         except Exception as exc:  # the host's bug must not become the agent's permission
             log.warning("permission hook failed", exc_info=True)
             failed = f"{reason}: the host hook failed ({type(exc).__name__}), rejected"

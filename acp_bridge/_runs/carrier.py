@@ -36,7 +36,6 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from acp_bridge._entries.acp_turns import FollowUp, Held
 from acp_bridge._entries.table import EntryRequest, run_entry
-from acp_bridge._os.worktree import kept_worktree
 from acp_bridge._runs import envelopes, holder, lanes, ledger, retention, turns
 from acp_bridge._runs.bell import Bell, ring
 from acp_bridge._runs.carried import Carried
@@ -168,6 +167,8 @@ class Carrier:
         would start from the repository's HEAD without them)."""
         if request.entry != "acp_spawn" or request.worktree is not None or not request.cwd:
             return request
+        from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
+
         chain = turns.chain_ids(self.store, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
         return request if found is None else request.model_copy(update={"worktree": str(found)})

@@ -19,11 +19,11 @@ class DemoTools:
 
     client_caps: dict[str, Any]
 
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # what the agent provides: declared for the type checker only
 
-    def update(self, session_id: str, update: dict[str, Any]) -> None:
-        raise NotImplementedError
+        def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+        def update(self, session_id: str, update: dict[str, Any]) -> None: ...
 
     def do(
         self,

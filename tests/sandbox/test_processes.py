@@ -170,7 +170,7 @@ def test_landlock_split_directories_cannot_be_listed_but_their_entries_read(ws: 
 
 
 SUBREAPER_RUN = """
-import ctypes, json, os, sys, time
+import ctypes, json, os, sys
 import anyio
 assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER: as PID 1 is
 from acp_bridge import acp_spawn, bash
@@ -180,8 +180,7 @@ async def main():
     command = await bash("echo hi", cwd=sys.argv[1])
     return [agent.status, command.status, agent.meta.sandbox["mode"]]
 
-statuses = anyio.run(main)
-time.sleep(0.3)
+statuses = anyio.run(main)  # every sandboxed process ended, and was swept, by now
 tasks = f"/proc/{os.getpid()}/task"
 children = [c for t in os.listdir(tasks) for c in open(f"{tasks}/{t}/children").read().split()]
 print(json.dumps({"statuses": statuses, "children": children}))

@@ -53,7 +53,7 @@ from acp_bridge._acp.schema_sessions import ForkSessionResult, SessionLifecycleP
 from acp_bridge._acp.session_options import SessionChoices, SessionOptions
 from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import AgentProfile
 from acp_bridge.errors import (

@@ -9,7 +9,7 @@ duration.
 
 :func:`resolve_timeout` is the one check of a ``timeout`` argument, and
 :func:`check_task_id` of a caller's ``task_id``, so every entry accepts and refuses the same
-values. When a run ledger is installed (see :mod:`.ledger`), every run is reported to it: the
+values. When a run ledger is installed (see :mod:`.recording`), every run is reported to it: the
 envelope is recorded before the caller gets it. A run given ``timeout`` T ends by
 T + :data:`END_GRACE`, whatever its worker does: T bounds the work (start-up and setup
 included), the grace is for winding down (asking the worker to stop, waiting for it, then
@@ -39,7 +39,7 @@ from acp_bridge._entries.depth import (
     subtask_level,
     would_be_depth,
 )
-from acp_bridge._entries.ledger import LedgerRecord, RunStart, installed_ledger
+from acp_bridge._entries.recording import LedgerRecord, RunStart, installed_ledger
 from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id

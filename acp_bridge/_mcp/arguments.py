@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS
 from acp_bridge.config._sandbox import IsolationMode

@@ -2,7 +2,7 @@
 stderr (which MCP hosts keep in their server logs).
 
 Which run a log record belongs to is known from where it was emitted: a flight's run runs
-in a context whose :data:`~acp_bridge._mcp.flight.CURRENT` names it, and every task it starts
+in a context whose :data:`~acp_bridge._mcp.tool_runs.CURRENT` names it, and every task it starts
 inherits that. Records from other threads, or from no run, go to stderr. Nothing is ever
 written to stdout: on stdio that is the protocol's.
 """
@@ -14,8 +14,8 @@ import sys
 
 import mcp.types as types
 
-from acp_bridge._mcp.flight import CURRENT, LogLine
 from acp_bridge._mcp.progress import clip
+from acp_bridge._mcp.tool_runs import CURRENT, LogLine
 
 LINE_LIMIT = 1000
 _LEVELS: dict[int, types.LoggingLevel] = {

@@ -22,8 +22,8 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationQuestion,
 )
 from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
-from acp_bridge._mcp.flight import Flight
 from acp_bridge._mcp.progress import clip
+from acp_bridge._mcp.tool_runs import Flight
 
 FIELD = "decision"
 _PLAIN = (("allow", "Allow"), ("reject", "Reject"))

@@ -25,8 +25,8 @@ import anyio
 import mcp.types as types
 from anyio.abc import TaskGroup
 
-from acp_bridge._mcp.flight import Flight, Item, Landed, LogLine, Progress, Question
 from acp_bridge._mcp.host import Host
+from acp_bridge._mcp.tool_runs import Flight, Item, Landed, LogLine, Progress, Question
 from acp_bridge.envelope import SubtaskResult
 
 STOP_GRACE = 30.0

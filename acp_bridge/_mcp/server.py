@@ -3,7 +3,7 @@
 Built on the SDK's low-level :class:`mcp.server.Server` rather than ``MCPServer``: the
 schemas it lists are ours (the ready profiles change with the machine; the output schema is
 the envelope's), and a synchronous tool's run must outlive the request that started it
-(:mod:`.flight`). Arguments are checked before anything starts: a bad one is a JSON-RPC
+(:mod:`.tool_runs`). Arguments are checked before anything starts: a bad one is a JSON-RPC
 ``invalid params`` error whose message and ``data.problems`` name the field.
 """
 
@@ -20,9 +20,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._mcp import arguments as a
-from acp_bridge._mcp import runs
+from acp_bridge._mcp import run_control
 from acp_bridge._mcp.catalog import (
     ENTRY_TOOLS,
     SPECS,
@@ -30,11 +30,11 @@ from acp_bridge._mcp.catalog import (
     input_schema,
     ready_profiles,
 )
-from acp_bridge._mcp.flight import Flight, Flights, flights_lifespan
 from acp_bridge._mcp.host import Host, LogGate
 from acp_bridge._mcp.progress import Lines
 from acp_bridge._mcp.questions import elicitation_hook, permission_hook
 from acp_bridge._mcp.relay import follow
+from acp_bridge._mcp.tool_runs import Flight, Flights, flights_lifespan
 from acp_bridge._version import __version__
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
@@ -95,8 +95,8 @@ class BridgeServer:
     def tools(self) -> list[types.Tool]:
         ready = ready_profiles(self.settings.config)
         envelope = envelope_schema()
-        run = runs.run_schema(envelope)
-        outputs = {"start": runs.START_SCHEMA, "list": runs.list_schema(run)}
+        run = run_control.run_schema(envelope)
+        outputs = {"start": run_control.START_SCHEMA, "list": run_control.list_schema(run)}
         listed = []
         for name in self.settings.tools:
             spec = SPECS[name]
@@ -236,22 +236,22 @@ class BridgeServer:
             request = start.request()
             if request.agent is not None:
                 self.check_agent(request.agent)
-            return await runs.start(start, request, self.settings.config)
+            return await run_control.start(start, request, self.settings.config)
         if name in ("wait", "send"):
             lines = Lines(Host(ctx, self.gate).progress)
             if name == "send":
                 args = a.parse(a.SendArgs, arguments)
-                data = await runs.send(args, self.settings.config, lines.event)
+                data = await run_control.send(args, self.settings.config, lines.event)
             else:
-                data = await runs.wait(a.parse(a.WaitArgs, arguments), lines.event)
+                data = await run_control.wait(a.parse(a.WaitArgs, arguments), lines.event)
             await lines.flush()
             return data
         if name == "status":
-            return await runs.status(a.parse(a.StatusArgs, arguments))
+            return await run_control.status(a.parse(a.StatusArgs, arguments))
         if name == "list":
-            return await runs.list_runs(a.parse(a.ListArgs, arguments))
+            return await run_control.list_runs(a.parse(a.ListArgs, arguments))
         assert name == "stop", name
-        return await runs.stop(a.parse(a.StopArgs, arguments))
+        return await run_control.stop(a.parse(a.StopArgs, arguments))
 
 
 def _error_result(text: str) -> types.CallToolResult:

@@ -1,6 +1,6 @@
-"""A session as a chain of runs (see :mod:`.turns`): which run a new turn follows.
+"""A session as a chain of runs (see :mod:`.followups`): which run a new turn follows.
 
-Decided inside the transaction that inserts the new run (:meth:`.store.Store.create`): two
+Decided inside the transaction that inserts the new run (:meth:`.store.store.Store.create`): two
 processes that looked up a session's latest run at the same moment must not both follow it,
 or two turns of one session would run at once (in two agents) and the session would fork.
 """

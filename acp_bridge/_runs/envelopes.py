@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from acp_bridge._runs.records import Outcome, RunRecord, RunStatus
+from acp_bridge._runs.store.records import Outcome, RunRecord, RunStatus
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, Entry, Meta, SubtaskResult
 from acp_bridge.envelope import failed as failed_envelope
 from acp_bridge.errors import ErrorCode

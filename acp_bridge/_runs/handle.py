@@ -19,10 +19,10 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, overload
 
-from acp_bridge._runs import lanes, liveness, turns
-from acp_bridge._runs.bell import ring
-from acp_bridge._runs.records import RunRecord, RunStatus
-from acp_bridge._runs.store import Store, open_store
+from acp_bridge._runs import followups, lanes, liveness
+from acp_bridge._runs.store.records import RunRecord, RunStatus
+from acp_bridge._runs.store.store import Store, open_store
+from acp_bridge._runs.wakeups import ring
 from acp_bridge._runs.watch import Watch, get_checked
 from acp_bridge.events import Event
 
@@ -223,7 +223,7 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     db = open_store(store)
     run = get_checked(db, run_id)
     if run.finished:
-        if turns.let_go(db, run_id):
+        if followups.let_go(db, run_id):
             ring(db, [run_id])  # its holder wakes, closes the agent, frees the slot
         return run
     if not run.finished and not run.detached:

@@ -1,4 +1,4 @@
-"""Holding an agent between turns: the supervisor's side of follow-ups (see :mod:`.turns`).
+"""Holding an agent between turns: the supervisor's side of follow-ups (see :mod:`.followups`).
 
 After a detached ``acp_spawn`` turn that left its session sound, when the profile keeps its
 agent (``timeouts.idle`` above 0), the supervisor commits the run's envelope and, in the same
@@ -22,12 +22,12 @@ from functools import partial
 
 import anyio
 
-from acp_bridge._entries.acp_turns import Held
+from acp_bridge._entries.acp_spawn.live_turns import Held
+from acp_bridge._os.proc import Identity
 from acp_bridge._os.race import race
-from acp_bridge._runs import lanes, turns
-from acp_bridge._runs.bell import Bell, ring
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.store import Store
+from acp_bridge._runs import followups, lanes
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Bell, ring
 
 LOOK = 1.0
 """Seconds between looks for a follow-up when no doorbell rang (a missed ring)."""
@@ -46,13 +46,13 @@ async def wait_for_follow_up(
         if left <= 0 or held.gone.is_set() or stopped.is_set():
             break
         try:
-            claimed = turns.claim_follow_up(store, run_id, me)  # only while the hold stands
-        except turns.OtherSettings:
+            claimed = followups.claim_follow_up(store, run_id, me)  # only while the hold stands
+        except followups.OtherSettings:
             break  # released below: that follow-up resumes the session as it asks
         if claimed is not None:
             ring(store, [claimed])  # its own light supervisor sees it taken, and exits
             return claimed
-        if not turns.holds(store, run_id, me):  # let go (stop), or over by the wall clock
+        if not followups.holds(store, run_id, me):  # let go (stop), or over by the wall clock
             break
         await race(partial(bell.wait, min(left, LOOK)), held.gone.wait, stopped.wait)
     release(store, run_id, me)
@@ -61,5 +61,5 @@ async def wait_for_follow_up(
 
 def release(store: Store, run_id: str, me: Identity) -> None:
     """End this process's hold of ``run_id``'s agent; ring the runs its slot lets start."""
-    if turns.hold(store, run_id, me, None):
+    if followups.hold(store, run_id, me, None):
         ring(store, lanes.heads(store))

@@ -9,10 +9,10 @@ run later: the request itself, the config (loaded like an entry would: ``config`
 usual search from the current directory) and, for ``acp_spawn``, that the profile exists and
 is usable; the options. What the run inherits: this process's environment and working
 directory (relative ``cwd`` is made absolute now). The config's ``runs:`` section and the
-profile's ``max_concurrent`` are written into the store with the run (see :mod:`.policy`).
+profile's ``max_concurrent`` are written into the store with the run (see :mod:`.store.rules`).
 
 A run of a named session (``RunOptions.session``, ``run --session NAME``) follows the latest
-run of that name and continues its ACP session (:mod:`.turns`); the first run of a name
+run of that name and continues its ACP session (:mod:`.followups`); the first run of a name
 opens the session. Follow-ups by run id are :mod:`.send`'s.
 """
 
@@ -24,15 +24,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.runner import check_task_id, check_text
-from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import lanes, policy, procs, turns
-from acp_bridge._runs.bell import ring
+from acp_bridge._os import proc
+from acp_bridge._runs import followups, lanes
 from acp_bridge._runs.budget import Budget
 from acp_bridge._runs.handle import RunHandle
-from acp_bridge._runs.launch import env_key, launch
-from acp_bridge._runs.records import NewRun, RunRecord
-from acp_bridge._runs.store import Store, open_store
+from acp_bridge._runs.store import rules
+from acp_bridge._runs.store.records import NewRun, RunRecord
+from acp_bridge._runs.store.store import Store, open_store
+from acp_bridge._runs.supervisor.detach import env_key, launch
+from acp_bridge._runs.wakeups import ring
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import new_task_id
 from acp_bridge.errors import ConfigError
@@ -92,7 +94,7 @@ def _session_head(store: Store, name: str, request: EntryRequest) -> str | None:
         raise ConfigError(f"session: only acp_spawn runs have an ACP session, not {request.entry}")
     if request.resume is not None:
         raise ConfigError("session and resume both say which session to continue: give one")
-    head = turns.session_head(store, name)
+    head = followups.session_head(store, name)
     if head is None:
         return None
     if head.agent != request.agent:
@@ -101,7 +103,7 @@ def _session_head(store: Store, name: str, request: EntryRequest) -> str | None:
             f"session goes on with the agent that opened it: use another name for "
             f"{request.agent!r}"
         )
-    if head.finished and turns.session_of(store, head.id) is None:
+    if head.finished and followups.session_of(store, head.id) is None:
         return None  # no run of the name ever opened a session: this one opens it
     return head.id
 
@@ -177,12 +179,12 @@ def queue_run(
         store.create(
             run,
             supervisor,
-            limits=policy.lane_limits(loaded, lane, request.agent),
+            limits=rules.lane_limits(loaded, lane, request.agent),
             group_budget=options.group_budget,
-            settings=policy.store_settings(loaded.config.runs),
+            settings=rules.store_settings(loaded.config.runs),
         )
     except BaseException:  # not queued after all: its supervisor has nothing to carry
-        procs.kill_process(supervisor)
+        proc.kill_process(supervisor)
         with contextlib.suppress(OSError):
             (store.logs_dir / f"{run.id}.log").unlink()
         raise

@@ -14,11 +14,12 @@ import os
 from collections.abc import Sequence
 from types import TracebackType
 
-from acp_bridge._runs import liveness, procs
-from acp_bridge._runs.bell import Bell
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.store import Store
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import liveness
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Bell
 from acp_bridge.errors import ConfigError
 
 FALLBACK = 1.0
@@ -55,7 +56,7 @@ class Watch:
         for who in set(self._pidfds) - wanted:
             os.close(self._pidfds.pop(who))
         for who in wanted - set(self._pidfds):
-            fd = procs.open_pidfd(who)
+            fd = proc.open_pidfd(who)
             if fd is not None:
                 self._pidfds[who] = fd
         return runs

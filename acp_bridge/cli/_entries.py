@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._entries.table import EntryRequest, run_entry
-from acp_bridge._runs import ledger
+from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._runs.store import foreground
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
-from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._printing import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._signals import interrupts
@@ -54,7 +54,7 @@ def run_request(
             envelope = failed("interrupted before the run started", ErrorCode.CANCELLED, meta=meta)
             return print_envelope(envelope, pretty=args.pretty)
         return run_through_store(args, request)
-    ledger.install()  # recorded in the run store as a foreground run
+    foreground.install()  # recorded in the run store as a foreground run
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:
@@ -164,8 +164,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from acp_bridge._entries.tools import ToolRegistry
-    from acp_bridge._loop.registry import ToolSet
+    from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._loop.toolset import ToolSet
 
     registry: ToolSet = ToolRegistry(load(args))
     wanted = names(args.tools)

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode, probe_modes
+from acp_bridge._os.sandbox import landlock_shim as shim_module
 from acp_bridge._os.sandbox import probe as probe_module
-from acp_bridge._os.sandbox import shim as shim_module
 from acp_bridge._os.sandbox.choose import SandboxChoice
 from acp_bridge._os.sandbox.probe import forget_probes
 from acp_bridge._os.sandbox.spec import Mode

@@ -21,7 +21,7 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._os.sandbox import shim
+from acp_bridge._os.sandbox import landlock_shim
 from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
 
 PROBE_TIMEOUT = 10.0
@@ -219,7 +219,7 @@ async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
     key = "landlock-run" if run else "landlock"
     if not refresh and key in _cache:
         return _cache[key]
-    abi = shim.landlock_abi()
+    abi = landlock_shim.landlock_abi()
     detail = f"Landlock ABI {abi}"
     if abi < 1:
         problem, fix = _landlock_missing()
@@ -227,7 +227,7 @@ async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
     elif not run:
         probe = Probe("landlock", True, detail, abi=abi)
     else:
-        config = shim.encode_config(
+        config = landlock_shim.encode_config(
             abi=abi,
             handled_fs=fs_rights(abi),
             handled_net=0,

@@ -29,7 +29,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store.store import Store
 
 _FLAGS = socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
 

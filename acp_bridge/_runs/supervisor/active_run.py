@@ -1,6 +1,6 @@
 """One run a supervisor carries: its doorbell, its events, its budget, and how it is stopped.
 
-A supervisor carries runs one after another (:mod:`.carrier`), and while it holds an agent
+A supervisor carries runs one after another (:mod:`.running`), and while it holds an agent
 several runs go through one entry call: each follow-up turn is a run of its own. So what
 belongs to a run — the events it records, the budget it is held to, a stop request, the
 process groups recorded for it — is a :class:`Carried`, begun when the run starts and ended
@@ -17,13 +17,14 @@ from __future__ import annotations
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_bridge._runs import envelopes, procs
-from acp_bridge._runs.bell import Bell
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import envelopes
 from acp_bridge._runs.budget import Budget, BudgetGuard
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.recorder import MAX_EVENTS, EventRecorder
-from acp_bridge._runs.records import Outcome, RunRecord
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store.recorder import MAX_EVENTS, EventRecorder
+from acp_bridge._runs.store.records import Outcome, RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Bell
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event
@@ -146,7 +147,7 @@ class Carried:
         groups of earlier turns too: this run's now). Called once more as the run's agent is
         held: a turn quicker than GROUP_LOOK would leave the held agent unrecorded, and a
         killed holder's agent then unkillable by the liveness rule."""
-        new = [leader for leader in procs.group_leaders() if leader not in self._groups]
+        new = [leader for leader in proc.group_leaders() if leader not in self._groups]
         if new:
             self.store.add_groups(self.run.id, new)
             self._groups.update(new)

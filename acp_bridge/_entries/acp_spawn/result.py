@@ -19,10 +19,10 @@ from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.transcript import Transcript
 from acp_bridge._acp.turn import TurnOutcome
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
-from acp_bridge._output import SchemaRegistry, parse_structured_output
+from acp_bridge._output_schema import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
 from acp_bridge.errors import (

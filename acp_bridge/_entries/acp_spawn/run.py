@@ -30,17 +30,17 @@ from acp_bridge._acp.session_options import SessionChoices
 from acp_bridge._acp.tracing import Tracing, set_attributes
 from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
 from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
-from acp_bridge._acp.updates import TurnCollector
-from acp_bridge._entries.acp_clock import RunClock
-from acp_bridge._entries.acp_result import AcpResult, needs_repair, repair_prompt
-from acp_bridge._entries.acp_turns import FollowUp, FollowUps, Held, Turn
+from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._entries.acp_spawn.clock import RunClock
+from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
+from acp_bridge._entries.acp_spawn.result import AcpResult, needs_repair, repair_prompt
 from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots
-from acp_bridge._output import SchemaRegistry, structured_output_instruction
+from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode

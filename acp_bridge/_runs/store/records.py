@@ -1,6 +1,6 @@
 """What the run store holds, as Python values: a run, a run to create, how a run ended.
 
-Kept apart from :mod:`acp_bridge._runs.store` so readers of runs (``ps``, ``wait``) and the
+Kept apart from :mod:`acp_bridge._runs.store.store` so readers of runs (``ps``, ``wait``) and the
 store itself share one definition, and no pydantic is needed to look at a run. Named tuples,
 not dataclasses: ``dataclasses`` (with ``inspect``) is a tenth of a queued supervisor's
 start-up, and a run may wait in the queue behind hundreds of others.
@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, cast
 
-from acp_bridge._runs.procs import Identity
+from acp_bridge._os.proc import Identity
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "lost"]
 ACTIVE: tuple[RunStatus, ...] = ("queued", "running")

@@ -34,8 +34,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
 from acp_bridge._mcp import logs
 from acp_bridge._mcp.listen import PATH, Listen, check_listen
-from acp_bridge._mcp.mend import MendedStream
 from acp_bridge._mcp.server import BridgeServer, Settings
+from acp_bridge._mcp.stdio_repair import MendedStream
 from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15

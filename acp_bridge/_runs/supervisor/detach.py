@@ -27,11 +27,11 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from acp_bridge._runs import procs
-from acp_bridge._runs.procs import Identity
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
 from acp_bridge.errors import SpawnError
 
-SUPERVISOR_MODULE = "acp_bridge._runs.supervisor"
+SUPERVISOR_MODULE = "acp_bridge._runs.supervisor.main"
 _DETACH = '"$@" </dev/null >>"$0" 2>&1 & echo $!'
 _LAUNCH_TIMEOUT = 10.0
 # Variables a shell sets or changes on its own: the supervisor's environment differs from its
@@ -76,7 +76,7 @@ def launch(store_path: Path, run_id: str, log: Path) -> Identity:
     if shell.returncode != 0 or not out.isdigit():
         detail = shell.stderr.decode(errors="replace").strip() or f"exit {shell.returncode}"
         raise SpawnError(f"could not start the run's supervisor: {detail}")
-    who = procs.identity(int(out))
+    who = proc.identity(int(out))
     if who is None:
         raise SpawnError(f"the run's supervisor exited as soon as it started; see {log}")
     return who

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import anyio
 
+from acp_bridge._entries.builtin_tools import ToolRegistry
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
-from acp_bridge._entries.tools import ToolRegistry
-from acp_bridge._loop.registry import ToolSet
-from acp_bridge._output import SchemaRegistry
+from acp_bridge._loop.toolset import ToolSet
+from acp_bridge._output_schema import SchemaRegistry
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult, failed
 from acp_bridge.errors import ErrorCode

@@ -8,7 +8,8 @@ a lock held past the busy timeout, a damaged file. Callers of the runs API then 
 the ``BridgeError`` tree (the CLI prints it; the entries' ledger logs it and carries on).
 
 The error class is imported when raised: :mod:`acp_bridge.errors` costs a queued
-supervisor (standard library only, see :mod:`.supervisor`) a tenth of its start-up.
+supervisor (standard library only, see :mod:`~acp_bridge._runs.supervisor.main`) a tenth of its
+start-up.
 """
 
 from __future__ import annotations

@@ -35,10 +35,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from acp_bridge._runs import chain, procs
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import LIST_COLUMNS, RunRecord, row_to_run
-from acp_bridge._runs.store import Store
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import chain
+from acp_bridge._runs.store.records import LIST_COLUMNS, RunRecord, row_to_run
+from acp_bridge._runs.store.store import Store
 
 SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
             "isolation")  # fmt: skip
@@ -94,7 +95,7 @@ def holding(run: RunRecord, now: float | None = None) -> bool:
     now = time.time() if now is None else now
     if run.held_until is None or run.held_until <= now or run.supervisor is None:
         return False
-    return procs.alive(run.supervisor)
+    return proc.alive(run.supervisor)
 
 
 def hold(store: Store, run_id: str, me: Identity, until: float | None) -> bool:

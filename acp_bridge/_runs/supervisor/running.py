@@ -2,22 +2,25 @@
 
 Imported only once a run may start (the entry code costs ~0.45 s of CPU to import). For each
 run: the config is loaded for the caller's directory, the entry is called with ``on_event``
-writing events to the store, and beside it the run's own tasks (:mod:`.carried`: events,
+writing events to the store, and beside it the run's own tasks (:mod:`.active_run`: events,
 stop requests, process groups). The envelope is committed before any doorbell rings; then
-the next run of the lane is adopted if it came from the same environment (see :mod:`.lanes`).
+the next run of the lane is adopted if it came from the same environment (see
+:mod:`~acp_bridge._runs.lanes`).
 
 Each run is its stored :class:`~acp_bridge.EntryRequest`, run through
 :func:`~acp_bridge.run_entry` with the run's id as the envelope's ``task_id``. Stopping (a
 request, a signal, a budget exceeded) ends it gracefully, or cuts it off after
 ``HARD_GRACE`` (its envelope then written here). Runs the entry opens itself (a tool call
-inside ``spawn``) are recorded by the ledger (:mod:`.ledger`), like any foreground run.
+inside ``spawn``) are recorded by the ledger (:mod:`~acp_bridge._runs.store.foreground`), like any
+foreground run.
 
-Follow-ups (:mod:`.turns`): a run that follows an earlier one continues its ACP session —
-through ``session/resume`` or ``session/load`` when it is carried by its own supervisor (a
+Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier one continues its ACP
+session — through ``session/resume`` or ``session/load`` when it is carried by its own supervisor (a
 refusal, never a fresh session, when the agent offers neither). And an ``acp_spawn`` run of
 a profile with ``timeouts.idle`` hands its envelope over while its agent is still alive
 (:meth:`Carrier.follow_up`): it is committed, the agent held, and a follow-up claimed in
-that time becomes the next turn of the same live session, a run of its own (:mod:`.holder`).
+that time becomes the next turn of the same live session, a run of its own
+(:mod:`~acp_bridge._runs.holder`).
 """
 
 from __future__ import annotations
@@ -34,15 +37,16 @@ import anyio
 import pydantic
 from anyio.abc import TaskGroup, TaskStatus
 
-from acp_bridge._entries.acp_turns import FollowUp, Held
-from acp_bridge._entries.table import EntryRequest, run_entry
-from acp_bridge._runs import envelopes, holder, lanes, ledger, retention, turns
-from acp_bridge._runs.bell import Bell, ring
-from acp_bridge._runs.carried import Carried
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import RunRecord
+from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
+from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import envelopes, followups, holder, lanes
 from acp_bridge._runs.start import run_config
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store import foreground, retention
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.supervisor.active_run import Carried
+from acp_bridge._runs.wakeups import Bell, ring
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ErrorCode
 from acp_bridge.events import Event
@@ -71,7 +75,7 @@ class Carrier:
         self._tg: TaskGroup | None = None
 
     async def carry_all(self, run_id: str) -> None:
-        ledger.install()  # runs the entries open themselves are recorded too
+        foreground.install()  # runs the entries open themselves are recorded too
         self.stopped = anyio.Event()
         async with anyio.create_task_group() as tg:
             await tg.start(self._signals)
@@ -169,7 +173,7 @@ class Carrier:
             return request
         from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
 
-        chain = turns.chain_ids(self.store, follows)
+        chain = followups.chain_ids(self.store, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
         return request if found is None else request.model_copy(update={"worktree": str(found)})
 
@@ -183,7 +187,7 @@ class Carrier:
             error = f"the run's stored request is not valid: {exc}"
             return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
         if run.follows is not None and request.resume is None:
-            session_id = turns.session_of(self.store, run.follows)
+            session_id = followups.session_of(self.store, run.follows)
             if session_id is None:
                 error = f"run {run.follows} has no ACP session to continue (none was opened)"
                 return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
@@ -193,7 +197,7 @@ class Carrier:
             config = run_config(run)
         except BridgeError as exc:
             return envelopes.failed(run, str(exc), exc.code)
-        with ledger.carrying(run.id):
+        with foreground.carrying(run.id):
             result = await run_entry(
                 request, config=config, on_event=self._on_event, cancel=cancel,
                 follow_ups=self.follow_up,
@@ -203,7 +207,7 @@ class Carrier:
         return result
 
     async def follow_up(self, result: SubtaskResult, held: Held) -> FollowUp | None:
-        """The entry's :class:`~acp_bridge._entries.acp_turns.FollowUps` hook: commit the
+        """The entry's :class:`~acp_bridge._entries.acp_spawn.live_turns.FollowUps` hook: commit the
         turn's run with its agent held, then hand over a follow-up claimed in the idle time."""
         turn = self.turn
         assert turn is not None and self._tg is not None

@@ -8,7 +8,7 @@ when the caller's own scope cancelled the run and no envelope exists.
 
 Why a hook and not an import: the run store sits above the entries (it runs them detached,
 DESIGN §7), so the entries cannot import it; the store plugs itself in from above
-(``acp_bridge._runs.ledger.install``: the CLI, smoke, the supervisor and the public entry
+(``acp_bridge._runs.store.foreground.install``: the CLI, smoke, the supervisor and the public entry
 functions of ``acp_bridge`` install it). A ledger must never fail a run: its methods swallow
 and log their own errors.
 """

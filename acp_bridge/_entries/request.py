@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     # wire schema on the path of every command that builds a request (run --detach, send).
     from acp_bridge._acp.services.elicitation import ElicitationHook
     from acp_bridge._acp.services.permissions import PermissionHook
-    from acp_bridge._entries.acp_turns import FollowUps
+    from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 
 
 class EntryRequest(BaseModel):
@@ -109,7 +109,7 @@ class EntryRequest(BaseModel):
 
 
 def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.acp_agent import acp_spawn
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
     assert request.agent is not None
     return acp_spawn(
@@ -137,14 +137,14 @@ def _not_acp(common: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bash(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.shell import bash
+    from acp_bridge._entries.bash import bash
 
     _not_acp(common)
     return bash(request.task, max_output_bytes=request.max_output_bytes, **common)
 
 
 def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.inner import spawn
+    from acp_bridge._entries.spawn import spawn
 
     _not_acp(common)
     return spawn(
@@ -157,7 +157,7 @@ def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskRe
 
 
 def _ask(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.host import ask
+    from acp_bridge._entries.ask import ask
 
     _not_acp(common)
     return ask(request.task, tools=request.tools, model=request.model, **common)

@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._runs.bell import ring
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import ring
 
 MAX_EVENTS = 10_000
 MAX_EVENT_CHARS = 64 * 1024

@@ -3,7 +3,7 @@
 A run whose caller waits for its envelope (``acp-bridge run`` without ``--detach``, a host
 calling ``acp_bridge.acp_spawn``, a smoke case, a tool call inside ``ask``) is recorded
 here: a row, ``running`` and carried by the caller's own process, written from a worker
-thread beside the run (:mod:`acp_bridge._entries.ledger`); then its envelope, committed
+thread beside the run (:mod:`acp_bridge._entries.recording`); then its envelope, committed
 before the caller gets it, and the doorbells of anyone waiting on it rung. So ``ps`` lists
 it, ``wait`` and ``show`` work on it from any process, and if the caller is killed the run is
 found ``lost`` like any other. What a foreground record does not have: its events (``logs``
@@ -28,13 +28,13 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_bridge._entries.ledger import RunStart, install_ledger
+from acp_bridge._entries.recording import RunStart, install_ledger
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 
 if TYPE_CHECKING:  # imported on first use: SQLite is the begin thread's cost, not the caller's
-    from acp_bridge._runs.store import Store
+    from acp_bridge._runs.store.store import Store
 
 log = logging.getLogger("acp_bridge.runs")
 
@@ -67,7 +67,7 @@ class StoreLedger:
 
     def store(self, path: Path) -> Store:
         """The shared connection to the store at ``path`` (call with :attr:`lock` held)."""
-        from acp_bridge._runs.store import Store
+        from acp_bridge._runs.store.store import Store
 
         key = (os.getpid(), path)  # a forked child opens its own
         found = self._stores.get(key)
@@ -106,11 +106,13 @@ class _Record:
     def _insert(self, config: LoadedConfig | None) -> None:
         # bell, budget and envelopes only for ended(): imported now, in this worker thread,
         # because ended() is on the caller's critical path (they cost a cold run ~3 ms).
-        from acp_bridge._runs import bell, budget, envelopes, lanes, policy, procs, retention
-        from acp_bridge._runs.records import NewRun
-        from acp_bridge._runs.store import default_path
+        from acp_bridge._os import proc
+        from acp_bridge._runs import budget, envelopes, lanes, wakeups
+        from acp_bridge._runs.store import retention, rules
+        from acp_bridge._runs.store.records import NewRun
+        from acp_bridge._runs.store.store import default_path
 
-        del bell, budget, envelopes
+        del wakeups, budget, envelopes
 
         run = self.run
         self.path = default_path().absolute()
@@ -121,10 +123,10 @@ class _Record:
             config_path=str(config.path) if config and config.path else None,
             lane=lanes.lane_for(run.entry, run.agent), group=None, env_key="",
         )  # fmt: skip
-        settings = policy.store_settings(config.config.runs) if config else None
+        settings = rules.store_settings(config.config.runs) if config else None
         with self.ledger.lock:
             store = self.ledger.store(self.path)
-            store.create(new, procs.own_identity(), detached=False, settings=settings)
+            store.create(new, proc.own_identity(), detached=False, settings=settings)
             retention.maybe_prune(store)
 
     def ended(self, result: SubtaskResult, *, stopped: bool = False) -> None:
@@ -138,10 +140,10 @@ class _Record:
             log.warning("%s: envelope not recorded in the run store: %s", self.run.task_id, exc)
 
     def _finish(self, result: SubtaskResult, stopped: bool) -> None:
-        from acp_bridge._runs import procs
-        from acp_bridge._runs.bell import ring
+        from acp_bridge._os import proc
         from acp_bridge._runs.budget import usage_figures
         from acp_bridge._runs.envelopes import outcome
+        from acp_bridge._runs.wakeups import ring
 
         assert self.path is not None
         tokens, cost = usage_figures(result.meta.usage or {})
@@ -149,7 +151,7 @@ class _Record:
         with self.ledger.lock:
             store = self.ledger.store(self.path)
             with store.write() as db:
-                store.finish(db, self.run.task_id, ended, supervisor=procs.own_identity())
+                store.finish(db, self.run.task_id, ended, supervisor=proc.own_identity())
             ring(store, [self.run.task_id])
 
     def abandoned(self) -> None:

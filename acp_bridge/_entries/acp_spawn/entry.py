@@ -17,8 +17,8 @@ import anyio
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session_options import OptionValue, SessionChoices
-from acp_bridge._entries.acp_run import AcpRun
-from acp_bridge._entries.acp_turns import FollowUps
+from acp_bridge._entries.acp_spawn.live_turns import FollowUps
+from acp_bridge._entries.acp_spawn.run import AcpRun
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig

@@ -14,7 +14,7 @@ import contextlib
 import time
 
 from acp_bridge._runs import chain
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store.store import Store
 
 DEFAULT_DAYS = 30.0
 AUTO_PRUNE_EVERY = 3600.0
@@ -24,7 +24,7 @@ _CHUNK = 100
 def retention(store: Store) -> tuple[float | None, int | None]:
     """The store's retention setting: days after ending, and how many ended runs are kept
     (None: no limit of that kind). Written from the config's ``runs.retention`` by every
-    start (see :mod:`.policy`)."""
+    start (see :mod:`.rules`)."""
     days, keep = store.setting("retention_days"), store.setting("retention_keep")
     return (
         DEFAULT_DAYS if days is None else (None if days == "none" else float(days)),
@@ -42,7 +42,7 @@ def prune(
     """Delete ended runs that ended over ``older_than_days`` ago or are beyond the newest
     ``keep``, with their events; both None: the store's retention setting. Returns their ids.
     Spared: a run whose agent is held, and the runs a queued or running follow-up continues
-    (:func:`.chain.in_use`)."""
+    (:func:`~acp_bridge._runs.chain.in_use`)."""
     if older_than_days is None and keep is None:
         older_than_days, keep = retention(store)
     now = time.time() if now is None else now

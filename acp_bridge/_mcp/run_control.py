@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import anyio
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._mcp.arguments import (
     ListArgs,
     SendArgs,
@@ -29,8 +29,8 @@ from acp_bridge._mcp.arguments import (
     WaitArgs,
 )
 from acp_bridge._runs import handle
-from acp_bridge._runs.records import RunStatus
 from acp_bridge._runs.start import RunOptions, start_run
+from acp_bridge._runs.store.records import RunStatus
 from acp_bridge._runs.watch import UnknownRunError
 from acp_bridge.config import LoadedConfig
 from acp_bridge.errors import ConfigError, Problem

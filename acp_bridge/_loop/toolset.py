@@ -3,8 +3,9 @@
 A :class:`ToolSet` is bound to a config and a workspace; a host adds its own tools (a Python
 callable, sync or async, taking one pydantic model of arguments). Every tool exports as a
 function-calling spec (JSON Schema, in OpenAI's or Anthropic's shape) so any host loop can
-offer it. The built-in tools (``bash``, the file tools, ``spawn``, ``acp_spawn``) are added by
-``ToolRegistry`` in ``_entries/tools.py``: they call entry paths, which sit above this layer.
+offer it. The built-in tools (``bash``, the file tools, ``spawn``, ``acp_spawn``) are added
+by ``ToolRegistry`` in ``_entries/builtin_tools.py``: they call entry paths, which sit above
+this layer.
 
 A call never raises for the tool's own failure: the model gets ``error: …`` and can adapt.
 A set for a subtask (:meth:`ToolSet.select` with ``nesting=False``) never holds ``spawn`` or

@@ -1,12 +1,14 @@
-"""The supervisor of a detached run: ``python -m acp_bridge._runs.supervisor --db PATH RUN_ID``.
+"""The supervisor of a detached run, one process per run::
 
-Started by :func:`acp_bridge._runs.launch.launch` (detached, see there), it:
+    python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID
+
+Started by :func:`acp_bridge._runs.supervisor.detach.launch` (detached, see there), it:
 
 1. finds its run in the store (the starter writes the row right after starting it) and checks
    the row names this very process as the run's supervisor;
 2. waits for a lane slot, light: standard library only (SQLite, a doorbell socket, ``poll``),
    ~11 MB and ~50 ms of CPU, because a queued run may wait behind many others;
-3. once claimed, imports the entry code and carries the run (:mod:`.carrier`), commits the
+3. once claimed, imports the entry code and carries the run (:mod:`.running`), commits the
    envelope, and carries on with the next run of the lane when it came from the same
    environment;
 4. exits. What it prints goes to the run's log file, removed when empty.
@@ -26,11 +28,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from acp_bridge._runs import lanes, liveness, procs
-from acp_bridge._runs.bell import Bell, ring
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.store import Store
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import lanes, liveness
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Bell, ring
 
 if TYPE_CHECKING:
     import logging
@@ -110,7 +113,7 @@ def _end_unstarted(store: Store, run_id: str, me: Identity, why: str, stopped: b
 
 
 def supervise(store: Store, run_id: str) -> int:
-    me = procs.own_identity()
+    me = proc.own_identity()
     run = _find_run(store, run_id)
     if run is not None and run.supervisor != me and run.status != "queued":
         return 0  # taken by another supervisor already (adopted, or a holder's follow-up)
@@ -127,8 +130,8 @@ def supervise(store: Store, run_id: str) -> int:
         signal.signal(signal.SIGINT, _note_signal)
         import anyio
 
-        from acp_bridge._runs.carrier import Carrier
-        from acp_bridge._runs.launch import env_key
+        from acp_bridge._runs.supervisor.detach import env_key
+        from acp_bridge._runs.supervisor.running import Carrier
 
         _log()  # the carrier logs through it
 
@@ -150,7 +153,7 @@ def _remove_if_empty(path: Path) -> None:
             path.unlink()
 
 
-USAGE = "usage: python -m acp_bridge._runs.supervisor --db PATH RUN_ID"
+USAGE = "usage: python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from acp_bridge._loop.registry import NESTING_TOOLS, Tool, ToolSet
+from acp_bridge._loop.toolset import NESTING_TOOLS, Tool, ToolSet
 from acp_bridge._os.files import read_text, write_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.events import EventHandler, ObserveProfile
@@ -99,7 +99,7 @@ class AcpSpawnArgs(_Args):
 
 
 async def _bash_tool(args: BashArgs, tools: ToolSet) -> str:
-    from acp_bridge._entries.shell import bash
+    from acp_bridge._entries.bash import bash
 
     cwd = tools.inside(args.cwd or ".")
     if args.run_in_subtask:
@@ -156,7 +156,7 @@ async def _write_file_tool(args: WriteFileArgs, tools: ToolSet) -> str:
 
 
 async def _spawn_tool(args: SpawnArgs, tools: ToolSet) -> str:
-    from acp_bridge._entries.inner import (
+    from acp_bridge._entries.spawn import (
         spawn,
     )  # the local-loop path; it loads pydantic-ai when run
 
@@ -187,7 +187,7 @@ def _one_of(names: list[str]) -> dict[str, Any]:
 async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolSet) -> str:
     # Imported here: the ACP client loads only when a model really delegates to an agent.
     # acp_spawn applies the depth limit itself, like every entry path.
-    from acp_bridge._entries.acp_agent import acp_spawn
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
     result = await acp_spawn(
         args.agent,

@@ -10,8 +10,12 @@ raw agent data of the wrong type: no ``"id": true`` taken for request 1 (``bool`
 
 What a line may not be:
 
-- not UTF-8, not one JSON object, or JSON with ``NaN``/``Infinity`` or a number that
-  overflows a float: non-JSON (counted, sampled, kept in the transcript);
+- not UTF-8, not one JSON object: non-JSON (counted, sampled, kept in the transcript);
+- a number the bridge cannot hold — ``NaN``/``Infinity`` (not JSON, but agents write them),
+  a float that overflows (``1e400``), an integer outside 64 bits (``10^400``; past 4300 digits
+  Python would not even read it) — is read as ``null`` and counted (a warning): the rest of
+  the message still counts, so a reply whose ``usage`` holds ``NaN`` still ends its turn. A
+  *request* holding one is answered -32602 (its handler never sees a number it did not send);
 - nested deeper than :data:`MAX_DEPTH` objects and arrays: skipped (a value that deep would
   make every later ``json.dumps`` or model validation recurse past the interpreter's limit);
 - strings holding lone UTF-16 surrogates (``"\\ud800"``, legal in JSON text, not encodable
@@ -41,18 +45,35 @@ NON_JSON_SAMPLES = 3
 MAX_REASONS = 32
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+INT64 = 1 << 63
+"""Integers must lie in [-INT64, INT64): what SQLite and every 64-bit consumer can hold."""
+_replaced_numbers = [0]
+"""Numbers read as null so far (a list: the hooks below run inside the C decoder)."""
 
 
-def _finite_float(text: str) -> float:
+def _no_constant(name: str) -> None:
+    _replaced_numbers[0] += 1  # NaN, Infinity, -Infinity
+
+
+def _finite_float(text: str) -> float | None:
     value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} overflows a float")
-    return value
+    if math.isfinite(value):
+        return value
+    _replaced_numbers[0] += 1
+    return None
 
 
-_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+def _int64(text: str) -> int | None:
+    # Length first: int() of a few thousand digits is slow, past 4300 it raises.
+    if len(text) <= 20 and -INT64 <= (value := int(text)) < INT64:
+        return value
+    _replaced_numbers[0] += 1
+    return None
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int64
+)
 _raw_decode = _decoder.raw_decode
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
@@ -136,7 +157,8 @@ class RequestMessage:
     method: str
     params: dict[str, Any] | None
     params_ok: bool = True
-    """False: the params were not an object (the router answers -32602)."""
+    """False: the params cannot be used (the router answers -32602 with ``params_problem``)."""
+    params_problem: str = "params must be an object"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +238,8 @@ class InboundStats:
     skipped: Counter[str] = field(default_factory=Counter)
     """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
     repaired: int = 0
+    numbers: int = 0
+    """Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits)."""
     unknown_replies: int = 0
     late_replies: int = 0
 
@@ -244,6 +268,11 @@ class InboundStats:
             out.append(f"skipped {total} malformed message(s) from the agent: {reasons}")
         if self.repaired:
             out.append(f"repaired {self.repaired} message(s) holding lone UTF-16 surrogates")
+        if self.numbers:
+            out.append(
+                f"read {self.numbers} number(s) as null: NaN, Infinity, or beyond what a "
+                "64-bit integer or a float holds"
+            )
         if self.unknown_replies:
             out.append(f"ignored {self.unknown_replies} reply(ies) to requests never sent")
         if self.late_replies:
@@ -253,10 +282,14 @@ class InboundStats:
 
 def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
     """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
+    replaced = _replaced_numbers[0]
     message = parse_object(line) if line[0] == 0x7B else None  # b"{"
     if not isinstance(message, dict):
         stats.sample(line)
         return None
+    if _replaced_numbers[0] != replaced:
+        stats.numbers += _replaced_numbers[0] - replaced
+        return _without_numbers(classify(message))
     if line.count(b"{") + line.count(b"[") > MAX_DEPTH and _too_deep(message):
         return Skipped(f"nested deeper than {MAX_DEPTH} levels")
     if b"\\u" in line and _SURROGATE_ESCAPE.search(line):
@@ -265,3 +298,13 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
             stats.repaired += 1
         message = repaired
     return classify(message)
+
+
+def _without_numbers(message: Inbound) -> Inbound:
+    """A request whose params held a number read as null is not served: -32602."""
+    if isinstance(message, RequestMessage) and message.params_ok:
+        problem = "params hold a number that is NaN, Infinity or beyond 64 bits"
+        return RequestMessage(
+            message.id, message.method, None, params_ok=False, params_problem=problem
+        )
+    return message

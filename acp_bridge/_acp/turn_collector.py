@@ -30,7 +30,6 @@ the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counte
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import Any
 from acp_bridge._acp.schema import ConfigOption, PlanUpdate, ToolCallUpdate, UsageUpdate
 from acp_bridge._acp.session_state import SessionState
 from acp_bridge._acp.toolcalls import TITLE_CHARS, announced
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
@@ -124,6 +124,8 @@ class TurnCollector:
         self.malformed = 0
         self.dropped_tool_calls = 0
         self.dropped_chars = 0
+        self.bad_usage: list[str] = []
+        """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
         self._chars = 0
         self.state = SessionState()
         self.replaying = False
@@ -264,9 +266,11 @@ class TurnCollector:
         if usage.cost is not None:
             # ACP's Cost is {amount, currency}: only that is kept (the rest could be MBs).
             amount, currency = usage.cost.get("amount"), usage.cost.get("currency")
-            if not _number(amount) or not isinstance(currency, str):
+            if not _number(amount, MAX_COST) or not isinstance(currency, str):
                 raise ValueError("usage_update.cost is not {amount, currency}")
             cost = {"amount": amount, "currency": currency[:16]}
+        if not all(_number(n) for n in (usage.used, usage.size) if n is not None):
+            raise ValueError("usage_update: a token count out of range")
         if usage.used is not None:
             self.usage["context_used"] = usage.used
         if usage.size is not None:
@@ -323,6 +327,9 @@ class TurnCollector:
             out.append(f"ignored unknown session/update kinds: {kinds}")
         if self.malformed:
             out.append(f"skipped {self.malformed} malformed session/update(s)")
+        if self.bad_usage:
+            shown = "; ".join(self.bad_usage[:4])
+            out.append(f"ignored usage figures that are not token counts in range: {shown}")
         if self.dropped_tool_calls:
             out.append(
                 f"recorded the first {MAX_TOOL_CALLS} tool calls; "
@@ -374,10 +381,17 @@ class TurnCollector:
         message = self._answer_message()[1]
         return message.message_id if message is not None else None
 
-    def add_prompt_usage(self, usage: Mapping[str, Any] | None) -> None:
+    def add_prompt_usage(self, usage: Any) -> None:
+        if not isinstance(usage, Mapping):
+            if usage is not None:
+                self.bad_usage.append(f"usage: {str(usage)[:40]}")
+            return
         for wire, name in _USAGE_KEYS.items():
-            if usage and _number(usage.get(wire)):
-                self.usage[name] = usage[wire]
+            value = usage.get(wire)
+            if _number(value):
+                self.usage[name] = value
+            elif value is not None:  # a string, a list, a count no model spends
+                self.bad_usage.append(f"{wire}: {str(value)[:40]}")
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return [call.record for call in self.tool_calls.values()]
@@ -387,9 +401,10 @@ def _ignore(update: dict[str, Any]) -> None:
     return None
 
 
-def _number(value: object) -> bool:
-    """A JSON number that is not a boolean and is finite."""
-    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+def _number(value: object, limit: float = MAX_TOKENS) -> bool:
+    """A JSON number, not a boolean, from 0 to ``limit``: a figure the store and the budgets
+    can add up (SQLite's integers are 64-bit; 10**300 tokens is no model's)."""
+    return type(value) in (int, float) and 0 <= value <= limit  # type: ignore[operator]
 
 
 # Unstable kinds that only a client advertising them may receive: known, not used.

@@ -18,7 +18,13 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
                   {"request": M, "params": {...}, "cancel": true?}
                       ask the client; with cancel, send $/cancel_request for it at once
                   {"wait_cancel": true}              until session/cancel: stopReason cancelled
+                  {"raw": "text"}                    write this text as one line, as it is
+                                                     (%SESSION% becomes the session id)
+                  {"raw_request": "text with %ID%"}  the same, a request: %ID% becomes its
+                                                     id ("spy-N"), and its reply is awaited
     answer        the turn's last message (default: the JSON list of replies to requests)
+    prompt_reply  the raw text of the prompt's reply line, %ID% for the request's id
+                  (default: {"stopReason": "end_turn"} as JSON)
 
 Unknown methods are answered -32601; every request the client sends is still recorded.
 """
@@ -69,10 +75,20 @@ def update(session_id: str, body: dict[str, Any]) -> None:
     send({"method": "session/update", "params": {"sessionId": session_id, "update": body}})
 
 
+def call_raw(line: str, request_id: str) -> dict[str, Any]:
+    OUT.write(line.replace("%ID%", json.dumps(request_id)).encode() + b"\n")
+    OUT.flush()
+    return reply_to(request_id)
+
+
 def call(method: str, params: dict[str, Any], request_id: Any, cancel: bool) -> dict[str, Any]:
     send({"id": request_id, "method": method, "params": params})
     if cancel:
         send({"method": "$/cancel_request", "params": {"requestId": request_id}})
+    return reply_to(request_id)
+
+
+def reply_to(request_id: Any) -> dict[str, Any]:
     while True:
         line = sys.stdin.buffer.readline()
         if not line:
@@ -99,6 +115,13 @@ def prompt(request_id: Any, session_id: str) -> None:
             params = {"sessionId": session_id, **step.get("params", {})}
             reply = call(step["request"], params, f"spy-{number}", step.get("cancel", False))
             replies.append(reply.get("result", reply.get("error")))
+        elif "raw" in step:
+            OUT.write(step["raw"].replace("%SESSION%", session_id).encode() + b"\n")
+            OUT.flush()
+        elif "raw_request" in step:
+            line = step["raw_request"].replace("%SESSION%", session_id)
+            reply = call_raw(line, f"spy-{number}")
+            replies.append(reply.get("result", reply.get("error")))
         elif step.get("wait_cancel"):
             while (message := read()) is not None:
                 if message.get("method") == "session/cancel":
@@ -109,6 +132,10 @@ def prompt(request_id: Any, session_id: str) -> None:
         session_id,
         {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": answer}},
     )
+    if "prompt_reply" in SCRIPT:
+        OUT.write(SCRIPT["prompt_reply"].replace("%ID%", json.dumps(request_id)).encode() + b"\n")
+        OUT.flush()
+        return
     send({"id": request_id, "result": {"stopReason": "end_turn"}})
 
 

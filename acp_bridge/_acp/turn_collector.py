@@ -24,12 +24,14 @@ turn's answer, tool calls or plan — only the session state they carry is kept.
 Hostile input: every field is type-checked where it is read; an update that does not fit is
 skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
 is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
-(:data:`MAX_ANSWER_CHARS`), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
+(:data:`MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes, as the
+joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
 the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,8 +44,11 @@ from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
-MAX_ANSWER_CHARS = 64 << 20
-"""Text kept from the agent's messages in one turn; past it chunks are counted, not kept."""
+MAX_ANSWER_BYTES = 16 << 20
+"""Memory the agent's message text of one turn may take (characters times the widest
+character's size, 1, 2 or 4 bytes: what the joined answer costs). Past it the text is cut and
+the rest counted, not kept: the answer is held once, then written to stdout, the store and
+the transcript in pieces, and a run stays within twice an idle run's memory."""
 MAX_MESSAGES = 4096
 """Messages of one turn kept (by first appearance); older ones are dropped past it."""
 MAX_TOOL_CALLS = 10_000
@@ -103,7 +108,13 @@ class _Message:
         self.parts.clear()
 
     def text(self) -> str:
-        return "".join([*self.blocks, *self.parts])
+        """The whole text, kept as the one block from then on: a second call (the partial
+        output, then the answer, then its message id) returns the same string, no copy."""
+        if self.parts or len(self.blocks) > 1:
+            joined = "".join([*self.blocks, *self.parts])
+            self.blocks = [joined]
+            self.parts.clear()
+        return self.blocks[0] if self.blocks else ""
 
 
 class TurnCollector:
@@ -127,6 +138,7 @@ class TurnCollector:
         self.bad_usage: list[str] = []
         """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
         self._chars = 0
+        self._width = 1
         self.state = SessionState()
         self.replaying = False
         self.replayed = 0
@@ -188,10 +200,18 @@ class TurnCollector:
         text = content.get("text")
         if not isinstance(text, str) or not text:
             return
+        if not text.isascii() or self._width > 1:  # isascii() is O(1): a flag of the str
+            width = max(self._width, _char_bytes(text))
+            if (self._chars + len(text)) * width > MAX_ANSWER_BYTES:
+                text = self._cut(text, width)
+                if not text:
+                    return
+            self._width = width
+        elif self._chars + len(text) > MAX_ANSWER_BYTES:
+            text = self._cut(text, 1)
+            if not text:
+                return
         self._chars += len(text)
-        if self._chars > MAX_ANSWER_CHARS:
-            self.dropped_chars += len(text)
-            return
         message_id = update.get("messageId")
         if message_id is None:
             message = self._current
@@ -211,6 +231,12 @@ class TurnCollector:
             message.compact()
         if self._wants_message:
             self._sink.emit("message", text=text)
+
+    def _cut(self, text: str, width: int) -> str:
+        """What is left of ``text`` under the cap (its head; the rest counted as dropped)."""
+        room = max(0, MAX_ANSWER_BYTES // width - self._chars)
+        self.dropped_chars += len(text) - min(room, len(text))
+        return text[:room]
 
     def _new_message(self, message_id: str | None) -> _Message:
         message = _Message(message_id)
@@ -337,14 +363,15 @@ class TurnCollector:
             )
         if self.dropped_chars:
             out.append(
-                f"the answer was cut at {MAX_ANSWER_CHARS} characters; "
-                f"{self.dropped_chars} more not kept"
+                f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
+                f"{self.dropped_chars} more characters not kept"
             )
         return out
 
     def begin_turn(self) -> None:
         """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
         self._chars = 0
+        self._width = 1
         self._in_turn = True
         self._messages = []
         self._by_id = {}
@@ -395,6 +422,14 @@ class TurnCollector:
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return [call.record for call in self.tool_calls.values()]
+
+
+def _char_bytes(text: str) -> int:
+    """Bytes per character of ``text`` in memory (1, 2 or 4), in O(1): from its size."""
+    return 1 if text.isascii() else max(1, (sys.getsizeof(text) - _EMPTY_WIDE) // (len(text) + 1))
+
+
+_EMPTY_WIDE = sys.getsizeof("\u0100") - 2 * 2  # a UCS-2 string's header
 
 
 def _ignore(update: dict[str, Any]) -> None:

@@ -45,6 +45,9 @@ def exit_code_of(status: str, code: str | None, *, interrupted: bool = True) -> 
 
 
 def print_envelope(result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True) -> int:
-    """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
-    out(result.to_json(indent=2 if pretty or sys.stdout.isatty() else None))
+    """The envelope on stdout (indented on a terminal or with --pretty); its exit code.
+    Written in pieces: a many-MB answer is not copied whole once more to be printed."""
+    for piece in result.json_pieces(indent=2 if pretty or sys.stdout.isatty() else None):
+        sys.stdout.write(piece)
+    sys.stdout.write("\n")
     return exit_code_for(result, interrupted=interrupted)

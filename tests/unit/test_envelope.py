@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_bridge import envelope
 from acp_bridge._entries.bash import CommandResult
@@ -126,3 +129,46 @@ def test_repr_stays_small_for_huge_outputs() -> None:
     assert len(repr(big)) < 2000 and "task_id=" in repr(big)
     data = envelope.done({"rows": list(range(100_000))}, output_kind="json")
     assert len(repr(data)) < 2000
+
+
+LINE_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab \t\n\r\x0b\x0c\x1c\x1d\x85\u2028\u2029\u3000é")), max_size=400
+)
+
+
+@settings(max_examples=500)
+@given(LINE_TEXT, st.integers(2, 200))
+def test_first_line_is_the_first_non_blank_line_without_splitting_everything(
+    text: str, limit: int
+) -> None:
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    expected = line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    assert envelope.first_line(text, limit) == expected
+
+
+def test_the_summary_of_a_24_mib_answer_of_short_lines_costs_no_list_of_lines() -> None:
+    text = "\n" * 1000 + "  first line  \n" + "ab\n" * (8 << 20)
+    tracemalloc.start()
+    try:
+        assert envelope.done(text).summary == "first line"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # splitlines() made 8M strings: hundreds of MB
+
+
+@settings(max_examples=300)
+@given(st.text(), st.sampled_from([None, 2]), st.booleans(), st.integers(1, 9))
+def test_json_pieces_join_to_json_dumps(
+    text: str, indent: int | None, ascii_only: bool, piece: int
+) -> None:
+    from acp_bridge import _json_pieces
+
+    data = envelope.done(text).to_dict()
+    original = _json_pieces.JSON_PIECE_CHARS
+    _json_pieces.JSON_PIECE_CHARS = piece
+    try:
+        joined = "".join(_json_pieces.json_pieces(data, indent=indent, ensure_ascii=ascii_only))
+    finally:
+        _json_pieces.JSON_PIECE_CHARS = original
+    assert joined == json.dumps(data, indent=indent, ensure_ascii=ascii_only)

@@ -18,6 +18,14 @@ What a line may not be:
   *request* holding one is answered -32602 (its handler never sees a number it did not send);
 - nested deeper than :data:`MAX_DEPTH` objects and arrays: skipped (a value that deep would
   make every later ``json.dumps`` or model validation recurse past the interpreter's limit);
+- holding more than :data:`MAX_VALUES` values: refused *before* it is decoded. Memory is
+  counted in what a line decodes to, not in its bytes: ``{},`` is 3 bytes on the wire and a
+  64-byte dict once decoded, so a 3 MB line can be a million plan entries (and a GB once
+  every later step has copied them). A reply refused so still resolves its request, as an
+  error: a turn never waits for a reply that was read and thrown away;
+- a collection (array or object) longer than :data:`MAX_ITEMS`: cut to that length in a
+  notification or a reply (counted, a warning), refused -32602 in a request (whose handler
+  would otherwise act on a different list than the agent sent);
 - strings holding lone UTF-16 surrogates (``"\\ud800"``, legal in JSON text, not encodable
   as UTF-8): repaired to U+FFFD, so the envelope can always be written.
 
@@ -35,10 +43,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge._acp.schema import INTERNAL_ERROR
+from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_REQUEST
 
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays accepted in one message (ACP needs about 8)."""
+MAX_VALUES = 100_000
+"""Most values (array items, object members) one message may hold: ~10 MB once decoded."""
+MAX_ITEMS = 4096
+"""Longest array or object kept (plan entries, locations, options, content blocks …)."""
 ERROR_MESSAGE_CHARS = 2000
 """An agent's error message is cut to this many characters (it ends up in one line)."""
 NON_JSON_SAMPLES = 3
@@ -238,6 +250,8 @@ class InboundStats:
     skipped: Counter[str] = field(default_factory=Counter)
     """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
     repaired: int = 0
+    cut_collections: int = 0
+    """Arrays and objects cut to MAX_ITEMS (in notifications and replies)."""
     numbers: int = 0
     """Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits)."""
     unknown_replies: int = 0
@@ -268,6 +282,11 @@ class InboundStats:
             out.append(f"skipped {total} malformed message(s) from the agent: {reasons}")
         if self.repaired:
             out.append(f"repaired {self.repaired} message(s) holding lone UTF-16 surrogates")
+        if self.cut_collections:
+            out.append(
+                f"cut {self.cut_collections} list(s) or object(s) of the agent's to their "
+                f"first {MAX_ITEMS} items"
+            )
         if self.numbers:
             out.append(
                 f"read {self.numbers} number(s) as null: NaN, Infinity, or beyond what a "
@@ -282,11 +301,25 @@ class InboundStats:
 
 def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
     """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
+    if line[0] != 0x7B:  # b"{"
+        stats.sample(line)
+        return None
+    commas = line.count(b",")  # at least the values past the first in every collection
+    if commas > MAX_VALUES and (values := _values(line)) > MAX_VALUES:
+        return _too_many_values(line, values)
     replaced = _replaced_numbers[0]
-    message = parse_object(line) if line[0] == 0x7B else None  # b"{"
+    message = parse_object(line)
     if not isinstance(message, dict):
         stats.sample(line)
         return None
+    if commas >= MAX_ITEMS and (long := _long_collections(message)):
+        checked = classify(message)
+        if isinstance(checked, RequestMessage) and checked.params_ok:
+            problem = f"params hold a list or object of more than {MAX_ITEMS} items"
+            return RequestMessage(checked.id, checked.method, None, False, problem)
+        for node in long:
+            _cut(node)
+        stats.cut_collections += len(long)
     if _replaced_numbers[0] != replaced:
         stats.numbers += _replaced_numbers[0] - replaced
         return _without_numbers(classify(message))
@@ -308,3 +341,48 @@ def _without_numbers(message: Inbound) -> Inbound:
             message.id, message.method, None, params_ok=False, params_problem=problem
         )
     return message
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_REPLY_ID = re.compile(rb'^\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18})\s*,')
+_REPLY_ID_LAST = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,18})\s*\}$')
+
+
+def _values(line: bytes) -> int:
+    """An upper bound of the values ``line`` would decode to: its commas outside strings
+    (called only when the line has more commas than :data:`MAX_VALUES` at all)."""
+    return _STRING.sub(b"", line).count(b",")
+
+
+def _too_many_values(line: bytes, values: int) -> Inbound:
+    """What a line too big to decode still is, told from its text: a request (answered
+    -32600), a notification (skipped), or a reply to one of our requests (an error reply:
+    whoever waits for it is told now, not at its deadline)."""
+    reason = f"a message of {values} values (at most {MAX_VALUES}), not read"
+    if b'"method"' in line:
+        return Skipped(reason, answer=b'"id"' in line)
+    found = _REPLY_ID.match(line) or _REPLY_ID_LAST.search(line)
+    if found is None:
+        return Skipped(reason)
+    return ReplyMessage(int(found.group(1)), None, {"code": INVALID_REQUEST, "message": reason})
+
+
+def _long_collections(value: Any) -> list[dict[str, Any] | list[Any]]:
+    """The arrays and objects in ``value`` longer than :data:`MAX_ITEMS` (iterative)."""
+    long: list[dict[str, Any] | list[Any]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if len(node) > MAX_ITEMS:
+            long.append(node)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend(c for c in children if isinstance(c, dict | list))
+    return long
+
+
+def _cut(node: dict[str, Any] | list[Any]) -> None:
+    if isinstance(node, list):
+        del node[MAX_ITEMS:]
+    else:
+        for key in list(node)[MAX_ITEMS:]:
+            del node[key]

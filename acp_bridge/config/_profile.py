@@ -280,10 +280,11 @@ class AgentProfile(StrictModel):
         "set an option)",
     )
     max_message_bytes: int = Field(
-        64 * 1_048_576,
+        32 * 1_048_576,
         ge=4096,
         le=MAX_BYTES,
-        description="longest JSON-RPC line accepted from the agent; past it the run fails",
+        description="longest JSON-RPC line accepted from the agent; past it the run fails "
+        "(held whole until its end: memory)",
     )
     repair_turns: int = Field(
         1,

@@ -45,7 +45,9 @@ OPTION = '{"optionId":"a","name":"Allow","kind":"allow_once"}'
 
 # A notification or a reply that is cut or refused: the turn still ends with its answer.
 NOTIFICATIONS = {
-    "plan of MAX_VALUES+ entries": update('{"sessionUpdate":"plan","entries":[' + items(MANY) + "]}"),
+    "plan of MAX_VALUES+ entries": update(
+        '{"sessionUpdate":"plan","entries":[' + items(MANY) + "]}"
+    ),
     "plan of MAX_ITEMS+ entries": update(
         '{"sessionUpdate":"plan","entries":[' + items(LONG, PLAN_ENTRY) + "]}"
     ),
@@ -91,12 +93,13 @@ def test_a_collection_too_long_in_a_notification_is_cut_or_skipped(spy: Spy, sha
 
 REQUESTS = {
     "permission with MAX_ITEMS+ options": request(
-        "session/request_permission", '"toolCall":{' + TOOL + '},"options":[' + items(LONG, OPTION) + "]"
+        "session/request_permission",
+        '"toolCall":{' + TOOL + '},"options":[' + items(LONG, OPTION) + "]",
     ),
     "permission with MAX_ITEMS+ locations": request(
         "session/request_permission",
-        '"toolCall":{' + TOOL + ',"locations":[' + items(LONG, '{"path":"/tmp/x"}') + ']},"options":['
-        + OPTION + "]",
+        '"toolCall":{' + TOOL + ',"locations":[' + items(LONG, '{"path":"/tmp/x"}')
+        + ']},"options":[' + OPTION + "]",
     ),
     "terminal with MAX_ITEMS+ arguments": request(
         "terminal/create", '"command":"echo","args":[' + items(LONG, '"a"') + "]"

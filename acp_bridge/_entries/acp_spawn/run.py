@@ -106,6 +106,8 @@ class AcpRun:
         )
         passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
         self.redactor = Redactor([*profile.secret_values(), *passed])
+        if self.redactor:
+            sink.redact = self.redactor.data  # events reach stderr and the run store
         self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
         grace = profile.timeouts.shutdown_grace
         self.clock = RunClock(

@@ -20,6 +20,8 @@ purpose from inside the package.
     ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
     ├── BudgetExceeded              budget            a run used more tokens or cost than allowed
     ├── RunTimeout                  timeout           a phase ran past its deadline
+    │   └── RunStalled              stalled           a turn showed no progress for
+    │                                                 timeouts.stall seconds
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
@@ -61,6 +63,7 @@ class ErrorCode(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     LOST = "lost"
     BUDGET = "budget"
+    STALLED = "stalled"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -164,6 +167,12 @@ class RunTimeout(BridgeError):
     """A phase (startup, session, run, command) ran past its deadline."""
 
     code = ErrorCode.TIMEOUT
+
+
+class RunStalled(RunTimeout):
+    """A turn showed no progress (no update, no request) for ``timeouts.stall`` seconds."""
+
+    code = ErrorCode.STALLED
 
 
 class RunCancelled(BridgeError):

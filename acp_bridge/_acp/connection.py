@@ -33,6 +33,7 @@ from typing import Any, Self
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
+from acp_bridge._acp.activity import Activity
 from acp_bridge._acp.inbound import (
     InboundStats,
     NotificationMessage,
@@ -99,6 +100,8 @@ class JsonRpcConnection:
         self._eof = anyio.Event()
         self.outbox = Outbox(send, transcript, on_drop=self._unsent)
         self.stats = InboundStats()
+        self.activity = Activity()
+        """The agent's progress (updates, requests), for the stall timeout and the drain."""
         self.failure: BridgeError | None = None
         """Why the connection is unusable (EOF, oversize line, broken pipe), once it is."""
 
@@ -297,6 +300,7 @@ class JsonRpcConnection:
                 if message.params is None:
                     self.stats.skip("session/update without params")
                 else:
+                    self.activity.touch()
                     self._on_update(message.params)
             elif message.method == CANCEL_REQUEST:
                 key = _id_key((message.params or {}).get("requestId"))
@@ -311,6 +315,7 @@ class JsonRpcConnection:
         if isinstance(message, Skipped):
             self.stats.skip(message.reason)
         elif isinstance(message, RequestMessage):
+            self.activity.touch()
             # Registered now, not when a worker takes it: a $/cancel_request on the next
             # line must find it (a scope cancelled before it is entered starts out cancelled).
             served = self._serving.setdefault(_id_key(message.id), [])
@@ -350,6 +355,7 @@ class JsonRpcConnection:
             key = _id_key(request.id)
             served = self._serving.get(key, [])
             scope = next((s for m, s in served if m is request), None) or anyio.CancelScope()
+            self.activity.serving += 1  # the agent waits on us: not stalled
             with scope:
                 try:
                     reply = await self._router.answer(request) or {}
@@ -357,6 +363,8 @@ class JsonRpcConnection:
                     served[:] = [(m, s) for m, s in served if m is not request]
                     if not served:
                         self._serving.pop(key, None)
+                    self.activity.serving -= 1
+                    self.activity.touch()
             if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
                 reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
         if reply:

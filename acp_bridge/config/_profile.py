@@ -148,6 +148,14 @@ class Timeouts(StrictModel):
     shutdown_grace: PositiveSeconds = Field(
         3, description="seconds between each step of the shutdown sequence"
     )
+    stall: float = Field(
+        0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="seconds a prompt turn may show no progress (no update, no request from "
+        "the agent, none of its requests being served) before it is cancelled and the run "
+        "ends with error_code stalled; resets on every sign of progress; 0: no limit",
+    )
     idle: float = Field(
         0,
         ge=0,

@@ -18,6 +18,7 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
                   {"request": M, "params": {...}, "cancel": true?}
                       ask the client; with cancel, send $/cancel_request for it at once
                   {"wait_cancel": true}              until session/cancel: stopReason cancelled
+                  {"sleep": seconds}                 pause (the agent working, silently)
                   {"raw": "text"}                    write this text as one line, as it is
                                                      (%SESSION% becomes the session id)
                   {"raw_request": "text with %ID%"}  the same, a request: %ID% becomes its
@@ -25,6 +26,8 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
     answer        the turn's last message (default: the JSON list of replies to requests)
     prompt_reply  the raw text of the prompt's reply line, %ID% for the request's id
                   (default: {"stopReason": "end_turn"} as JSON)
+    after_reply   raw lines written right after the prompt's reply (%SESSION% as above),
+                  after_reply_pause seconds after it
 
 Unknown methods are answered -32601; every request the client sends is still recorded.
 """
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 SCRIPT: dict[str, Any] = {}
@@ -115,6 +119,8 @@ def prompt(request_id: Any, session_id: str) -> None:
             params = {"sessionId": session_id, **step.get("params", {})}
             reply = call(step["request"], params, f"spy-{number}", step.get("cancel", False))
             replies.append(reply.get("result", reply.get("error")))
+        elif "sleep" in step:
+            time.sleep(step["sleep"])
         elif "raw" in step:
             OUT.write(step["raw"].replace("%SESSION%", session_id).encode() + b"\n")
             OUT.flush()
@@ -135,8 +141,13 @@ def prompt(request_id: Any, session_id: str) -> None:
     if "prompt_reply" in SCRIPT:
         OUT.write(SCRIPT["prompt_reply"].replace("%ID%", json.dumps(request_id)).encode() + b"\n")
         OUT.flush()
-        return
-    send({"id": request_id, "result": {"stopReason": "end_turn"}})
+    else:
+        send({"id": request_id, "result": {"stopReason": "end_turn"}})
+    if SCRIPT.get("after_reply"):
+        time.sleep(SCRIPT.get("after_reply_pause", 0))  # so the reply is read on its own
+    for line in SCRIPT.get("after_reply", []):
+        OUT.write(line.replace("%SESSION%", session_id).encode() + b"\n")
+        OUT.flush()
 
 
 def result_for(method: str, params: dict[str, Any]) -> Any:

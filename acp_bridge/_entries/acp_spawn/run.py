@@ -45,7 +45,7 @@ from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError, ConfigError, SpawnError
+from acp_bridge.errors import BridgeError, ConfigError, RunCancelled, RunStalled, SpawnError
 from acp_bridge.events import EventSink
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
@@ -117,6 +117,7 @@ class AcpRun:
             abort,
             shutdown_grace=grace,
             transcript=self.transcript,
+            stall=profile.timeouts.stall,
         )
         self.collector = TurnCollector(sink)
         self.signals = TurnSignals()
@@ -312,12 +313,19 @@ class AcpRun:
             set_attributes(span, **{"acp.ended": outcome.ended})
         self.result.outcome = outcome
         error = turn_error(outcome, self.clock.timeout)
+        if isinstance(error, RunCancelled) and self.clock.stalled:
+            stall = self.clock.stall
+            error = RunStalled(f"the agent showed no progress for {stall:g}s (timeouts.stall)")
         if error is not None:
             raise error
         assert outcome.response is not None
         outcome.response.unwrap()  # an error reply or a dead agent ends the run here
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
+        if self.result.output_schema or self.follow_ups is not None:
+            # The answer is taken now (checked, or handed over with the agent held), not
+            # after the wind-down has read everything: read what follows the reply first.
+            await self.clock.drain(session)
 
     async def _hold(self, session: AcpSession, follow_ups: FollowUps) -> FollowUp | None:
         """The turn ended and the session is sound: hand its envelope over and keep the
@@ -356,6 +364,7 @@ class AcpRun:
             clock.abort,
             shutdown_grace=clock.shutdown_grace,
             transcript=clock.transcript,
+            stall=clock.stall,
         )
         self.transcript.note(f"follow-up turn {follow.task_id}")
         # The session goes on in the same agent process: no start-up, no session setup.

@@ -135,6 +135,9 @@ class TurnCollector:
         self.malformed = 0
         self.dropped_tool_calls = 0
         self.dropped_chars = 0
+        self._taken = False
+        self.late_chunks = 0
+        """Message chunks after the turn's answer was taken (not part of it)."""
         self.bad_usage: list[str] = []
         """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
         self._chars = 0
@@ -170,6 +173,8 @@ class TurnCollector:
                 self._chunk(update)
             elif self.replaying:
                 self.replayed += 1
+            elif self._taken:
+                self.late_chunks += 1
             return
         if not isinstance(kind, str):
             self.malformed += 1
@@ -353,6 +358,11 @@ class TurnCollector:
             out.append(f"ignored unknown session/update kinds: {kinds}")
         if self.malformed:
             out.append(f"skipped {self.malformed} malformed session/update(s)")
+        if self.late_chunks:
+            out.append(
+                f"ignored {self.late_chunks} message chunk(s) that came after the turn's "
+                "answer was taken"
+            )
         if self.bad_usage:
             shown = "; ".join(self.bad_usage[:4])
             out.append(f"ignored usage figures that are not token counts in range: {shown}")
@@ -373,9 +383,16 @@ class TurnCollector:
         self._chars = 0
         self._width = 1
         self._in_turn = True
+        self._taken = False
         self._messages = []
         self._by_id = {}
         self._current = None
+
+    def end_turn(self) -> None:
+        """The turn's answer is taken (to be checked): message chunks from now until the next
+        turn are counted, not added to it."""
+        self._in_turn = False
+        self._taken = True
 
     def tool_call_seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before its ``tool_call``)."""

@@ -6,12 +6,14 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_bridge import envelope
 from acp_bridge._entries.bash import CommandResult
+from acp_bridge._os.schema_check import check_structured_output
 from acp_bridge._output_schema import (
     SchemaRegistry,
     parse_structured_output,
@@ -90,6 +92,10 @@ def _registry(tmp_path: Path, schema: object) -> SchemaRegistry:
     return SchemaRegistry({"demo.v1": path})
 
 
+def check(text: str, label: str, registry: SchemaRegistry | None) -> object:
+    return anyio.run(lambda: check_structured_output(text, label, registry, timeout=20))
+
+
 def test_registered_schema_is_enforced(tmp_path: Path) -> None:
     registry = _registry(
         tmp_path,
@@ -99,24 +105,24 @@ def test_registered_schema_is_enforced(tmp_path: Path) -> None:
             "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
         },
     )
-    assert parse_structured_output('{"ok": true, "value": 42}', "demo.v1", registry)
+    assert check('{"ok": true, "value": 42}', "demo.v1", registry)
     with pytest.raises(OutputSchemaError, match=r"at \$.value: 'x' is not of type 'integer'"):
-        parse_structured_output('{"ok": true, "value": "x"}', "demo.v1", registry)
+        check('{"ok": true, "value": "x"}', "demo.v1", registry)
     with pytest.raises(OutputSchemaError, match="at the answer: 'value' is a required"):
-        parse_structured_output('{"ok": true}', "demo.v1", registry)
+        check('{"ok": true}', "demo.v1", registry)
     # An unregistered label is still a JSON contract, just without a shape.
-    assert parse_structured_output("[1]", "other.v1", registry) == [1]
+    assert check("[1]", "other.v1", registry) == [1]
     assert registry.schema("other.v1") is None
     assert registry.schema("demo.v1") is not None
 
 
 def test_broken_schema_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a valid JSON Schema"):
-        _registry(tmp_path, {"type": "no-such-type"}).validate("demo.v1", 1)
+        _registry(tmp_path, {"type": "no-such-type"}).resources("demo.v1")
     path = tmp_path / "bad.json"
     path.write_text("{nope")
     with pytest.raises(ConfigError, match=r"bad.json:1:2: output schema 'x': not valid JSON"):
-        SchemaRegistry({"x": path}).validate("x", 1)
+        SchemaRegistry({"x": path}).resources("x")
 
 
 def test_instruction_names_the_label_and_schema() -> None:

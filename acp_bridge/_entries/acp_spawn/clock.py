@@ -134,6 +134,10 @@ class RunClock:
             raise RunTimeout(what)
         raise RunTimeout(f"the run did not finish within {self.timeout:g}s (timeout)")
 
+    def left(self) -> float:
+        """Seconds until the run's deadline (0 when it has passed)."""
+        return max(0.0, self.deadline - anyio.current_time())
+
     def end_by(self) -> float:
         """When the wind-down must be over: END_GRACE after the work stopped (now, for a
         run that finished), never later than END_GRACE after the run's deadline."""

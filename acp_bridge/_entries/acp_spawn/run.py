@@ -299,10 +299,13 @@ class AcpRun:
             schema = result.schemas.schema(result.output_schema)
             prompt += "\n" + structured_output_instruction(result.output_schema, schema)
         await self._turn(session, prompt)
-        for _ in range(self.profile.repair_turns):
-            if not needs_repair(result):
+        for repairs_left in range(self.profile.repair_turns, -1, -1):
+            if not result.output_schema:
                 break
-            error = result.answer().error
+            self.result.collector.end_turn()  # the answer checked is the one kept
+            error = (await result.check_answer(self.clock.left())).error
+            if not repairs_left or not needs_repair(result):
+                break
             self.sink.emit("status", phase="repairing", reason=str(error))
             await self._turn(session, repair_prompt(result.output_schema, error))
 

@@ -190,7 +190,7 @@ class AcpRun:
         status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
         self.sink.emit("status", phase="starting", **status)
         try:
-            return confinement.launch(argv, self.env, self.cwd)
+            return confinement.launch(argv, self.env, self.cwd, handoff=True)
         except SpawnError as exc:
             where = f" ({self.origin})" if self.origin else ""
             hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
@@ -207,6 +207,7 @@ class AcpRun:
             install_hint=self.profile.install,
             origin=self.origin,
             graceful=launch.graceful,
+            handoff=launch.handoff,
         )
         result = self.result
         try:

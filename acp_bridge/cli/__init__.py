@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from acp_bridge._os.undumpable import make_undumpable
 from acp_bridge.cli._signals import interrupts
 
 __all__ = ["exit_code_for", "main"]
@@ -37,6 +38,9 @@ def entry_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # First: an agent (of this run or another one, under Landlock) runs as the same user
+    # and could read this process's environment, host secrets included, in /proc.
+    make_undumpable()
     interrupts.install()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))

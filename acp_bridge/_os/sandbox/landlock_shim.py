@@ -11,7 +11,8 @@ bridge starts it in the agent's place; the shim
 3. forks the command, which drops ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``
    from its bounding set (with any of them an agent run as root reads every process's
    ``/proc/<pid>/environ``, the bridge's included, non-dumpable or not), sets
-   ``no_new_privs``, restricts itself and ``exec``s with stdio inherited. The shim stays *outside* the Landlock domain on purpose: with ABI ≥ 6
+   ``no_new_privs``, restricts itself and ``exec``s with stdio inherited. The shim stays
+   *outside* the Landlock domain on purpose: with ABI ≥ 6
    signal scoping the command cannot signal (so cannot kill) its keeper;
 4. waits. When the command exits — or it is told to stop and the command has not exited
    within ``grace`` — it SIGKILLs and reaps every remaining descendant, then exits the way

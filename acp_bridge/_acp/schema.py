@@ -76,6 +76,8 @@ class ConfigOptionsCapabilities(Wire):
 
 class ClientSessionCapabilities(Wire):
     config_options: ConfigOptionsCapabilities | None = None
+    notices: Empty | None = None  # live `notice` updates: shown as events, kept in meta
+    compaction: Empty | None = None  # `compaction_update` / `compaction_summary_chunk`
 
 
 class ElicitationCapabilities(Wire):
@@ -89,6 +91,10 @@ class ClientCapabilities(Wire):
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
+    # Unstable in v1 (sent only with the profile's `unstable: true`): child sessions and
+    # plan operations (`plan_update` / `plan_removed`).
+    subagents: Empty | None = None
+    plan: Empty | None = None
 
 
 class InitializeParams(Wire):
@@ -100,6 +106,7 @@ class InitializeParams(Wire):
 class McpCapabilities(Wire):
     http: bool = False
     sse: bool = False
+    stdio: bool = True  # every v1 agent takes stdio servers; a v2 agent says so
 
 
 class PromptCapabilities(Wire):
@@ -164,7 +171,9 @@ class NameValue(Wire):
 
 
 class McpServerStdio(Wire):
-    # Stdio servers carry no "type" field on the wire, and all four keys are required.
+    # In v1 stdio servers carry no "type" field, and all four keys are required; v2 wants
+    # ``type: "stdio"`` (set by the session for a v2 connection).
+    type: Literal["stdio"] | None = None
     name: str
     command: str
     args: list[str]
@@ -182,6 +191,7 @@ class NewSessionParams(Wire):
     cwd: str
     mcp_servers: list[McpServerStdio | McpServerHttp]  # required, may be empty
     additional_directories: list[str] | None = None
+    system_prompt: dict[str, Any] | None = None  # only where sessionCapabilities.systemPrompt
 
 
 class SessionMode(Wire):
@@ -267,6 +277,7 @@ class TextBlock(Wire):
 class PromptParams(Wire):
     session_id: str
     prompt: list[TextBlock]
+    idempotency_key: str | None = None  # v2 (RFD idempotency keys): inserted at most once
 
 
 class PromptResult(Wire):
@@ -289,6 +300,7 @@ class ToolCallUpdate(Wire):
 
     tool_call_id: str
     title: str | None = None
+    name: str | None = None  # the tool's programmatic name (ToolCall.name, schema 1.22+)
     kind: str | None = None
     status: str | None = None
     locations: list[dict[str, Any]] | None = None

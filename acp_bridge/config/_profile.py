@@ -108,6 +108,11 @@ class PermissionRule(StrictModel):
     rule matches if any command of the line does."""
 
     kind: ToolKind | None = Field(None, description="ACP tool kind the rule applies to")
+    name: str | None = Field(
+        None,
+        description="glob on the tool's programmatic name (ACP ToolCall.name, e.g. "
+        "'mcp__acp_bridge__*'), case-sensitive; a tool call without a name never matches",
+    )
     title: str | None = Field(
         None, description="glob on the tool call title, case-insensitive (e.g. 'git *')"
     )
@@ -293,8 +298,19 @@ class AgentProfile(StrictModel):
     )
     unstable: bool = Field(
         False,
-        description="allow unstable ACP methods the agent advertises (today: session/fork); "
-        "off by default, like --unstable",
+        description="allow unstable ACP methods and capabilities the agent advertises "
+        "(session/fork, subagent sessions, plan operations); off by default, like --unstable",
+    )
+    protocol: Literal["auto", "1", "2"] = Field(
+        "auto",
+        description="ACP wire version: auto (ask for 2, the v2 Preview, take 1 when that is "
+        "what the agent speaks), 1, or 2 (a v1-only agent is then an error)",
+    )
+    services: Literal["acp", "mcp", "both"] = Field(
+        "acp",
+        description="how a v1 agent gets the bridge's files and terminals: acp (the fs/* and "
+        "terminal/* methods), mcp (an MCP server in session/new), or both; a v2 agent always "
+        "gets the MCP server (v2 has no fs/* or terminal/*)",
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
     min_version: str | None = Field(

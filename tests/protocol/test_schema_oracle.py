@@ -96,6 +96,13 @@ def validate_request(method: str, params: dict[str, Any]) -> None:
             else S.SetSessionConfigOptionSelectRequest
         )
         validate(model, params, method)
+    elif method == "initialize" and params.get("protocolVersion") == 2:
+        # Under `protocol: auto` one initialize asks for v2 and keeps the v1 keys for a v1
+        # agent: the v1 part must be v1 (the v2 part is read by the official TypeScript SDK
+        # in tests/interop/test_ts_v2.py); the v2 keys are exactly the v2 schema's.
+        v1 = {k: v for k, v in params.items() if k not in ("info", "capabilities")}
+        validate(REQUESTS[method], {**v1, "protocolVersion": 1}, method)
+        assert set(params) - set(v1) == {"info", "capabilities"}
     else:
         validate(REQUESTS[method], params, method)
 

@@ -94,6 +94,8 @@ class PermissionQuestion:
     command: str = ""
     """The command line it runs, as judged ("" when it names no command)."""
     parsed: Command | None = field(default=None, repr=False, compare=False)
+    name: str = ""
+    """The tool's programmatic name (ACP ``ToolCall.name``; "" when not given)."""
 
 
 PermissionHook = Callable[[PermissionQuestion], Awaitable[bool | str]]
@@ -131,6 +133,10 @@ def _pattern(command: str) -> tuple[str, ...]:
 
 def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
     if rule.kind is not None and rule.kind != question.kind:
+        return False
+    if rule.name is not None and not (
+        question.name and fnmatch.fnmatchcase(question.name, rule.name)
+    ):
         return False
     command, allow = question.parsed, rule.decision == "allow"
     whole = command is None or command.simple or (rule.compound and command.only_operators)
@@ -323,6 +329,7 @@ class PermissionPolicy:
             raw_input=tool.raw_input,
             command=command.line if command is not None else "",
             parsed=command,
+            name=tool.name or "",
         )
 
     async def answer(
@@ -369,6 +376,7 @@ class PermissionPolicy:
         record = PermissionRecord(
             tool_call_id=question.tool_call_id,
             title=question.title,
+            name=question.name or None,
             kind=question.kind,
             decision=decision,
             option_id=option_id,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from acp_bridge.errors import ProtocolError
@@ -316,9 +316,42 @@ class PermissionOption(Wire):
 
 
 class RequestPermissionParams(Wire):
+    """A permission request; v2's shape (``title`` and a ``subject``) is read into v1's (a
+    ``toolCall``), so one policy and one ledger judge both."""
+
     session_id: str
     tool_call: ToolCallUpdate
     options: list[PermissionOption]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v2_subject(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "toolCall" in data or "tool_call" in data:
+            return data
+        return {**data, "toolCall": subject_tool_call(data.get("title"), data.get("subject"))}
+
+
+def subject_tool_call(title: Any, subject: Any) -> dict[str, Any]:
+    """The tool call a v2 permission request is about: its ``tool_call`` subject, or a
+    ``command`` subject as an ``execute`` call of that command, or just its title."""
+    title = title if isinstance(title, str) else None
+    subject = subject if isinstance(subject, dict) else {}
+    kind, tool, command = subject.get("type"), subject.get("toolCall"), subject.get("command")
+    if kind == "tool_call" and isinstance(tool, dict):
+        tool = dict(tool)
+        if title and not tool.get("title"):
+            tool["title"] = title
+        return tool
+    if kind == "command" and isinstance(command, str):
+        call_id = subject.get("toolCallId")
+        return {
+            "toolCallId": call_id if isinstance(call_id, str) else "",
+            "title": title or command,
+            "kind": "execute",
+            "rawInput": {"command": command, "cwd": subject.get("cwd")},
+        }
+    # No subject, or a newer (`_`-prefixed) one: judged by its title, kept raw in the transcript.
+    return {"toolCallId": "", "title": title}
 
 
 def permission_selected(option_id: str) -> dict[str, Any]:

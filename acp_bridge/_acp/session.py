@@ -22,7 +22,7 @@ once and the caller goes on to the kill.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -76,9 +76,11 @@ CANCEL_WRITE = 1.0
 
 UNSTABLE_HINT = "opt in with --unstable (API: unstable=True) or the profile's `unstable: true`"
 
-ServicesServer = Callable[[InitializeResult], "McpServerStdio | McpServerHttp | None"]
-"""Given what the agent advertised, the MCP server entry that offers it the bridge's files
-and terminals over a transport it takes (None: none to offer)."""
+ServicesServer = Callable[
+    [InitializeResult, bool], Awaitable["McpServerStdio | McpServerHttp | None"]
+]
+"""Given what the agent advertised (and whether it speaks v2), the MCP server entry that
+offers it the bridge's files and terminals over a transport it takes (None: none)."""
 
 
 class AcpSession:
@@ -196,7 +198,7 @@ class AcpSession:
 
     # --- session ----------------------------------------------------------------------------
 
-    def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
+    async def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
         servers: list[McpServerStdio | McpServerHttp] = []
         stdio_type = "stdio" if self.v2 else None  # v2 names the transport of every server
         for server in self.profile.mcp_servers:
@@ -222,7 +224,7 @@ class AcpSession:
                     )
                 )
         if self.services_server is not None:
-            offered = self.services_server(self.agent)
+            offered = await self.services_server(self.agent, self.v2)
             if offered is not None:
                 servers.append(offered)
         return servers
@@ -273,7 +275,7 @@ class AcpSession:
         dirs = additional_directories if caps.session_supports("additionalDirectories") else []
         common: dict[str, Any] = {
             "cwd": self.cwd,
-            "mcp_servers": self.mcp_servers(),
+            "mcp_servers": await self.mcp_servers(),
             "additional_directories": dirs or None,
             "system_prompt": self.system_prompt_param(),
         }

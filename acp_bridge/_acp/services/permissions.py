@@ -280,15 +280,17 @@ class PermissionPolicy:
         title: str,
         locations: tuple[str, ...],
         command: Command | None = None,
+        name: str = "",
     ) -> tuple[bool, str]:
         """(allow?, reason) for a request the bridge is about to serve, asked for or not:
-        the decision of the permission request it follows, if any, else the policy."""
+        the decision of the permission request it follows, if any, else the policy
+        (``name``: the MCP tool it came through, for rules by tool name)."""
         keys = command_keys(command) if command is not None else path_keys(kind, locations)
         linked = self.decisions.decide(keys)
         if linked is not None:
             return linked
         line = command.line if command is not None else ""
-        question = PermissionQuestion("", title, kind, locations, (), None, line, command)
+        question = PermissionQuestion("", title, kind, locations, (), None, line, command, name)
         decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason

@@ -157,10 +157,10 @@ class AcpResult:
             warnings.append(self.transcript.cut)
         if self.confinement is not None:
             warnings += self.confinement.notes
-            measured = self.confinement.meta().get("files_changed")
+            measured = self.confinement.files  # None: nothing was measured
             reported = self.collector.tools.file_changes.records()
             if measured is not None:
-                warnings += disagreements(reported, measured, str(self.confinement.cwd))
+                warnings += disagreements(reported, measured.paths, str(self.confinement.cwd))
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:

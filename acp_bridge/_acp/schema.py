@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from acp_bridge.errors import ProtocolError
@@ -294,73 +294,6 @@ class SessionIdParams(Wire):
 # --- agent → client requests ------------------------------------------------------------
 
 
-class ToolCallUpdate(Wire):
-    """A ``tool_call`` or ``tool_call_update`` update, or the tool call a permission request
-    is about (ACP's ToolCallUpdate): everything but the id is optional."""
-
-    tool_call_id: str
-    title: str | None = None
-    name: str | None = None  # the tool's programmatic name (ToolCall.name, schema 1.22+)
-    kind: str | None = None
-    status: str | None = None
-    locations: list[dict[str, Any]] | None = None
-    content: list[dict[str, Any]] | None = None
-    raw_input: Any = None
-    raw_output: Any = None
-
-
-class PermissionOption(Wire):
-    option_id: str
-    name: str = ""
-    kind: str
-
-
-class RequestPermissionParams(Wire):
-    """A permission request; v2's shape (``title`` and a ``subject``) is read into v1's (a
-    ``toolCall``), so one policy and one ledger judge both."""
-
-    session_id: str
-    tool_call: ToolCallUpdate
-    options: list[PermissionOption]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _v2_subject(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or "toolCall" in data or "tool_call" in data:
-            return data
-        return {**data, "toolCall": subject_tool_call(data.get("title"), data.get("subject"))}
-
-
-def subject_tool_call(title: Any, subject: Any) -> dict[str, Any]:
-    """The tool call a v2 permission request is about: its ``tool_call`` subject, or a
-    ``command`` subject as an ``execute`` call of that command, or just its title."""
-    title = title if isinstance(title, str) else None
-    subject = subject if isinstance(subject, dict) else {}
-    kind, tool, command = subject.get("type"), subject.get("toolCall"), subject.get("command")
-    if kind == "tool_call" and isinstance(tool, dict):
-        tool = dict(tool)
-        if title and not tool.get("title"):
-            tool["title"] = title
-        return tool
-    if kind == "command" and isinstance(command, str):
-        call_id = subject.get("toolCallId")
-        return {
-            "toolCallId": call_id if isinstance(call_id, str) else "",
-            "title": title or command,
-            "kind": "execute",
-            "rawInput": {"command": command, "cwd": subject.get("cwd")},
-        }
-    # No subject, or a newer (`_`-prefixed) one: judged by its title, kept raw in the transcript.
-    return {"toolCallId": "", "title": title}
-
-
-def permission_selected(option_id: str) -> dict[str, Any]:
-    return {"outcome": {"outcome": "selected", "optionId": option_id}}
-
-
-PERMISSION_CANCELLED: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
-
-
 class ReadTextFileParams(Wire):
     session_id: str
     path: str
@@ -420,3 +353,14 @@ def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "result"
         raise ProtocolError(f"malformed reply to {method}: {where}: {first['msg']}") from exc
+
+
+# The tool call and permission request types live in schema_tools.py; re-exported here.
+from acp_bridge._acp.schema_tools import (  # noqa: E402, F401
+    PERMISSION_CANCELLED,
+    PermissionOption,
+    RequestPermissionParams,
+    ToolCallUpdate,
+    permission_selected,
+    subject_tool_call,
+)

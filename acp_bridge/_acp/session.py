@@ -45,7 +45,6 @@ from acp_bridge._acp.schema import (
     InitializeResult,
     McpServerHttp,
     McpServerStdio,
-    NameValue,
     NewSessionParams,
     NewSessionResult,
     PromptParams,
@@ -57,6 +56,7 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._acp.schema_sessions import ForkSessionResult, SessionLifecycleParams
 from acp_bridge._acp.session_options import SessionChoices, SessionOptions
+from acp_bridge._acp.session_setup import profile_mcp_servers, system_prompt_param
 from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.turn_state import acknowledged, turn_result
@@ -199,30 +199,8 @@ class AcpSession:
     # --- session ----------------------------------------------------------------------------
 
     async def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
-        servers: list[McpServerStdio | McpServerHttp] = []
-        stdio_type = "stdio" if self.v2 else None  # v2 names the transport of every server
-        for server in self.profile.mcp_servers:
-            if server.type == "stdio":
-                assert server.command is not None
-                servers.append(
-                    McpServerStdio(
-                        type=stdio_type,
-                        name=server.name,
-                        command=server.command,
-                        args=server.args,
-                        env=[NameValue(name=k, value=v) for k, v in server.env.items()],
-                    )
-                )
-            else:
-                assert server.url is not None
-                servers.append(
-                    McpServerHttp(
-                        type=server.type,
-                        name=server.name,
-                        url=server.url,
-                        headers=[NameValue(name=k, value=v) for k, v in server.headers.items()],
-                    )
-                )
+        """The profile's MCP servers, then the bridge's own services where it offers them."""
+        servers = profile_mcp_servers(self.profile, v2=self.v2)
         if self.services_server is not None:
             offered = await self.services_server(self.agent, self.v2)
             if offered is not None:
@@ -230,15 +208,7 @@ class AcpSession:
         return servers
 
     def system_prompt_param(self) -> dict[str, Any] | None:
-        """The ``systemPrompt`` to send (append mode), or an error where it is not offered."""
-        if self.system_prompt is None:
-            return None
-        if not self.agent.agent_capabilities.session_supports("systemPrompt"):
-            raise NotOffered(
-                "system prompt: the agent does not advertise "
-                "sessionCapabilities.systemPrompt, so it cannot take one"
-            )
-        return {"mode": "append", "content": [{"type": "text", "text": self.system_prompt}]}
+        return system_prompt_param(self.system_prompt, self.agent)
 
     def _continue_method(self, fork: bool, unstable: bool) -> str:
         """Which method continues an earlier session, or why none can."""

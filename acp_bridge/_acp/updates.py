@@ -261,12 +261,17 @@ class TurnCollector:
             self._sink.emit("message", text=text, message_id=message_id, whole=True)
 
     def _subagent(self, update: dict[str, Any]) -> None:
+        before = self.subagents.tokens()
         self.subagents.announce(update)
         self._has_children = bool(self.subagents.children)
+        self._count_children(before)
 
     def _child_update(self, session_id: str, update: dict[str, Any]) -> None:
         before = self.subagents.tokens()
         self.subagents.child_update(session_id, update)
+        self._count_children(before)
+
+    def _count_children(self, before: int) -> None:
         tokens = self.subagents.tokens()
         if tokens != before:  # the budget counts the children: tell it
             self.usage["subagent_tokens"] = tokens

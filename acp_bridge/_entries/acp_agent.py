@@ -46,6 +46,7 @@ async def acp_spawn(
     mode: str | None = None,
     model: str | None = None,
     config_options: Mapping[str, OptionValue] | None = None,
+    system_prompt: str | None = None,
     resume: str | None = None,
     fork: bool = False,
     unstable: bool = False,
@@ -65,7 +66,10 @@ async def acp_spawn(
 
     ``mode``, ``model`` and ``config_options`` (id → value; booleans for boolean options)
     override the profile's ``session:`` settings for this run; a value the agent does not
-    offer fails the run (``config_error``) with what it offers. ``resume`` continues that
+    offer fails the run (``config_error``) with what it offers. ``system_prompt`` (default:
+    the profile's ``session.system_prompt``) is added to the agent's instructions (ACP
+    ``systemPrompt``, append mode) where the agent advertises it; elsewhere the run fails
+    (``config_error``). ``resume`` continues that
     earlier session of the agent (``session/resume``, else ``session/load``; an agent with
     neither fails the run); ``fork=True`` continues it in a copy (``session/fork``, unstable
     in ACP: needs ``unstable=True`` or the profile's ``unstable: true``).
@@ -100,7 +104,7 @@ async def acp_spawn(
             cancel=cancel,
             permission_hook=permission_hook,
             elicitation_hook=elicitation_hook,
-            choices=SessionChoices(mode, model, dict(config_options or {})),
+            choices=SessionChoices(mode, model, dict(config_options or {}), system_prompt),
             resume=resume,
             fork=fork,
             unstable=unstable or profile.unstable,

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
-from anyio.abc import TaskGroup
 
 from acp_bridge._acp.agent_process import KILL_RESERVE, AgentProcess
 from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.schema import Implementation, InitializeResult, McpServerHttp, McpServerStdio
+from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
-
-if TYPE_CHECKING:
-    from acp_bridge._acp.services.mcp_tools import ServicesMcp
 from acp_bridge._acp.services.elicitation import ElicitationHook
+from acp_bridge._acp.services.mcp_tools import ServicesOffer
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_options import SessionChoices
@@ -237,7 +233,7 @@ class AcpRun:
                     transcript=self.transcript,
                     max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
-                    offer = _ServicesOffer(services, services_tg)
+                    offer = ServicesOffer(services, services_tg)
                     session = result.session = AcpSession(
                         conn,
                         profile=self.profile,
@@ -250,6 +246,8 @@ class AcpRun:
                         sink=self.sink,
                         tracing=self.tracing,
                         services_server=offer,
+                        system_prompt=self.choices.system_prompt
+                        or self.profile.session.system_prompt,
                     )
                     try:
                         await self._phases(session)
@@ -371,34 +369,6 @@ class AcpRun:
         roots = dict.fromkeys(str(r) for r in (*self.roots.read, *self.roots.write))
         roots.pop(str(self.cwd.resolve()), None)
         return list(roots)
-
-
-class _ServicesOffer:
-    """The run's files and terminals as an MCP server, started when a session will offer
-    it: to a v2 agent (v2 has no fs/* or terminal/*), or a v1 agent under ``services: mcp |
-    both``. The module (and the MCP SDK under it) is imported only then."""
-
-    def __init__(self, services: ClientServices, tg: TaskGroup) -> None:
-        self._services, self._tg = services, tg
-        self._server: ServicesMcp | None = None
-
-    async def __call__(
-        self, agent: InitializeResult, v2: bool
-    ) -> McpServerHttp | McpServerStdio | None:
-        if not v2 and self._services.profile.services == "acp":
-            return None
-        from acp_bridge._acp.services.mcp_tools import ServicesMcp
-
-        if self._server is None:
-            self._server = ServicesMcp(self._services)
-            if not self._server.tools():
-                return None
-            await self._server.start(self._tg)
-        return self._server.entry(agent, v2)
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            await self._server.stop()
 
 
 def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:

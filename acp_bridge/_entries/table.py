@@ -45,6 +45,9 @@ class EntryRequest(BaseModel):
         description="spawn, ask: a model name from the config; acp_spawn: the agent's model id",
     )
     mode: str | None = Field(None, description="acp_spawn: the session mode to set")
+    system_prompt: str | None = Field(
+        None, description="acp_spawn: instructions added to the agent's (ACP systemPrompt)"
+    )
     config_options: dict[str, str | bool | int | float] | None = Field(
         None, description="acp_spawn: session config option id → value to set"
     )
@@ -98,7 +101,7 @@ class EntryRequest(BaseModel):
         if self.entry != "acp_spawn":
             used = [
                 name
-                for name in ("mode", "config_options", "resume", "worktree")
+                for name in ("mode", "config_options", "system_prompt", "resume", "worktree")
                 if getattr(self, name) is not None
             ] + [name for name in ("fork", "unstable") if getattr(self, name)]
             if used:
@@ -121,6 +124,7 @@ def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[Subta
         mode=request.mode,
         model=request.model,
         config_options=request.config_options,
+        system_prompt=request.system_prompt,
         resume=request.resume,
         fork=request.fork,
         unstable=request.unstable,

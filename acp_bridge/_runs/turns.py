@@ -40,8 +40,8 @@ from acp_bridge._runs.procs import Identity
 from acp_bridge._runs.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store import Store
 
-SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
-            "isolation")  # fmt: skip
+SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options",
+            "system_prompt", "unstable", "isolation")  # fmt: skip
 """What a session is set up with, from a run's request: a follow-up by ``send`` inherits
 them; a held agent serves only follow-ups that ask for the same."""
 

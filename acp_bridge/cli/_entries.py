@@ -127,6 +127,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             mode=args.mode,
             model=args.model,
             config_options=dict(args.config_options) if args.config_options else None,
+            system_prompt=args.system_prompt,
             resume=args.resume,
             fork=args.fork,
             unstable=args.unstable,

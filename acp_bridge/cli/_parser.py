@@ -274,6 +274,11 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", metavar="MODE", help="session mode id to set (e.g. plan)")
     g.add_argument("--model", metavar="MODEL", help="the agent's model id to select")
     g.add_argument(
+        "--system-prompt",
+        metavar="TEXT",
+        help="instructions added to the agent's own (ACP systemPrompt; only where advertised)",
+    )
+    g.add_argument(
         "--set",
         dest="config_options",
         type=key_value,

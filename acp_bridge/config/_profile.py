@@ -229,6 +229,11 @@ class McpServer(StrictModel):
 class SessionSettings(StrictModel):
     mode: str | None = Field(None, description="session mode id to switch to, if advertised")
     model: str | None = Field(None, description="model id to select, if advertised")
+    system_prompt: str | None = Field(
+        None,
+        description="instructions added to the agent's own (ACP systemPrompt, append mode), "
+        "sent only to an agent that advertises it; one that does not fails the run",
+    )
     config_options: dict[str, str | bool | int | float] = Field(
         default_factory=dict, description="session config option id → value, if advertised"
     )

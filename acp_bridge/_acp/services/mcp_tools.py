@@ -258,6 +258,32 @@ class ServicesMcp:
         }
 
 
+class ServicesOffer:
+    """The run's files and terminals as an MCP server, started when a session will offer
+    it: to a v2 agent (v2 has no fs/* or terminal/*), or a v1 agent under ``services: mcp |
+    both``. The MCP SDK and uvicorn are imported only then."""
+
+    def __init__(self, services: ClientServices, tg: TaskGroup) -> None:
+        self._services, self._tg = services, tg
+        self._server: ServicesMcp | None = None
+
+    async def __call__(
+        self, agent: InitializeResult, v2: bool
+    ) -> McpServerHttp | McpServerStdio | None:
+        if not v2 and self._services.profile.services == "acp":
+            return None
+        if self._server is None:
+            self._server = ServicesMcp(self._services)
+            if not self._server.tools():
+                return None
+            await self._server.start(self._tg)
+        return self._server.entry(agent, v2)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+
+
 def _server_class() -> Any:
     import uvicorn
 

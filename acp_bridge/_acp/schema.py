@@ -356,11 +356,11 @@ def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
 
 
 # The tool call and permission request types live in schema_tools.py; re-exported here.
-from acp_bridge._acp.schema_tools import (  # noqa: E402, F401
-    PERMISSION_CANCELLED,
-    PermissionOption,
-    RequestPermissionParams,
-    ToolCallUpdate,
-    permission_selected,
-    subject_tool_call,
+from acp_bridge._acp.schema_tools import PERMISSION_CANCELLED as PERMISSION_CANCELLED  # noqa: E402
+from acp_bridge._acp.schema_tools import PermissionOption as PermissionOption  # noqa: E402
+from acp_bridge._acp.schema_tools import (  # noqa: E402
+    RequestPermissionParams as RequestPermissionParams,
 )
+from acp_bridge._acp.schema_tools import ToolCallUpdate as ToolCallUpdate  # noqa: E402
+from acp_bridge._acp.schema_tools import permission_selected as permission_selected  # noqa: E402
+from acp_bridge._acp.schema_tools import subject_tool_call as subject_tool_call  # noqa: E402

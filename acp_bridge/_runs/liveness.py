@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from acp_bridge._os import proc
-from acp_bridge._runs import followups
+from acp_bridge._runs.followups import holds
 from acp_bridge._runs.lanes import heads
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
@@ -43,7 +43,7 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
     """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
     is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
     assert run.supervisor is not None
-    if followups.hold(store, run.id, run.supervisor, None):
+    if holds.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
         ring(store, heads(store))
     return store.get(run.id) or run
@@ -51,14 +51,14 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
     """:func:`check` every active run (or the given ones); the runs found lost. Holds of
-    dead supervisors are released too (see :mod:`.followups`)."""
+    dead supervisors are released too (see :mod:`.followups.holds`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
     if runs is None:
-        for held in followups.dead_holders(store):
+        for held in holds.dead_holders(store):
             release_dead_holder(store, held)
     return found
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from acp_bridge._os.locations import RUN_LOGS, run_store_path
 from acp_bridge._os.proc import Identity
-from acp_bridge._runs import chain
+from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.dbapi import connect, store_error
 from acp_bridge._runs.store.migrations import migrate
 from acp_bridge._runs.store.records import (
@@ -114,9 +114,9 @@ class Store:
         ``detached``, else ``running`` in the caller's own process (``supervisor``).
 
         A run that continues a session (``follows``, ``session_name``) follows the session's
-        latest run as of this transaction (:func:`~acp_bridge._runs.chain.session_tail`): the caller
-        looked it up before, and another process may have queued a turn of the same session
-        since."""
+        latest run as of this transaction (:func:`~acp_bridge._runs.followups.chain.session_tail`):
+        the caller looked it up before, and another process may have queued a turn of the same
+        session since."""
         now = time.time()
         with self.write() as db:
             for lane, max_concurrent in (limits or {}).items():

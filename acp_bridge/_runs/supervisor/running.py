@@ -20,7 +20,7 @@ refusal, never a fresh session, when the agent offers neither). And an ``acp_spa
 a profile with ``timeouts.idle`` hands its envelope over while its agent is still alive
 (:meth:`Carrier.follow_up`): it is committed, the agent held, and a follow-up claimed in
 that time becomes the next turn of the same live session, a run of its own
-(:mod:`~acp_bridge._runs.holder`).
+(:mod:`~acp_bridge._runs.followups.holds`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ from anyio.abc import TaskGroup, TaskStatus
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._os.proc import Identity
-from acp_bridge._runs import envelopes, followups, holder, lanes
+from acp_bridge._runs import envelopes, lanes
+from acp_bridge._runs.followups.chain import chain_ids, session_to_continue
+from acp_bridge._runs.followups.holds import wait_for_follow_up
 from acp_bridge._runs.start import run_config
 from acp_bridge._runs.store import foreground, retention
 from acp_bridge._runs.store.records import RunRecord
@@ -48,7 +50,7 @@ from acp_bridge._runs.store.store import Store
 from acp_bridge._runs.supervisor.active_run import Carried
 from acp_bridge._runs.wakeups import Bell, ring
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 from acp_bridge.events import Event
 
 log = logging.getLogger("acp_bridge.runs")
@@ -173,7 +175,7 @@ class Carrier:
             return request
         from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
 
-        chain = followups.chain_ids(self.store, follows)
+        chain = chain_ids(self.store.db, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
         return request if found is None else request.model_copy(update={"worktree": str(found)})
 
@@ -187,10 +189,10 @@ class Carrier:
             error = f"the run's stored request is not valid: {exc}"
             return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
         if run.follows is not None and request.resume is None:
-            session_id = followups.session_of(self.store, run.follows)
-            if session_id is None:
-                error = f"run {run.follows} has no ACP session to continue (none was opened)"
-                return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
+            try:
+                session_id = session_to_continue(self.store.db, run.follows)
+            except ConfigError as exc:
+                return envelopes.failed(run, str(exc), exc.code)
             request = request.model_copy(update={"resume": session_id})
             request = await self._in_kept_worktree(request, run.follows)
         try:
@@ -222,7 +224,7 @@ class Carrier:
             written, _ = self._end(turn, result, hold_until=time.time() + left)
             if not written:
                 return None
-            claimed = await holder.wait_for_follow_up(
+            claimed = await wait_for_follow_up(
                 self.store, self.me, run_id, bell, held, self.stopped
             )
         if claimed is None:

@@ -35,7 +35,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from acp_bridge._mcp import logs
 from acp_bridge._mcp.listen import PATH, Listen, check_listen
 from acp_bridge._mcp.server import BridgeServer, Settings
-from acp_bridge._mcp.stdio_repair import MendedStream
+from acp_bridge._mcp.stdio_repair import RepairedStream
 from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15
@@ -141,7 +141,7 @@ def serve_stdio(settings: Settings) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            mended = MendedStream(read, write)
+            mended = RepairedStream(read, write)
             await server.run(mended, write, server.create_initialization_options())
 
     anyio.run(main)

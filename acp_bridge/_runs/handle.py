@@ -23,7 +23,7 @@ from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.followups.holds import let_go
 from acp_bridge._runs.store.records import RunRecord, RunStatus
 from acp_bridge._runs.store.store import Store, open_store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 from acp_bridge._runs.watch import Watch, get_checked
 from acp_bridge.events import Event
 
@@ -225,7 +225,7 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     run = get_checked(db, run_id)
     if run.finished:
         if let_go(db, run_id):
-            ring(db, [run_id])  # its holder wakes, closes the agent, frees the slot
+            wake(db, [run_id])  # its holder wakes, closes the agent, frees the slot
         return run
     if not run.finished and not run.detached:
         from acp_bridge.errors import ConfigError
@@ -243,12 +243,12 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
         with db.write() as conn:
             written = db.finish(conn, run_id, outcome, only_queued=True)
         if written:
-            ring(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
+            wake(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
             return get_checked(db, run_id)
         run = get_checked(db, run_id)  # claimed meanwhile: stop it running
     if run.status == "running":
         db.request_stop(run_id)
-        ring(db, [run_id])
+        wake(db, [run_id])
     return get_checked(db, run_id)
 
 

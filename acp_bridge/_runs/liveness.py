@@ -24,7 +24,7 @@ from acp_bridge._runs.followups import holds
 from acp_bridge._runs.lanes import heads
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 
 
 def check(store: Store, run: RunRecord) -> RunRecord:
@@ -45,7 +45,7 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
     assert run.supervisor is not None
     if holds.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
-        ring(store, heads(store))
+        wake(store, heads(store))
     return store.get(run.id) or run
 
 
@@ -70,9 +70,9 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
     from acp_bridge.errors import ErrorCode
 
     assert run.supervisor is not None
-    carrier = "supervisor" if run.detached else "caller (a foreground run)"
+    carried_by = "supervisor" if run.detached else "caller (a foreground run)"
     error = (
-        f"the run was lost: its {carrier}, pid {run.supervisor.pid}, ended without "
+        f"the run was lost: its {carried_by}, pid {run.supervisor.pid}, ended without "
         "recording a result (killed, crashed, or the host restarted)"
     )
     outcome = ended(run, error, ErrorCode.LOST)
@@ -80,7 +80,7 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
         changed = store.finish(db, run.id, outcome, supervisor=run.supervisor)
     if changed:
         end_processes(store, run.id)
-        ring(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
+        wake(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
     return store.get(run.id) or run
 
 

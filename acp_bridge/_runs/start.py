@@ -35,7 +35,7 @@ from acp_bridge._runs.store import rules
 from acp_bridge._runs.store.records import NewRun, RunRecord
 from acp_bridge._runs.store.store import Store, open_store
 from acp_bridge._runs.supervisor.detach import env_key, launch
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import new_task_id
 from acp_bridge.errors import ConfigError
@@ -176,7 +176,7 @@ def queue_run(
             (store.logs_dir / f"{run.id}.log").unlink()
         raise
     if follows is not None:
-        ring(store, [follows])  # a supervisor holding its agent takes this one at once
+        wake(store, [follows])  # a supervisor holding its agent takes this one at once
     return RunHandle(run.id, store.path)
 
 

@@ -16,7 +16,7 @@ from acp_bridge._runs.followups import chain, holds
 from acp_bridge._runs.store import retention
 from acp_bridge._runs.store.records import NewRun
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import Bell
+from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError, ErrorCode
 
 ME = proc.own_identity()
@@ -86,7 +86,7 @@ def test_an_expired_hold_counts_for_nothing(tmp_path: Path) -> None:
     assert holds.hold(store, "sub_000000000001", ME, time.time() - 1)
     store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]
-    assert not holds.hold(store, "sub_000000000001", GONE, None)  # only its carrier may
+    assert not holds.hold(store, "sub_000000000001", GONE, None)  # only its supervisor may
     store.close()
 
 
@@ -145,9 +145,9 @@ def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
     async def hold_ended_by_the_agent() -> str | None:
         held = Held(anyio.current_time() + 60)
         held.gone.set()
-        with Bell(store, ["sub_000000000001"]) as bell:
+        with Wakeup(store, ["sub_000000000001"]) as wakeup:
             return await holds.wait_for_follow_up(
-                store, ME, "sub_000000000001", bell, held, anyio.Event()
+                store, ME, "sub_000000000001", wakeup, held, anyio.Event()
             )
 
     assert anyio.run(hold_ended_by_the_agent) is None

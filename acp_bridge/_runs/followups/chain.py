@@ -128,8 +128,7 @@ def session_to_continue(db: sqlite3.Connection, run_id: str) -> str:
     session_id = session_of(db, run_id)
     if session_id is None:
         raise ConfigError(
-            f"run {run_id} ended before an ACP session was opened: there is no session to "
-            "continue"
+            f"run {run_id} ended before an ACP session was opened: there is no session to continue"
         )
     return session_id
 

@@ -36,13 +36,13 @@ from acp_bridge._runs import lanes
 from acp_bridge._runs.followups.chain import settings
 from acp_bridge._runs.store.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 
 if TYPE_CHECKING:
     import anyio
 
     from acp_bridge._entries.acp_spawn.live_turns import Held
-    from acp_bridge._runs.wakeups import Bell
+    from acp_bridge._runs.wakeups import Wakeup
 
 
 def holding(run: RunRecord, now: float | None = None) -> bool:
@@ -147,10 +147,10 @@ LOOK = 1.0
 
 
 async def wait_for_follow_up(
-    store: Store, me: Identity, run_id: str, bell: Bell, held: Held, stopped: anyio.Event
+    store: Store, me: Identity, run_id: str, wakeup: Wakeup, held: Held, stopped: anyio.Event
 ) -> str | None:
     """The follow-up of ``run_id`` this process claimed while holding its agent, or None
-    when the hold ended first (then it is released here). ``bell`` rings for ``run_id`` and
+    when the hold ended first (then it is released here). ``wakeup`` rings for ``run_id`` and
     was listening before the hold was committed, so no ring is missed."""
     import anyio  # the supervisor's heavy half has it already; the store side never needs it
 
@@ -167,11 +167,11 @@ async def wait_for_follow_up(
         except OtherSettings:
             break  # released below: that follow-up resumes the session as it asks
         if claimed is not None:
-            ring(store, [claimed])  # its own light supervisor sees it taken, and exits
+            wake(store, [claimed])  # its own light supervisor sees it taken, and exits
             return claimed
         if not holds(store, run_id, me):  # let go (stop), or over by the wall clock
             break
-        await race(partial(bell.wait, min(left, LOOK)), held.gone.wait, stopped.wait)
+        await race(partial(wakeup.wait, min(left, LOOK)), held.gone.wait, stopped.wait)
     release(store, run_id, me)
     return None
 
@@ -179,4 +179,4 @@ async def wait_for_follow_up(
 def release(store: Store, run_id: str, me: Identity) -> None:
     """End this process's hold of ``run_id``'s agent; ring the runs its slot lets start."""
     if hold(store, run_id, me, None):
-        ring(store, lanes.heads(store))
+        wake(store, lanes.heads(store))

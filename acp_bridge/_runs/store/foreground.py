@@ -104,7 +104,7 @@ class _Record:
             log.warning("%s: not recorded in the run store: %s", self.run.task_id, exc)
 
     def _insert(self, config: LoadedConfig | None) -> None:
-        # bell, budget and envelopes only for ended(): imported now, in this worker thread,
+        # wakeup, budget and envelopes only for ended(): imported now, in this worker thread,
         # because ended() is on the caller's critical path (they cost a cold run ~3 ms).
         from acp_bridge._os import proc
         from acp_bridge._runs import budget, envelopes, lanes, wakeups
@@ -143,7 +143,7 @@ class _Record:
         from acp_bridge._os import proc
         from acp_bridge._runs.budget import usage_figures
         from acp_bridge._runs.envelopes import outcome
-        from acp_bridge._runs.wakeups import ring
+        from acp_bridge._runs.wakeups import wake
 
         assert self.path is not None
         tokens, cost = usage_figures(result.meta.usage or {})
@@ -152,7 +152,7 @@ class _Record:
             store = self.ledger.store(self.path)
             with store.write() as db:
                 store.finish(db, self.run.task_id, ended, supervisor=proc.own_identity())
-            ring(store, [self.run.task_id])
+            wake(store, [self.run.task_id])
 
     def abandoned(self) -> None:
         run = self.run

@@ -246,7 +246,7 @@ class Store:
 
     # --- doorbells ----------------------------------------------------------------------
 
-    def add_bell(self, name: str, run_ids: Iterable[str]) -> None:
+    def add_wakeup(self, name: str, run_ids: Iterable[str]) -> None:
         with self.write() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",

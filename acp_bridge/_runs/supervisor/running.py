@@ -18,7 +18,7 @@ Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier o
 session — through ``session/resume`` or ``session/load`` when it is carried by its own supervisor (a
 refusal, never a fresh session, when the agent offers neither). And an ``acp_spawn`` run of
 a profile with ``timeouts.idle`` hands its envelope over while its agent is still alive
-(:meth:`Carrier.follow_up`): it is committed, the agent held, and a follow-up claimed in
+(:meth:`Supervisor.follow_up`): it is committed, the agent held, and a follow-up claimed in
 that time becomes the next turn of the same live session, a run of its own
 (:mod:`~acp_bridge._runs.followups.holds`).
 """
@@ -47,8 +47,8 @@ from acp_bridge._runs.start import run_config
 from acp_bridge._runs.store import foreground, retention
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.supervisor.active_run import Carried
-from acp_bridge._runs.wakeups import Bell, ring
+from acp_bridge._runs.supervisor.active_run import ActiveRun
+from acp_bridge._runs.wakeups import Wakeup, wake
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 from acp_bridge.events import Event
@@ -60,7 +60,7 @@ WORKTREE_LOOKUP = 10.0  # seconds for `git worktree list` when a follow-up start
 """Runs one supervisor carries before it exits and lets fresh supervisors take over."""
 
 
-class Carrier:
+class Supervisor:
     """Carries claimed runs, one after another, in this process."""
 
     def __init__(
@@ -71,7 +71,7 @@ class Carrier:
         self.env_key = env_key
         self.stopping = False
         self._signalled = signalled  # a signal that came before our receiver was listening
-        self.turn: Carried | None = None
+        self.turn: ActiveRun | None = None
         """The run being carried now (while an agent is held: the one that ended last)."""
         self._may_hold = False
         self._tg: TaskGroup | None = None
@@ -110,7 +110,7 @@ class Carrier:
         if run is None:
             return None
         self._may_hold = adopt  # a supervisor that would not adopt holds nothing either
-        self.turn = Carried(self.store, run, self.me, anyio.CancelScope())
+        self.turn = ActiveRun(self.store, run, self.me, anyio.CancelScope())
         result: SubtaskResult | None
         try:
             result = await self._run(self.turn)
@@ -126,7 +126,7 @@ class Carrier:
 
     def _end(
         self,
-        turn: Carried,
+        turn: ActiveRun,
         result: SubtaskResult | None,
         *,
         adopt_env: str | None = None,
@@ -140,11 +140,11 @@ class Carrier:
         )
         if not written:
             log.warning("%s: ended elsewhere meanwhile; this outcome was not recorded", run_id)
-        ring(self.store, [run_id, *([adopted] if adopted else []), *lanes.heads(self.store)])
+        wake(self.store, [run_id, *([adopted] if adopted else []), *lanes.heads(self.store)])
         turn.close()
         return written, adopted
 
-    async def _run(self, turn: Carried) -> SubtaskResult | None:
+    async def _run(self, turn: ActiveRun) -> SubtaskResult | None:
         """Run ``turn``'s entry (and the follow-ups it takes); its last envelope (None: cut
         off after HARD_GRACE)."""
         run = turn.run
@@ -220,18 +220,18 @@ class Carrier:
         if self.store.stop_requested(run_id):  # asked to stop as the turn ended: no hold
             return None
         turn.record_groups()  # the held agent's, should this process die while it waits
-        with Bell(self.store, [run_id]) as bell:  # listening before the hold can be seen
+        with Wakeup(self.store, [run_id]) as wakeup:  # listening before the hold can be seen
             written, _ = self._end(turn, result, hold_until=time.time() + left)
             if not written:
                 return None
             claimed = await wait_for_follow_up(
-                self.store, self.me, run_id, bell, held, self.stopped
+                self.store, self.me, run_id, wakeup, held, self.stopped
             )
         if claimed is None:
             return None
         follow = self.store.get(claimed)
         assert follow is not None
-        turn = self.turn = Carried(self.store, follow, self.me, turn.control.scope)
+        turn = self.turn = ActiveRun(self.store, follow, self.me, turn.control.scope)
         turn.start(self._tg)
         try:
             request = EntryRequest.model_validate(follow.request or {})

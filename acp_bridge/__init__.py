@@ -7,7 +7,7 @@ exported function, so ``acp_bridge.bash`` is always the function, whatever was i
 before.
 
 Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
-exported here install the store's ledger when first looked up (``runs.record: false`` in the
+exported here install the store's reporter when first looked up (``runs.record: false`` in the
 config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
 
 Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
@@ -125,7 +125,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
-# Modules whose exports run entries: looking one up installs the run store's ledger first.
+# Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
         "acp_bridge._entries.acp_spawn.entry",

@@ -38,7 +38,7 @@ def ended_and_held(store: Store, run_id: str, who: proc.Identity) -> None:
         db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
         run = store.get(run_id)
         assert run is not None
-        outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+        outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
         assert store.finish(db, run_id, outcome._replace(status="done"), supervisor=who)
     assert holds.hold(store, run_id, who, time.time() + 60)
 
@@ -101,7 +101,7 @@ def test_a_follow_up_waits_while_the_run_it_follows_has_not_ended(tmp_path: Path
     run = store.get("sub_000000000001")
     assert run is not None
     with store.write() as db:
-        outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+        outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
         assert store.finish(db, run.id, outcome, supervisor=ME)
     assert lanes.heads(store) == ["sub_000000000002"]
     store.close()
@@ -181,7 +181,7 @@ def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
     store.request_stop("sub_000000000001")
     run = store.get("sub_000000000001")
     assert run is not None
-    outcome = envelopes.outcome(envelopes.failed(run, "x", ErrorCode.AGENT_ERROR))
+    outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
     done = outcome._replace(status="done")
     written, _ = lanes.finish(store, run.id, done, ME, adopt_env=None, hold_until=time.time() + 60)
     assert written and store.get(run.id).held_until is None  # type: ignore[union-attr]

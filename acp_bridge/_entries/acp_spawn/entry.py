@@ -79,7 +79,7 @@ async def acp_spawn(
     is above 0 (the run layer's supervisor uses it to serve ``acp-bridge send`` on the live
     agent): after each sound turn it gets the turn's envelope and may hand over the next
     turn, a run of its own (see ``acp_turns.py``). The envelope returned is then the last
-    turn's. The caller records each turn itself: a run ledger records the first turn's id.
+    turn's. The caller records each turn itself: a run reporter records the first turn's id.
     """
     runs: list[AcpRun] = []
 

@@ -132,7 +132,7 @@ class ActiveRun:
         run, control, guard = self.run, self.control, self.guard
         if result is None:  # cut off after HARD_GRACE: stopped, or over budget
             code = ErrorCode.BUDGET if control.reason == "budget" else ErrorCode.CANCELLED
-            result = envelopes.failed(run, control.message or "stopped", code)
+            result = envelopes.run_failed(run, control.message or "stopped", code)
         if control.reason == "budget":
             result = envelopes.over_budget(result, control.message)
         elif (reason := guard.observe(result.meta.usage or {})) and result.status == "done":

@@ -11,7 +11,7 @@ Each run is its stored :class:`~acp_bridge.EntryRequest`, run through
 :func:`~acp_bridge.run_entry` with the run's id as the envelope's ``task_id``. Stopping (a
 request, a signal, a budget exceeded) ends it gracefully, or cuts it off after
 ``HARD_GRACE`` (its envelope then written here). Runs the entry opens itself (a tool call
-inside ``spawn``) are recorded by the ledger (:mod:`~acp_bridge._runs.store.foreground`), like any
+inside ``spawn``) are recorded by the reporter (:mod:`~acp_bridge._runs.store.foreground`), like any
 foreground run.
 
 Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier one continues its ACP
@@ -117,7 +117,7 @@ class Supervisor:
         except Exception as exc:  # a bug here must still end the run, not lose it
             log.exception("%s: the supervisor failed", self.turn.run.id)
             error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
-            result = envelopes.failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
+            result = envelopes.run_failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
         turn, self.turn = self.turn, None
         if turn.ended:  # committed when its agent was held; the entry's last envelope repeats it
             return None
@@ -150,9 +150,9 @@ class Supervisor:
         run = turn.run
         if run.stop_requested is not None or self.stopping:
             turn.control.reason = "stop"
-            return envelopes.failed(run, "stopped before it started", ErrorCode.CANCELLED)
+            return envelopes.run_failed(run, "stopped before it started", ErrorCode.CANCELLED)
         if reason := turn.guard.spent_before_start():
-            return envelopes.failed(run, reason, ErrorCode.BUDGET)
+            return envelopes.run_failed(run, reason, ErrorCode.BUDGET)
         result: SubtaskResult | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -187,18 +187,18 @@ class Supervisor:
             request = EntryRequest.model_validate({**(run.request or {}), "task_id": run.id})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
+            return envelopes.run_failed(run, error, ErrorCode.CONFIG_ERROR)
         if run.follows is not None and request.resume is None:
             try:
                 session_id = session_to_continue(self.store.db, run.follows)
             except ConfigError as exc:
-                return envelopes.failed(run, str(exc), exc.code)
+                return envelopes.run_failed(run, str(exc), exc.code)
             request = request.model_copy(update={"resume": session_id})
             request = await self._in_kept_worktree(request, run.follows)
         try:
             config = run_config(run)
         except BridgeError as exc:
-            return envelopes.failed(run, str(exc), exc.code)
+            return envelopes.run_failed(run, str(exc), exc.code)
         with foreground.carrying(run.id):
             result = await run_entry(
                 request, config=config, on_event=self._on_event, cancel=cancel,
@@ -237,10 +237,10 @@ class Supervisor:
             request = EntryRequest.model_validate(follow.request or {})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            self._end(turn, envelopes.failed(follow, error, ErrorCode.CONFIG_ERROR))
+            self._end(turn, envelopes.run_failed(follow, error, ErrorCode.CONFIG_ERROR))
             return None
         if reason := turn.guard.spent_before_start():  # its group's total used up meanwhile
-            self._end(turn, envelopes.failed(follow, reason, ErrorCode.BUDGET))
+            self._end(turn, envelopes.run_failed(follow, reason, ErrorCode.BUDGET))
             return None
         return FollowUp(
             task=request.task,

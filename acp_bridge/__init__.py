@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
     from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._entries.options import AcpSpawnOptions, AskOptions, BashOptions, SpawnOptions
     from acp_bridge._entries.request import EntryRequest, run_entry
     from acp_bridge._entries.spawn import spawn, spawn_sync
     from acp_bridge._loop.toolset import Selection, Tool, ToolSet
@@ -104,6 +105,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
     "acp_bridge._entries.bash": ("CommandResult", "bash", "bash_sync"),
     "acp_bridge._entries.request": ("EntryRequest", "run_entry"),
+    "acp_bridge._entries.options": ("AcpSpawnOptions", "AskOptions", "BashOptions", "SpawnOptions"),
     "acp_bridge._entries.builtin_tools": ("ToolRegistry",),
     "acp_bridge._loop.toolset": ("Selection", "Tool", "ToolSet"),
     "acp_bridge._output_schema": ("SchemaRegistry",),
@@ -137,11 +139,14 @@ _RECORDED = frozenset(
 )
 
 __all__ = [
+    "AcpSpawnOptions",
     "AgentError",
     "AgentExitedError",
     "AgentProfile",
     "AgentRequestError",
+    "AskOptions",
     "AuthRequiredError",
+    "BashOptions",
     "BridgeError",
     "CommandResult",
     "Config",
@@ -186,6 +191,7 @@ __all__ = [
     "Selection",
     "SourceLocation",
     "SpawnError",
+    "SpawnOptions",
     "Status",
     "SubtaskResult",
     "TerminalRecord",

@@ -47,7 +47,7 @@ INSTRUCTIONS = (
     "acp_spawn runs an external coding agent (see its `agent` enum), spawn a local model "
     "loop, bash one command; each waits for the result. For long work: start, then wait."
 )
-_ENTRY_ARGS: dict[str, type[a.AcpSpawnArgs | a.SpawnArgs | a.BashArgs]] = {
+_ENTRY_ARGS: dict[str, type[a.EntryArgs]] = {
     "acp_spawn": a.AcpSpawnArgs,
     "spawn": a.SpawnArgs,
     "bash": a.BashArgs,
@@ -180,10 +180,10 @@ class BridgeServer:
 
     def entry_request(self, name: str, arguments: dict[str, Any] | None) -> EntryRequest:
         """The checked request of an entry tool (:class:`ConfigError` naming the field)."""
-        args = a.parse(_ENTRY_ARGS[name], arguments)
-        if isinstance(args, a.AcpSpawnArgs):
-            self.check_agent(args.agent)
-        return args.request()
+        request = a.parse(_ENTRY_ARGS[name], arguments).request()
+        if request.agent is not None:
+            self.check_agent(request.agent)
+        return request
 
     def check_agent(self, agent: str) -> None:
         """``agent`` names a profile that is ready here, or the error says what is wrong."""

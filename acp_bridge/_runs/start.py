@@ -109,7 +109,7 @@ def start_run_sync(
             options.session,
             entry=request.entry,
             agent=request.agent,
-            resume=request.resume,
+            resume=request.option("resume"),
         )
     return queue_run(store, request, options, loaded, follows=follows, session_name=options.session)
 
@@ -142,7 +142,7 @@ def queue_run(
     caller_cwd = os.getcwd()  # noqa: PTH109
     # Absolute now: the supervisor may carry runs of other directories too.
     cwd = os.path.normpath(os.path.join(caller_cwd, request.cwd or "."))  # noqa: PTH118
-    data = request.model_copy(update={"task_id": run_id, "cwd": cwd})
+    data = request.replace(task_id=run_id, cwd=cwd)
     lane = lanes.lane_for(request.entry, request.agent)
     run = NewRun(
         id=run_id,

@@ -55,7 +55,7 @@ def _main(argv: list[str]) -> int:
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    parser = build_parser(entry)
+    parser = build_parser(entry, every_option=False)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:

@@ -35,6 +35,7 @@ from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import AcpResult, needs_repair, repair_prompt
 from acp_bridge._entries.confinement import Confinement, confined
+from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
@@ -59,43 +60,41 @@ class AcpRun:
         ctx: RunContext,
         profile: AgentProfile,
         task: str,
+        options: AcpSpawnOptions,
         *,
-        cwd: str | Path | None,
-        output_schema: str | None,
         timeout: float,
         sink: EventSink,
         cancel: anyio.Event | None,
-        permission_hook: PermissionHook | None,
-        elicitation_hook: ElicitationHook | None = None,
-        choices: SessionChoices | None = None,
-        resume: str | None = None,
-        fork: bool = False,
-        unstable: bool = False,
-        isolation: IsolationMode = "none",
-        reopen: Path | None = None,
         abort: anyio.Event | None = None,
+        permission_hook: PermissionHook | None = None,
+        elicitation_hook: ElicitationHook | None = None,
         origin: str = "",
         follow_ups: FollowUps | None = None,
     ) -> None:
+        """``options`` checked (:func:`~acp_bridge._entries.options.check_options`)."""
+        worktree = options.get("worktree")
         self.profile = profile
-        self.isolation: IsolationMode = isolation
-        self.reopen = reopen  # the session's kept worktree, for a follow-up that resumes
+        self.isolation: IsolationMode = options.get("isolation") or profile.isolation
+        # the session's kept worktree, for a follow-up that resumes
+        self.reopen = Path(worktree) if worktree is not None else None
         self.task = task
         self.ctx = ctx
         self.sink = sink
         self.permission_hook = permission_hook
         self.elicitation_hook = elicitation_hook
-        self.choices = choices or SessionChoices()
-        self.resume = resume
-        self.fork = fork
-        self.unstable = unstable
+        self.choices = SessionChoices(
+            options.get("mode"), options.get("model"), dict(options.get("config_options") or {})
+        )
+        self.resume = options.get("resume")
+        self.fork = options.get("fork", False)
+        self.unstable = options.get("unstable", False) or profile.unstable
         self.tracing = Tracing.from_host()
         self.origin = origin
         # Only when the profile keeps its agent between turns: else the one-shot run.
         self.follow_ups = follow_ups if profile.timeouts.idle > 0 else None
         self.turn = Turn(ctx.task_id, ctx.started)
         """The turn now running (the run itself, then each follow-up)."""
-        self.cwd = session_cwd(cwd, profile)
+        self.cwd = session_cwd(options.get("cwd"), profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
         self.sandbox = profile.sandbox.over(ctx.config.config.sandbox)
         self.env = constructed_env(
@@ -120,7 +119,7 @@ class AcpRun:
         self.signals = TurnSignals()
         self.result = AcpResult(
             profile=profile,
-            output_schema=output_schema or "",
+            output_schema=options.get("output_schema") or "",
             schemas=SchemaRegistry(ctx.config.config.schemas),
             collector=self.collector,
             transcript=self.transcript,

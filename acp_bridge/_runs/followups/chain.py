@@ -18,21 +18,9 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from acp_bridge._runs.store.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge.errors import ConfigError
-
-SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
-            "isolation")  # fmt: skip
-"""What a session is set up with, from a run's request: a follow-up by ``send`` inherits
-them; a held agent serves only follow-ups that ask for the same."""
-
-
-def settings(request: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What of a stored request the agent's session is set up with (:data:`SETTINGS`)."""
-    return {name: (request or {}).get(name) for name in SETTINGS}
 
 
 def chain_tail(db: sqlite3.Connection, run_id: str) -> str:

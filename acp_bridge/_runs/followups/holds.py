@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from acp_bridge._os import proc
 from acp_bridge._os.proc import Identity
 from acp_bridge._runs import lanes
-from acp_bridge._runs.followups.chain import settings
 from acp_bridge._runs.store.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store.store import Store
 from acp_bridge._runs.wakeups import wake
@@ -105,6 +104,9 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         ).fetchone()
         if row is not None:
             held = db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
+            # Only the holding supervisor claims: it has the options models loaded already.
+            from acp_bridge._entries.options import session_settings as settings
+
             if held is not None and settings(_spec(row[1])) != settings(_spec(held[0])):
                 raise OtherSettings(row[0])
         held = db.execute(

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from acp_bridge._entries.options import session_setting_names
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.runner import resolve_timeout
-from acp_bridge._runs.followups.chain import SETTINGS, chain_tail, session_to_continue
+from acp_bridge._runs.followups.chain import chain_tail, session_to_continue
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge._runs.start import RunOptions, queue_run, run_config
 from acp_bridge._runs.store.records import RunRecord
@@ -30,7 +31,7 @@ from acp_bridge._runs.watch import get_checked
 from acp_bridge.config import LoadedConfig
 from acp_bridge.errors import ConfigError
 
-INHERITED = SETTINGS
+INHERITED = session_setting_names()
 """What a follow-up's request takes from the run it follows (the rest is its own)."""
 
 

@@ -171,13 +171,17 @@ class Supervisor:
         """``request`` going on in the worktree an earlier turn of its session kept, if any:
         a resumed session must find the files its earlier turns changed (a fresh worktree
         would start from the repository's HEAD without them)."""
-        if request.entry != "acp_spawn" or request.worktree is not None or not request.cwd:
+        if (
+            request.entry != "acp_spawn"
+            or request.option("worktree") is not None
+            or not request.cwd
+        ):
             return request
         from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
 
         chain = chain_ids(self.store.db, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
-        return request if found is None else request.model_copy(update={"worktree": str(found)})
+        return request if found is None else request.replace(worktree=str(found))
 
     async def _call(self, run: RunRecord, cancel: anyio.Event) -> SubtaskResult:
         """The entry's envelope (entries never raise; reading the request or config may)."""
@@ -188,12 +192,12 @@ class Supervisor:
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
             return envelopes.run_failed(run, error, ErrorCode.CONFIG_ERROR)
-        if run.follows is not None and request.resume is None:
+        if run.follows is not None and request.option("resume") is None:
             try:
                 session_id = session_to_continue(self.store.db, run.follows)
             except ConfigError as exc:
                 return envelopes.run_failed(run, str(exc), exc.code)
-            request = request.model_copy(update={"resume": session_id})
+            request = request.replace(resume=session_id)
             request = await self._in_kept_worktree(request, run.follows)
         try:
             config = run_config(run)
@@ -245,7 +249,7 @@ class Supervisor:
         return FollowUp(
             task=request.task,
             task_id=follow.id,
-            timeout=request.timeout,
+            timeout=request.option("timeout"),
             cancel=turn.control.cancel,
-            output_schema=request.output_schema,
+            output_schema=request.option("output_schema"),
         )

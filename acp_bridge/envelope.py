@@ -2,7 +2,7 @@
 
 The first seven keys are a stable contract (they match the Mistermorph envelope);
 ``meta`` is an open extension. What ``output_schema`` means (a JSON answer, validated) is in
-``_output.py``.
+``_output_schema.py``.
 """
 
 from __future__ import annotations

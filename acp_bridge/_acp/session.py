@@ -59,8 +59,8 @@ from acp_bridge._acp.session_options import SessionChoices, SessionOptions
 from acp_bridge._acp.session_setup import profile_mcp_servers, system_prompt_param
 from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._acp.turn_state import acknowledged, turn_result
-from acp_bridge._acp.updates import TurnCollector
 from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import AgentProfile
 from acp_bridge.errors import (

@@ -18,9 +18,9 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._os.race import race
-from acp_bridge._runs import ledger
+from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError
@@ -69,7 +69,7 @@ class SmokeRunner:
         """Finished cases by index; kept here so an outright cancel still leaves them."""
 
     async def run(self, runs: list[CaseRun], cancel: anyio.Event) -> list[CaseOutcome]:
-        ledger.install()  # every case's run is recorded in the run store, like any other
+        foreground.install()  # every case's run is recorded in the run store, like any other
         limiter = anyio.CapacityLimiter(max(1, self.settings.parallel))
         async with anyio.create_task_group() as tg:
             for index, run in enumerate(runs):

@@ -212,7 +212,7 @@ def test_missing_command_is_spawn_failed(harness: AgentHarness) -> None:
 def test_caller_cancel_is_graceful(harness: AgentHarness) -> None:
     import anyio
 
-    from acp_bridge._entries.acp_agent import acp_spawn
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
     config = harness.fault("cancel-aware", timeouts=FAST)
 

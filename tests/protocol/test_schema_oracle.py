@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from acp_bridge._acp.services.elicitation import ElicitationAnswer, ElicitationQuestion
 from acp_bridge._acp.services.permissions import PermissionQuestion
-from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
+from acp_bridge._entries.acp_spawn.admin import agent_logout, agent_sessions, delete_agent_session
 from tests.conftest import AGENTS, AgentHarness
 from tests.spy import Spy
 

@@ -6,7 +6,7 @@ import json
 import tracemalloc
 from typing import Any
 
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge.events import Event, EventSink
 
 

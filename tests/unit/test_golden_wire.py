@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from acp_bridge._acp import schema as protocol
 from acp_bridge._acp.schema import parse_reply
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge.events import EventSink
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "wire"

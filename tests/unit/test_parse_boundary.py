@@ -30,7 +30,7 @@ from acp_bridge._acp.request_pool import RequestPool
 from acp_bridge._acp.router import Route, Router
 from acp_bridge._acp.schema import ReadTextFileParams
 from acp_bridge._acp.transcript import Transcript
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge.envelope import Meta
 from acp_bridge.errors import BridgeError, RunTimeout
 from acp_bridge.events import EventSink

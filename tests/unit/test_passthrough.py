@@ -7,7 +7,7 @@ import json
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge._entries.shell import CommandResult
+from acp_bridge._entries.bash import CommandResult
 from acp_bridge._loop.passthrough import (
     Directive,
     call_tool_directive,

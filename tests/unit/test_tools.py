@@ -10,9 +10,10 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
+from acp_bridge._entries.builtin_tools import ToolRegistry
 from acp_bridge._entries.depth import subtask_level
-from acp_bridge._entries.tools import ToolRegistry
-from acp_bridge._loop.registry import json_parameters
+from acp_bridge._loop.toolset import json_parameters
+from acp_bridge._os.limits import MAX_SECONDS
 from acp_bridge.config import load_config
 from acp_bridge.errors import ConfigError, ErrorCode
 from tests.helpers import default_config, run_bounded
@@ -58,11 +59,14 @@ def test_specs_in_openai_and_anthropic_shapes(tmp_path: Path) -> None:
         jsonschema.Draft202012Validator.check_schema(params)
     bash = openai["bash"]["function"]["parameters"]
     assert bash["required"] == ["command"]
-    assert bash["properties"]["timeout"] == {
+    timeout = bash["properties"]["timeout"]  # the options model's, the null branch dropped
+    assert timeout == {
         "type": "number",
         "exclusiveMinimum": 0,
-        "description": "seconds before the command is killed (default from config)",
+        "maximum": MAX_SECONDS,
+        "description": timeout["description"],
     }
+    assert timeout["description"].startswith("seconds the run may take")
     spawn = openai["spawn"]["function"]["parameters"]["properties"]["tools"]
     assert spawn["items"]["enum"] == ["bash", "read_file", "write_file"]
 
@@ -209,7 +213,7 @@ def test_acp_spawn_tool_checks_depth_first_and_says_when_it_is_absent(tmp_path: 
     assert refused["meta"]["error_code"] == ErrorCode.DEPTH_LIMIT
     assert refused["meta"]["entry"] == "acp_spawn" and refused["meta"]["agent"] == "demo"
     try:
-        import acp_bridge._entries.acp_agent  # noqa: F401
+        import acp_bridge._entries.acp_spawn.entry  # noqa: F401
     except ModuleNotFoundError:
         absent = json.loads(run_bounded(registry.call, "acp_spawn", args))
         assert absent["status"] == "failed" and "not available" in absent["error"]

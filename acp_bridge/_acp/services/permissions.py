@@ -67,7 +67,7 @@ from acp_bridge._acp.schema import (
     ToolCallUpdate,
     permission_selected,
 )
-from acp_bridge._acp.services.linked import Decisions, command_keys, path_keys
+from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
 from acp_bridge._acp.toolcalls import RAW_PATH_KEYS, command_of, unquoted
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
 from acp_bridge._os.roots import Roots

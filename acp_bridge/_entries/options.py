@@ -158,6 +158,16 @@ class AcpSpawnOptions(EntryOptions, _AnswerOptions, total=False):
         Field(None, description="the agent's model id to select"),
         Offer(cli="--model", metavar="MODEL", group="session", mcp=True, session=True),
     ]
+    system_prompt: Annotated[
+        str | None,
+        Field(
+            None,
+            description="instructions added to the agent's own (ACP systemPrompt, append "
+            "mode; only where the agent advertises it, else the run fails; default: the "
+            "profile's session.system_prompt)",
+        ),
+        Offer(cli="--system-prompt", metavar="TEXT", group="session", mcp=True, session=True),
+    ]
     config_options: Annotated[
         dict[str, OptionValue] | None,
         Field(

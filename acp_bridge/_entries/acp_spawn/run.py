@@ -24,6 +24,7 @@ from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.elicitation import ElicitationHook
+from acp_bridge._acp.services.mcp_tools import ServicesOffer
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_options import SessionChoices
@@ -83,7 +84,10 @@ class AcpRun:
         self.permission_hook = permission_hook
         self.elicitation_hook = elicitation_hook
         self.choices = SessionChoices(
-            options.get("mode"), options.get("model"), dict(options.get("config_options") or {})
+            options.get("mode"),
+            options.get("model"),
+            dict(options.get("config_options") or {}),
+            options.get("system_prompt"),
         )
         self.resume = options.get("resume")
         self.fork = options.get("fork", False)
@@ -231,6 +235,7 @@ class AcpRun:
                     transcript=self.transcript,
                     max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
+                    offer = ServicesOffer(services, services_tg)
                     session = result.session = AcpSession(
                         conn,
                         profile=self.profile,
@@ -242,6 +247,9 @@ class AcpRun:
                         signals=self.signals,
                         sink=self.sink,
                         tracing=self.tracing,
+                        services_server=offer,
+                        system_prompt=self.choices.system_prompt
+                        or self.profile.session.system_prompt,
                     )
                     try:
                         await self._phases(session)
@@ -250,6 +258,7 @@ class AcpRun:
                     finally:
                         with anyio.CancelScope(shield=True), self.tracing.span("acp.shutdown"):
                             await self.clock.wind_down(session, process, services, started)
+                            await offer.stop()
                 services_tg.cancel_scope.cancel()
         except BridgeError as exc:  # spawn failures: nothing ran
             result.error = result.error or exc

@@ -4,23 +4,14 @@ The public API is what ``__all__`` lists; every module whose name starts with ``
 private. Names are loaded on first use, so ``import acp_bridge`` is cheap and the bundled
 demo agent (a submodule) starts without loading pydantic. No submodule is named like an
 exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
-before.
+before (private packages may: ``acp_bridge._entries.bash`` holds ``bash``).
 
 Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
 exported here install the store's reporter when first looked up (``runs.record: false`` in the
 config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
 
-Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
-
-    cli          the command line (the only place that prints)
-    smoke        suites, checks, reports
-    _runs        the run store, detached runs and their supervisors, lanes, budgets
-    _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
-    _loop        the local model loop (everything that imports pydantic-ai)
-    _acp         the ACP client: schema, connection, router, process, session, services
-    config _os   configuration and profiles | processes, buffers, roots, env, redaction
-    envelope events _output   the envelope, live events, output_schema
-    errors       the BridgeError tree
+The package is layered (each layer imports only those below it): the list is
+``pyproject.toml``'s import-linter contract, drawn in ``docs/explanation/architecture.md``.
 """
 
 from __future__ import annotations

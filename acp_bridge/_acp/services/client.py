@@ -41,7 +41,7 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationHook,
     ElicitationService,
 )
-from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.file_service import FileService
 from acp_bridge._acp.services.permissions import (
     PermissionHook,
     PermissionLedger,

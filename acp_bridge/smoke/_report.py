@@ -14,7 +14,7 @@ import os
 import socket
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,14 +131,16 @@ def write_report(path: Path, data: bytes) -> None:
     temp.replace(path)
 
 
-def summary_lines(outcomes: Sequence[CaseOutcome], info: RunInfo) -> list[str]:
-    """The table people read at the end of a run."""
-    width = max((len(o.run.id) for o in outcomes), default=4)
+def summary_lines(
+    outcomes: Sequence[CaseOutcome], info: RunInfo, shown: Callable[[str], str] = str
+) -> list[str]:
+    """The table people read at the end of a run; ``shown`` writes a case's name and
+    reason for where the table goes (the CLI: on one line, controls made visible)."""
+    width = max((len(shown(o.run.id)) for o in outcomes), default=4)
     lines = [f"{'CASE':<{width}}  {'RESULT':<7}  {'TIME':>7}  DETAIL"]
     for o in outcomes:
-        lines.append(
-            f"{o.run.id:<{width}}  {o.verdict.upper():<7}  {o.duration:>6.2f}s  {o.reason}"
-        )
+        name, reason = shown(o.run.id), shown(o.reason)
+        lines.append(f"{name:<{width}}  {o.verdict.upper():<7}  {o.duration:>6.2f}s  {reason}")
     counts = totals(outcomes)
     parts = [f"{counts[k]} {k}" for k in ("passed", "failed", "error", "skipped") if counts[k]]
     tail = " (interrupted)" if info.interrupted else ""

@@ -25,6 +25,7 @@ from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge.cli._printing import EXIT_INTERRUPTED, EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
+from acp_bridge.cli._streams import typed_text
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
 
@@ -56,11 +57,11 @@ def read_task(text: str) -> str:
     """A task or follow-up text as given, or read from stdin for ``-`` (bounded: stdin may
     be endless, ``< /dev/zero``)."""
     if text != "-":
-        return text
+        return typed_text(text)
     read = sys.stdin.read(MAX_TASK_BYTES + 1)  # characters: at most 4 bytes each
     if len(read) > MAX_TASK_BYTES:
         raise ConfigError(f"the text on stdin is longer than {MAX_TASK_BYTES} bytes")
-    return read
+    return typed_text(read)
 
 
 def send_follow_up(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._signals import interrupts
+from acp_bridge.cli._streams import typed_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
 from acp_bridge.errors import ConfigError, ErrorCode
@@ -107,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
-    command = " ".join(args.command)  # like ssh: the words make one shell line
+    command = typed_text(" ".join(args.command))  # like ssh: the words make one shell line
     return run_request(args, request_from(args, "bash", command))
 
 

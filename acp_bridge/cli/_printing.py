@@ -25,9 +25,32 @@ EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 
 
+class StdoutError(Exception):
+    """stdout took no more (a full disk, an I/O error): the CLI says so on stderr, exit 1.
+    (A reader that went away, ``… | head``, is a BrokenPipeError and no error.)"""
+
+
+def _to_stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutError(exc.strerror or str(exc)) from exc
+
+
+def flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutError(exc.strerror or str(exc)) from exc
+
+
 def out(text: str = "") -> None:
     """A line of human text on stdout."""
-    sys.stdout.write(visible(text) + "\n")
+    _to_stdout(visible(text) + "\n")
 
 
 def err(text: str) -> None:
@@ -43,11 +66,7 @@ def out_json(data: Any, *, pretty: bool = False, line: bool = False) -> None:
     """``data`` as JSON on stdout: indented with ``pretty`` or on a terminal, else one
     line; always one line with ``line`` (one JSON value per line, for programs)."""
     indent = None if line else 2 if pretty or _isatty(sys.stdout) else None
-    sys.stdout.write(_json_for(sys.stdout, data, indent) + "\n")
-
-
-def flush_stdout() -> None:
-    sys.stdout.flush()
+    _to_stdout(_json_for(sys.stdout, data, indent) + "\n")
 
 
 def err_json(data: Any) -> None:
@@ -71,7 +90,10 @@ class HumanStream:
         self._stream = stream
 
     def write(self, text: str) -> None:
-        self._stream.write(visible(text))
+        if self._stream is sys.stdout:
+            _to_stdout(visible(text))
+        else:
+            self._stream.write(visible(text))
 
     def control(self, sequence: str) -> None:
         own = getattr(self._stream, "control", None)  # stderr's: not sanitized again
@@ -81,7 +103,10 @@ class HumanStream:
             self._stream.write(sequence)
 
     def flush(self) -> None:
-        self._stream.flush()
+        if self._stream is sys.stdout:
+            flush_stdout()
+        else:
+            self._stream.flush()
 
     def isatty(self) -> bool:
         return _isatty(self._stream)

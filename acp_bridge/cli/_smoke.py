@@ -22,7 +22,7 @@ from acp_bridge.cli._printing import (
     out,
 )
 from acp_bridge.cli._profiles import load
-from acp_bridge.cli._safe_text import one_line
+from acp_bridge.cli._safe_text import json_text, one_line
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -94,6 +94,9 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     from acp_bridge.smoke._runner import SmokeRunner, SmokeSettings
     from acp_bridge.smoke._suite import expand, load_suite
 
+    for option, path in (("--junit", args.junit), ("--json", args.json)):
+        if path is not None:
+            report.check_report_path(path, option)  # before an hour of cases, not after
     suites = [load_suite(path) for path in args.suites]
     runs, filtered = expand(suites, names(args.agents))
     if not runs:
@@ -140,9 +143,10 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         outcomes = runner.results(runs)
         info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
         if args.junit:
-            report.write_report(args.junit, report.junit_xml(outcomes, info))
+            report.write_report(args.junit, report.junit_xml(outcomes, info), "--junit")
         if args.json:
-            report.write_report(args.json, report.report_json_bytes(outcomes, info))
+            data = (json_text(report.json_report(outcomes, info), indent=2) + "\n").encode()
+            report.write_report(args.json, data, "--json")
     for line in report.summary_lines(outcomes, info, shown=one_line):
         out(line)
     if interrupted:

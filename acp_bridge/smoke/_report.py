@@ -15,7 +15,8 @@ escapes, so the report is well-formed whatever the cases carry, and safe to ``ca
 
 Report paths are checked before the first case runs (:func:`check_report_path`): a
 directory, a missing or read-only folder is a config error then, not a traceback after an
-hour of cases.
+hour of cases. A report replaces its file atomically (a new file, renamed over it); a
+character device or a FIFO (``--junit /dev/stdout``) is written into instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import errno
 import os
 import re
 import socket
+import stat
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -163,6 +165,8 @@ def check_report_path(path: Path, option: str) -> None:
     full, not ours). Tried for real: a temporary file is made there and removed."""
     if path.is_dir():
         raise ConfigError(f"{option} {path}: is a directory; name a file in it")
+    if _is_stream(path):  # /dev/stdout, a FIFO: written as it is
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = _temporary(path)
@@ -177,6 +181,10 @@ def write_report(path: Path, data: bytes, option: str = "report") -> None:
     ConfigError that names the path."""
     probe = None
     try:
+        if _is_stream(path):  # /dev/stdout, a FIFO: no rename over it, a write into it
+            with path.open("wb") as stream:
+                stream.write(data)
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, probe = _temporary(path)
         with os.fdopen(fd, "wb") as file:
@@ -187,6 +195,15 @@ def write_report(path: Path, data: bytes, option: str = "report") -> None:
             with contextlib.suppress(OSError):
                 probe.unlink()
         raise ConfigError(f"{option} {path}: cannot write the report: {_reason(exc)}") from None
+
+
+def _is_stream(path: Path) -> bool:
+    """Whether ``path`` (links followed) is a character device or a FIFO."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
 
 
 def _temporary(path: Path) -> tuple[int, Path]:

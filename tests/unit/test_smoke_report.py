@@ -5,7 +5,9 @@ paths that cannot be written are refused before anything runs."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,3 +108,10 @@ def test_a_report_path_that_cannot_be_written_is_refused(tmp_path: Path) -> None
     assert not (tmp_path / "elsewhere.xml").exists()
     with pytest.raises(ConfigError, match="cannot write the report"):
         write_report(tmp_path / "folder", b"<x/>\n", "--junit")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    check_report_path(fifo, "--junit")  # a stream: written into, not replaced
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    write_report(fifo, b"<x/>\n")
+    assert os.read(reader, 100) == b"<x/>\n" and stat.S_ISFIFO(fifo.lstat().st_mode)
+    os.close(reader)

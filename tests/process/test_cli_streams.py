@@ -53,9 +53,14 @@ SHAPES = {
         expect_err="cannot write to stdout: No space left on device",
     ),
     "stdout-reader-gone": Shape(redirect="| head -c 1 >/dev/null", expect_output=None),
+    "stderr-full": Shape(redirect="2>/dev/full"),
+    "stderr-reader-gone": Shape(redirect="2> >(head -c 1 >/dev/null)", events="ndjson"),
     "lang-c": Shape(env={"LANG": "C", "LC_ALL": "C"}),
     "ascii-locale": Shape(env=ASCII_LOCALE),
     "ascii-locale-ndjson": Shape(env=ASCII_LOCALE, events="ndjson"),
+    "ascii-locale-task-from-stdin": Shape(
+        env=ASCII_LOCALE, task="-", redirect=f"<<< 'Reply with exactly {TEXT}'"
+    ),
     "ioencoding-ascii": Shape(env={"PYTHONIOENCODING": "ascii"}),
     "ioencoding-latin-1": Shape(env={"PYTHONIOENCODING": "latin-1"}, events="ndjson"),
     "stderr-unread-ndjson": Shape(

@@ -22,7 +22,7 @@ import pytest
 from acp_bridge._os.locations import SQLITE_SUFFIXES
 from tests.conftest import MARKER_VAR, AgentHarness
 
-UMASKS = [0o000, 0o022, 0o077, 0o277]
+UMASKS = [0o000, 0o022, 0o277]
 
 
 class Bridge:

@@ -80,6 +80,7 @@ if TYPE_CHECKING:
         SandboxViolation,
         SourceLocation,
         SpawnError,
+        StateDirError,
         TurnLimitError,
         UnknownProfileError,
     )
@@ -113,7 +114,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
         "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
         "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
-        "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
@@ -183,6 +185,7 @@ __all__ = [
     "SourceLocation",
     "SpawnError",
     "SpawnOptions",
+    "StateDirError",
     "Status",
     "SubtaskResult",
     "TerminalRecord",

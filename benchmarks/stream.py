@@ -48,6 +48,8 @@ from stream_agent import chunk_text  # noqa: E402
 
 CLIENTS = ("limit", "sdk", "bridge", "bridge-nt")
 WORKER_TIMEOUT = 600.0  # seconds; a deadlocked client fails the benchmark instead of hanging
+WIDTH = int(os.environ.get("STREAM_WIDTH", "0"))
+"""Characters per chunk (0: token-sized); set by ``--width``, passed to workers."""
 
 
 # --- measurement helpers (run inside a worker) ---------------------------------------------
@@ -82,14 +84,14 @@ def chunks_in(output: str) -> tuple[int, bool]:
     all of ``output``. Checked piece by piece: building the expected text would itself cost
     memory in the worker whose peak RSS we report."""
     count, at = 0, 0
-    while output.startswith(text := chunk_text(count), at):
+    while output.startswith(text := chunk_text(count, WIDTH), at):
         at += len(text)
         count += 1
     return count, at == len(output)
 
 
 def _agent_argv(n: int) -> list[str]:
-    return [sys.executable, str(AGENT), str(n)]
+    return [sys.executable, str(AGENT), str(n), str(WIDTH)]
 
 
 # --- the four clients ----------------------------------------------------------------------
@@ -184,7 +186,7 @@ def run_sdk(n: int) -> None:
         ok = (
             reply.stop_reason == "end_turn"
             and client.updates == len(client.texts) == n
-            and all(text == chunk_text(i) for i, text in enumerate(client.texts))
+            and all(text == chunk_text(i, WIDTH) for i, text in enumerate(client.texts))
         )
         _report(
             "sdk", n, client.updates, ok, turn, wall, rss_before_kb=rss_before, peak_rss_kb=peak
@@ -202,7 +204,7 @@ def _bridge_config(directory: Path, n: int, transcripts: bool) -> Path:
                     "name": "stream",
                     "description": "benchmarks/stream_agent.py",
                     "command": sys.executable,
-                    "args": [str(AGENT), str(n)],
+                    "args": [str(AGENT), str(n), str(WIDTH)],
                     "timeouts": {"startup": 60, "session": 60, "run": WORKER_TIMEOUT},
                 }
             ]
@@ -218,6 +220,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
     import anyio
 
     from acp_bridge._acp.session import AcpSession
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_CHARS
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 
@@ -254,7 +257,9 @@ def run_bridge(n: int, transcripts: bool) -> None:
         transcript_bytes = Path(transcript).stat().st_size if transcript else 0
     output = result.output if isinstance(result.output, str) else ""
     received, whole = chunks_in(output)
-    ok = result.status == "done" and received == n and whole
+    # A long answer is kept up to its cap (updates.MAX_ANSWER_CHARS), in whole chunks.
+    capped = WIDTH and received < n and (received + 1) * WIDTH > MAX_ANSWER_CHARS
+    ok = result.status == "done" and (received == n or bool(capped)) and whole
     _report(
         name,
         n,
@@ -283,9 +288,10 @@ def worker(client: str, n: int) -> None:
 # --- the driver ---------------------------------------------------------------------------
 
 
-def measure(client: str, n: int) -> dict[str, Any]:
+def measure(client: str, n: int, width: int = 0) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--worker", client, "--n", str(n)],
+        env={**os.environ, "STREAM_WIDTH": str(width or WIDTH)},
         capture_output=True,
         text=True,
         timeout=WORKER_TIMEOUT,
@@ -309,6 +315,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=100_000, help="chunks per turn")
     parser.add_argument("--n-large", type=int, default=400_000, help="chunks for the memory round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds at --n")
+    parser.add_argument("--width", type=int, default=0, help="characters per chunk (0: short)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -316,6 +323,9 @@ def main() -> int:
     if args.worker:
         worker(args.worker, args.n)
         return 0
+    if args.width:
+        global WIDTH
+        WIDTH = args.width
 
     clients = [c for c in args.clients.split(",") if c]
     print(

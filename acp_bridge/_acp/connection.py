@@ -248,6 +248,8 @@ class JsonRpcConnection:
                     if waiting is not None:  # the request backlog is full: back-pressure
                         assert self._pool is not None
                         await self._pool.put(waiting)
+                if self._transcript is not None:
+                    self._transcript.end_read()  # this read's messages: one write
                 if start < len(chunk):
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start

@@ -34,6 +34,7 @@ from typing import Any
 
 from acp_bridge._acp.schema import INTERNAL_ERROR
 
+UPDATE = "session/update"
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays accepted in one message (ACP needs about 8)."""
 ERROR_MESSAGE_CHARS = 2000
@@ -276,4 +277,7 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         if repaired != message:
             stats.repaired += 1
         message = repaired
+    params = message.get("params")
+    if type(params) is dict and message.get("method") == UPDATE and "id" not in message:
+        return NotificationMessage(UPDATE, params)  # the stream: what classify would say
     return classify(message)

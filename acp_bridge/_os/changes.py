@@ -33,7 +33,7 @@ from pathlib import Path
 
 import anyio
 
-from acp_bridge._os.git import GitError, compare_trees, git, git_tree
+from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
 from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 
 Fingerprint = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
@@ -100,6 +100,8 @@ class Baseline:
 
 async def _git_root(root: Path, scratch: Path, timeout: float) -> _GitRoot | None:
     """The git baseline of ``root``, or None when snapshot mode must do."""
+    if not may_be_in_work_tree(root):
+        return None
     inside = await git(
         "rev-parse",
         "--show-toplevel",

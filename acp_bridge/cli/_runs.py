@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
-from acp_bridge._runs.handle import list_runs, open_run, stop_run, wait_all_sync
+from acp_bridge._runs.handle import list_run_dicts, list_runs, open_run, stop_run, wait_all_sync
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import open_store
 from acp_bridge._runs.watch import get_checked
@@ -226,10 +226,10 @@ def _row(run: RunRecord, now: float) -> list[str]:
 
 
 def cmd_ps(args: argparse.Namespace) -> int:
-    runs = list_runs(include_ended=args.all)
     if args.json:
-        out_json([run.to_dict() for run in runs], line=True)
+        out_json(list_run_dicts(include_ended=args.all), line=True)
         return EXIT_OK
+    runs = list_runs(include_ended=args.all)
     now = time.time()
     rows = [["TASK_ID", "STATUS", "ENTRY", "AGENT", "GROUP", "CREATED", "TOOK", "TASK/SUMMARY"]]
     rows += [_row(run, now) for run in runs]

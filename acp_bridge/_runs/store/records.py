@@ -121,6 +121,24 @@ def row_to_run(row: Sequence[Any]) -> RunRecord:
     )  # fmt: skip
 
 
+def row_to_dict(row: Sequence[Any]) -> dict[str, Any]:
+    """A row of :data:`LIST_COLUMNS` as :meth:`RunRecord.to_dict` gives it, without making
+    the record: ``ps --json`` of 10 000 runs spends half its time on the records else."""
+    (run_id, entry, agent, task, cwd, status, lane, group, created_at, started_at, ended_at,
+     pid, _start, _boot, session_id, transcript, summary, error_code, tokens, cost, _max_tokens,
+     _max_cost, _stop, events_count, _seq, _env_key, detached, follows, session_name,
+     held_until) = row  # fmt: skip
+    return {
+        "task_id": run_id, "status": status, "entry": entry, "agent": agent, "task": task,
+        "cwd": cwd, "lane": lane, "group": group, "created_at": created_at,
+        "started_at": started_at, "ended_at": ended_at, "supervisor_pid": pid,
+        "session_id": session_id, "transcript": transcript, "summary": summary,
+        "error_code": error_code, "usage": {"tokens": tokens, "cost": cost},
+        "events": events_count, "detached": bool(detached), "follows": follows,
+        "session": session_name, "held_until": held_until,
+    }  # fmt: skip
+
+
 class NewRun(NamedTuple):
     """What :meth:`Store.create` records for a run that is about to be queued."""
 

@@ -100,7 +100,7 @@ def _follow(args: argparse.Namespace, handle: RunHandle) -> int:
     from acp_bridge._runs.handle import stop_run
     from acp_bridge.cli._progress import event_printer
 
-    handler, finish = event_printer("none" if args.quiet else args.events)
+    handler, finish, _ = event_printer("none" if args.quiet else args.events)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     stopping = False
     seen = 0

@@ -70,7 +70,14 @@ def section_stream(rounds: int) -> None:
     for r in measured:
         note("  ".join(f"{c} {r[c]['rate']:,.0f}/s" for c in clients))
     rate = [{c: r[c]["rate"] for c in clients} for r in measured]
+    cpu = [{c: r[c]["turn_cpu_s"] for c in clients} for r in measured]
     verdict("stream: bridge/limit", [r["bridge"] / r["limit"] for r in rate], 0.8, at_least=True)
+    verdict(
+        "stream: bridge/limit, by turn CPU",
+        [r["limit"] / r["bridge"] for r in cpu],
+        0.8,
+        at_least=True,
+    )
     verdict("stream: bridge/sdk", [r["bridge"] / r["sdk"] for r in rate], 6.0, at_least=True)
 
 

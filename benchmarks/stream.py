@@ -16,9 +16,11 @@ in one prompt turn. In the same run, interleaved round by round, four clients re
 Each measurement runs in a fresh worker process (this script with ``--worker``), so the
 clients cannot share imports, caches or memory, and each reports its own peak RSS.
 ``turn`` is the prompt turn: from sending ``session/prompt`` to having its reply, every
-update before it handled. ``updates/s`` is N / turn. Every client must have received all N
-chunks: the limit counts them, the SDK and the bridge must produce the exact concatenation
-of the chunk texts (for the bridge: the envelope's ``output``).
+update before it handled. ``updates/s`` is N / turn. Each ratio is also given from the CPU
+time the clients spent in their turns (steadier than wall time on a loaded machine). Every
+client must have received all N chunks: the limit counts them, the SDK and the bridge must
+produce the exact concatenation of the chunk texts (for the bridge: the envelope's
+``output``).
 
 Ratios are taken within each round (the machine's speed drifts; a ratio of two runs made
 side by side drifts less), then the median over the rounds is printed. A last round runs
@@ -116,7 +118,7 @@ def run_limit(n: int) -> None:
         loads(readline())
         call(2, "session/new", {"cwd": str(HERE), "mcpServers": []})
         session_id = loads(readline())["result"]["sessionId"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         call(3, "session/prompt", {"sessionId": session_id, "prompt": []})
         updates = 0
         while True:
@@ -124,14 +126,15 @@ def run_limit(n: int) -> None:
             if "id" in message:
                 break
             updates += 1
-        turn = time.perf_counter() - t0
+        turn, cpu = time.perf_counter() - t0, time.process_time() - c0
         stdin.close()
         agent.wait(timeout=30)
     wall = time.perf_counter() - started
     peak = _rss_kb()
     _report(
-        "limit", n, updates, updates == n, turn, wall, rss_before_kb=rss_before, peak_rss_kb=peak
-    )
+        "limit", n, updates, updates == n, turn, wall,
+        rss_before_kb=rss_before, peak_rss_kb=peak, turn_cpu_s=cpu,
+    )  # fmt: skip
 
 
 def run_sdk(n: int) -> None:
@@ -178,9 +181,9 @@ def run_sdk(n: int) -> None:
                 client_info=Implementation(name="bench-sdk", version="1"),
             )
             session = await conn.new_session(cwd=str(HERE), mcp_servers=[])
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
-            turn = time.perf_counter() - t0
+            turn, cpu = time.perf_counter() - t0, time.process_time() - c0
         wall = time.perf_counter() - started
         peak = _rss_kb()
         ok = (
@@ -189,8 +192,9 @@ def run_sdk(n: int) -> None:
             and all(text == chunk_text(i, WIDTH) for i, text in enumerate(client.texts))
         )
         _report(
-            "sdk", n, client.updates, ok, turn, wall, rss_before_kb=rss_before, peak_rss_kb=peak
-        )
+            "sdk", n, client.updates, ok, turn, wall,
+            rss_before_kb=rss_before, peak_rss_kb=peak, turn_cpu_s=cpu,
+        )  # fmt: skip
 
     asyncio.run(main())
 
@@ -227,14 +231,16 @@ def run_bridge(n: int, transcripts: bool) -> None:
     # The envelope has no per-phase timing, so the prompt turn is timed by wrapping the
     # session's prompt method (from session/prompt sent to its reply, updates included).
     turns: list[float] = []
+    cpus: list[float] = []
     prompt = AcpSession.prompt
 
     async def timed_prompt(self: AcpSession, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return await prompt(self, *args, **kwargs)
         finally:
             turns.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
 
     AcpSession.prompt = timed_prompt  # type: ignore[method-assign]
     name = "bridge" if transcripts else "bridge-nt"
@@ -271,6 +277,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
         peak_rss_kb=peak,
         transcript_bytes=transcript_bytes,
         error=result.error,
+        turn_cpu_s=cpus[0] if cpus else 0.0,
     )
 
 
@@ -374,11 +381,20 @@ def main() -> int:
     def ratio(a: str, b: str) -> list[float]:
         return [rnd[a]["rate"] / rnd[b]["rate"] for rnd in rounds if a in rnd and b in rnd]
 
+    def cpu_ratio(a: str, b: str) -> list[float]:
+        """Speed a/b from the CPU each client spent in the turn: steadier than wall time on
+        a loaded machine (the agent's writes and other work share the cores)."""
+        return [
+            rnd[b]["turn_cpu_s"] / rnd[a]["turn_cpu_s"] for rnd in rounds if a in rnd and b in rnd
+        ]
+
     print()
     for a, b in (("bridge", "sdk"), ("bridge", "limit"), ("bridge-nt", "bridge"), ("sdk", "limit")):
         values = ratio(a, b)
         if values:
-            print(f"{a}/{b}: {_spread(values, '.2f')}")
+            print(
+                f"{a}/{b}: {_spread(values, '.2f')}  by turn CPU: {_spread(cpu_ratio(a, b), '.2f')}"
+            )
     if "bridge" in clients:
         rate = statistics.median(r["bridge"]["rate"] for r in rounds)
         checks = [(f"bridge ≥ 100,000 updates/s: {rate:,.0f}", rate >= 100_000)]

@@ -262,7 +262,16 @@ class InboundStats:
 
 def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
     """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
-    message, text = _parse_text(line) if line[0] == 0x7B else (None, "")  # b"{"
+    message: Any = None
+    if line[0] == 0x7B:  # b"{"; _parse_text inlined: this runs for every line
+        try:
+            text = line.decode()
+            message, end = _raw_decode(text)
+        except (ValueError, RecursionError):
+            message = None
+        else:
+            if end != len(text):
+                message = None
     if type(message) is not dict:  # the decoder makes plain dicts
         stats.sample(line)
         return None

@@ -96,21 +96,26 @@ def _cold_commands(base: str | None, acpx: str | None) -> dict[str, tuple[list[s
 def section_cold(rounds: int, base: str | None, acpx: str | None) -> None:
     commands = _cold_commands(base, acpx)
     walls: dict[str, list[float]] = {name: [] for name in commands}
+    cpus: dict[str, list[float]] = {name: [] for name in commands}
     with tempfile.TemporaryDirectory(prefix="acp-bridge-quick-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ACP_BRIDGE_")}
         env.update(XDG_CONFIG_HOME=f"{tmp}/config", XDG_STATE_HOME=f"{tmp}/state")
         for number in range(rounds + 1):  # round 0 warms up
             for name, (argv, check) in commands.items():
-                wall, _cpu, _rss, status, out = cold_start.timed(argv, env, Path(tmp))
+                wall, cpu, _rss, status, out = cold_start.timed(argv, env, Path(tmp))
                 ok, detail = check(status, out)
                 if not ok:
                     raise SystemExit(f"cold {name}: {detail}")
                 if number:
                     walls[name].append(wall)
+                    cpus[name].append(cpu)
     note("  ".join(f"{n} {statistics.median(w):.3f} s" for n, w in walls.items()))
     pairs = {b: [a / c for a, c in zip(walls["bridge"], walls[b], strict=True)] for b in walls}
+    note("CPU: " + "  ".join(f"{n} {statistics.median(c):.3f} s" for n, c in cpus.items()))
     if "base" in walls:
         verdict("cold run: bridge/base tree", pairs["base"], 0.6)
+        by_cpu = [a / b for a, b in zip(cpus["bridge"], cpus["base"], strict=True)]
+        verdict("cold run: bridge/base tree, by CPU", by_cpu, 0.6)
     else:
         note("no --base: the paired A/B against the tree before the change is not measured")
     if "acpx" in walls:
@@ -150,7 +155,7 @@ def _ps_store(records: int) -> Path:
 
 def section_ps(rounds: int) -> None:
     kept = _ps_store(PS_RECORDS)
-    times = []
+    times, cpus = [], []
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
         shutil.copyfile(kept, db)
@@ -158,11 +163,13 @@ def section_ps(rounds: int) -> None:
         env.update(ACP_BRIDGE_RUNS_DB=str(db), XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp)
         for number in range(rounds + 1):
             argv = [CLI, "ps", "--all", "--json"]
-            wall, _cpu, _rss, status, out = cold_start.timed(argv, env, Path(tmp))
+            wall, cpu, _rss, status, out = cold_start.timed(argv, env, Path(tmp))
             if status != 0 or len(json.loads(out)) != PS_RECORDS:
                 raise SystemExit(f"ps: exit {status}, {out[:200]!r}")
             if number:
                 times.append(wall)
+                cpus.append(cpu)
+    note(f"CPU {statistics.median(cpus):.3f} s (the wall time on an idle machine)")
     verdict(f"ps of {PS_RECORDS:,} records, cold (seconds)", times, 0.15)
 
 

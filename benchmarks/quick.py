@@ -174,7 +174,7 @@ def section_ps(rounds: int) -> None:
 
 
 def section_floods() -> None:
-    mb = 1024.0  # ru_maxrss is in KiB
+    mb = 1024.0  # VmHWM is in KiB
     trivial = stream.measure("bridge", 1)["peak_rss_kb"] / mb
     updates = stream.measure("bridge", 1_000_000)["peak_rss_kb"] / mb
     answer = stream.measure("bridge", 100, width=1 << 20)["peak_rss_kb"] / mb

@@ -58,8 +58,14 @@ WIDTH = int(os.environ.get("STREAM_WIDTH", "0"))
 
 
 def _rss_kb() -> int:
-    """Peak resident set size of this process so far (the kernel's own accounting)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Peak resident set size of this process so far, in KiB: the kernel's VmHWM. Not
+    ``ru_maxrss``, which Linux carries across ``exec``: a worker started by a parent of
+    56 MB would report 56 MB at least (the parent's, from before the exec)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:  # not Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
 
 
 def _report(

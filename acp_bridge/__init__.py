@@ -4,23 +4,14 @@ The public API is what ``__all__`` lists; every module whose name starts with ``
 private. Names are loaded on first use, so ``import acp_bridge`` is cheap and the bundled
 demo agent (a submodule) starts without loading pydantic. No submodule is named like an
 exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
-before.
+before (private packages may: ``acp_bridge._entries.bash`` holds ``bash``).
 
 Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
-exported here install the store's ledger when first looked up (``runs.record: false`` in the
+exported here install the store's reporter when first looked up (``runs.record: false`` in the
 config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
 
-Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
-
-    cli          the command line (the only place that prints)
-    smoke        suites, checks, reports
-    _runs        the run store, detached runs and their supervisors, lanes, budgets
-    _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
-    _loop        the local model loop (everything that imports pydantic-ai)
-    _acp         the ACP client: schema, connection, router, process, session, services
-    config _os   configuration and profiles | processes, buffers, roots, env, redaction
-    envelope events _output   the envelope, live events, output_schema
-    errors       the BridgeError tree
+The package is layered (each layer imports only those below it): the list is
+``pyproject.toml``'s import-linter contract, drawn in ``docs/explanation/architecture.md``.
 """
 
 from __future__ import annotations
@@ -46,6 +37,7 @@ if TYPE_CHECKING:
     from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
     from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._entries.options import AcpSpawnOptions, AskOptions, BashOptions, SpawnOptions
     from acp_bridge._entries.request import EntryRequest, run_entry
     from acp_bridge._entries.spawn import spawn, spawn_sync
     from acp_bridge._loop.toolset import Selection, Tool, ToolSet
@@ -88,6 +80,7 @@ if TYPE_CHECKING:
         SandboxViolation,
         SourceLocation,
         SpawnError,
+        StateDirError,
         TurnLimitError,
         UnknownProfileError,
     )
@@ -104,6 +97,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
     "acp_bridge._entries.bash": ("CommandResult", "bash", "bash_sync"),
     "acp_bridge._entries.request": ("EntryRequest", "run_entry"),
+    "acp_bridge._entries.options": ("AcpSpawnOptions", "AskOptions", "BashOptions", "SpawnOptions"),
     "acp_bridge._entries.builtin_tools": ("ToolRegistry",),
     "acp_bridge._loop.toolset": ("Selection", "Tool", "ToolSet"),
     "acp_bridge._output_schema": ("SchemaRegistry",),
@@ -120,12 +114,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
         "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
         "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
-        "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
-# Modules whose exports run entries: looking one up installs the run store's ledger first.
+# Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
         "acp_bridge._entries.acp_spawn.entry",
@@ -137,11 +132,14 @@ _RECORDED = frozenset(
 )
 
 __all__ = [
+    "AcpSpawnOptions",
     "AgentError",
     "AgentExitedError",
     "AgentProfile",
     "AgentRequestError",
+    "AskOptions",
     "AuthRequiredError",
+    "BashOptions",
     "BridgeError",
     "CommandResult",
     "Config",
@@ -186,6 +184,8 @@ __all__ = [
     "Selection",
     "SourceLocation",
     "SpawnError",
+    "SpawnOptions",
+    "StateDirError",
     "Status",
     "SubtaskResult",
     "TerminalRecord",

@@ -40,6 +40,8 @@ class PermissionRecord(BaseModel):
 
     tool_call_id: str = ""
     title: str = ""
+    name: str | None = None
+    """The tool's programmatic name, when the agent gives one (ACP ``ToolCall.name``)."""
     kind: str = ""
     decision: Literal["allowed", "rejected", "cancelled"]
     option_id: str = ""
@@ -53,6 +55,8 @@ class ToolCallRecord(BaseModel):
 
     tool_call_id: str
     title: str = ""
+    name: str | None = None
+    """The tool's programmatic name, when the agent gives one (ACP ``ToolCall.name``)."""
     kind: str = ""
     status: str = ""
     locations: list[str] = Field(default_factory=list)
@@ -137,6 +141,12 @@ class Meta(BaseModel):
     replayed_updates: int | None = None
     unknown_updates: dict[str, int] | None = None
     trace_id: str | None = None
+    protocol_version: int | None = None
+    notices: list[dict[str, Any]] | None = None
+    compactions: list[dict[str, Any]] | None = None
+    subagents: list[dict[str, Any]] | None = None
+    reported_changes: list[dict[str, Any]] | None = None
+    reported_patch: str | None = None
     warnings: list[str] | None = None
 
 

@@ -11,14 +11,16 @@ purpose from inside the package.
     ├── ConfigError                 config_error      bad config file, profile or argument
     │   ├── ProfileError            config_error      a problem inside one agent profile
     │   ├── UnknownProfileError     config_error      no profile of that name
-    │   └── NotOffered              config_error      the caller asked explicitly for what the
-    │                                                 agent does not offer (a method, a mode,
-    │                                                 a model, an option value)
+    │   ├── NotOffered              config_error      the caller asked explicitly for what the
+    │   │                                             agent does not offer (a method, a mode,
+    │   │                                             a model, an option value)
+    │   └── StateDirError           config_error      the bridge's own folder (the state
+    │                                                 directory) cannot be used: read-only,
+    │                                                 full, a file, a planted symlink
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
     ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
-    ├── BudgetExceeded              budget            a run used more tokens or cost than allowed
     ├── RunTimeout                  timeout           a phase ran past its deadline
     │   └── RunStalled              stalled           a turn showed no progress for
     │                                                 timeouts.stall seconds
@@ -133,6 +135,13 @@ class NotOffered(ConfigError):
     the agent does offer. (The same setting from a profile is only a warning.)"""
 
 
+class StateDirError(ConfigError):
+    """The folder where the bridge keeps its own files (the state directory, its parse
+    cache) cannot be used: read-only, full, a file where a folder should be (``HOME`` is a
+    file), or a symlink planted inside it. The message names the path; the fix is the
+    environment (``XDG_STATE_HOME``) or the path itself."""
+
+
 class DepthLimitError(BridgeError):
     """A run inside a subtask tried to open another subtask level."""
 
@@ -155,12 +164,6 @@ class LimitExceeded(BridgeError):
     """A request or an input went past a size or count limit (the limit is in the message)."""
 
     code = ErrorCode.LIMIT_EXCEEDED
-
-
-class BudgetExceeded(BridgeError):
-    """A run used more tokens or more cost than its budget (or its group's) allows."""
-
-    code = ErrorCode.BUDGET
 
 
 class RunTimeout(BridgeError):

@@ -232,7 +232,7 @@ def fill(store: Store, records: int) -> None:
         store.create(run, me)
         current = store.get(run.id)
         assert current is not None
-        result = envelopes.failed(current, "benchmark record", ErrorCode.AGENT_ERROR)
+        result = envelopes.run_failed(current, "benchmark record", ErrorCode.AGENT_ERROR)
         outcome = envelopes.outcome(result.model_copy(update={"output": output}))
         event = json.dumps({"kind": "message", "task_id": run.id, "elapsed": 0.1, "text": "hi"})
         store.add_events(run.id, [event] * 20, 0)

@@ -35,6 +35,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._acp.activity import Activity
 from acp_bridge._acp.inbound import (
+    UPDATE,
     InboundStats,
     NotificationMessage,
     ReplyMessage,
@@ -136,6 +137,11 @@ class JsonRpcConnection:
     async def wait_closed(self) -> None:
         """Until the agent's stdout reached EOF (or the reader gave up)."""
         await self._eof.wait()
+
+    @property
+    def closed_event(self) -> anyio.Event:
+        """Set when the agent's stdout reached EOF (to wait on beside other events)."""
+        return self._eof
 
     def set_deadline(self, deadline: float) -> None:
         """Every write from now on (and the one in progress) must be done by ``deadline``."""
@@ -254,6 +260,8 @@ class JsonRpcConnection:
                     if waiting is not None:  # the request backlog is full: back-pressure
                         assert self._pool is not None
                         await self._pool.put(waiting, len(line))
+                if self._transcript is not None:
+                    self._transcript.end_read()  # this read's messages: one write
                 if start < len(chunk) and not noise:
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
@@ -282,12 +290,21 @@ class JsonRpcConnection:
         if not stripped:
             return None
         message = decode_line(stripped, stats)
-        if self._transcript is not None:
-            record = self._transcript.non_json if message is None else self._transcript.incoming
-            record(stripped)
         if message is None:
+            if self._transcript is not None:
+                self._transcript.non_json(stripped)
             return None
+        if self._transcript is not None:
+            self._transcript.incoming(stripped)
         try:
+            if (
+                type(message) is NotificationMessage
+                and message.method == UPDATE
+                and message.params is not None
+            ):
+                self.activity.touch()  # progress, for timeouts.stall and the drain
+                self._on_update(message.params)  # the stream: straight to the collector
+                return None
             return self._dispatch(message, len(stripped))
         except Exception:  # the boundary held, a consumer did not: skip, never crash
             log.warning("could not use a message from the agent", exc_info=True)

@@ -7,11 +7,15 @@ narration before tool calls is not the answer. A message's chunks are joined int
 they come (:class:`_Message`), so its memory grows with its text, not with the number of
 chunks: an object per token-sized chunk cost ~60 bytes each (25 MB for 400 000 chunks).
 
-Every stable v1 update kind is read: message and thought chunks, tool calls, ``plan`` (the
-latest one, for ``meta.plan``), ``usage_update``, and the session's state
-(``current_mode_update``, ``config_option_update``, ``session_info_update``,
-``available_commands_update``, kept in :class:`SessionState`). ``user_message_chunk`` is
-counted only.
+One turn model for both wire versions: every stable v1 update kind (to schema 1.34) and
+every v2 one feed it. Message and thought chunks; v2's whole-message upserts
+(``agent_message``: content missing = unchanged, null = cleared); tool calls (v1
+``tool_call``, and ``tool_call_update`` creating an unknown id as v2 wants, explicit nulls
+resetting a field, ``tool_call_content_chunk`` appending content); plans (plans.py);
+``usage_update``; notices and compaction (notices.py); v2's ``state_update`` lifecycle
+(turn_state.py); child sessions (subagents.py: their updates never reach this turn's
+answer); the file changes tool calls report (file_changes.py); and the session's state
+(session_state.py). User messages are counted only.
 
 Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
 (the collector keeps listening until the agent has exited); a permission request may arrive
@@ -34,12 +38,15 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from acp_bridge._acp.schema import ConfigOption, PlanUpdate, ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.notices import Notices
+from acp_bridge._acp.plans import Plans
+from acp_bridge._acp.schema import ToolCallUpdate, UsageUpdate
 from acp_bridge._acp.session_state import SessionState
-from acp_bridge._acp.toolcalls import TITLE_CHARS, announced
+from acp_bridge._acp.subagents import Subagents
+from acp_bridge._acp.turn_state import TurnState
+from acp_bridge._acp.turn_tool_calls import MAX_ID_CHARS, TurnToolCalls
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
@@ -51,10 +58,6 @@ the rest counted, not kept: the answer is held once, then written to stdout, the
 the transcript in pieces, and a run stays within twice an idle run's memory."""
 MAX_MESSAGES = 4096
 """Messages of one turn kept (by first appearance); older ones are dropped past it."""
-MAX_TOOL_CALLS = 10_000
-"""Tool calls recorded for ``meta.tool_calls``; later ones are counted, not recorded."""
-MAX_ID_CHARS = 256
-"""Longest tool call or message id kept (ids are names, not payloads)."""
 MAX_KINDS = 64
 """Distinct update kinds counted; kind names are cut to 64 characters."""
 
@@ -66,25 +69,6 @@ _USAGE_KEYS = {
     "cachedReadTokens": "cached_read_tokens",
     "cachedWriteTokens": "cached_write_tokens",
 }
-
-
-@dataclass
-class _ToolCall:
-    record: ToolCallRecord
-    seen: ToolCallUpdate | None = None
-    """What the turn announced of it, bounded (for the permission policy)."""
-
-    def apply(self, update: ToolCallUpdate) -> None:
-        self.seen = seen = announced(self.seen, update)
-        record = self.record
-        if seen.title:
-            record.title = seen.title[:TITLE_CHARS]
-        if seen.kind:
-            record.kind = seen.kind[:64]
-        if seen.status:
-            record.status = seen.status[:64]
-        if update.locations:
-            record.locations = [str(loc.get("path", "")) for loc in seen.locations or []]
 
 
 _CHUNKS_PER_BLOCK = 1024
@@ -127,13 +111,12 @@ class TurnCollector:
         self._messages: list[_Message] = []
         self._by_id: dict[str, _Message] = {}
         self._current: _Message | None = None
-        self.tool_calls: dict[str, _ToolCall] = {}
+        self.tools = TurnToolCalls(sink)
         self.plan: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {}
         self.kinds: Counter[str] = Counter()
         self.unknown_kinds: Counter[str] = Counter()
         self.malformed = 0
-        self.dropped_tool_calls = 0
         self.dropped_chars = 0
         self._taken = False
         self.late_chunks = 0
@@ -145,19 +128,38 @@ class TurnCollector:
         self.state = SessionState()
         self.replaying = False
         self.replayed = 0
+        self.plans = Plans()
+        self.notices = Notices(sink)
+        self.turn_state = TurnState(sink)
+        self.subagents = Subagents(sink)
+        self._has_children = False
         self._handlers = {
             "tool_call": self._tool_call,
             "tool_call_update": self._tool_call,
+            "tool_call_content_chunk": self.tools.content_chunk,
             "plan": self._plan,
+            "plan_update": self._plan,
+            "plan_removed": self._plan,
             "usage_update": self._usage_update,
             "agent_thought_chunk": self._thought,
+            "agent_thought": self._thought,
+            "agent_message": self._whole_message,
+            "state_update": self.turn_state.apply,
+            "notice": self.notices.notice,
+            "compaction_update": self.notices.compaction,
+            "compaction_summary_chunk": self.notices.summary_chunk,
+            "subagent_update": self._subagent,
+            "session_message": self.subagents.message,
+            "session_message_chunk": _ignore,  # content of a message counted by its upsert
             "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
+            "user_message": _ignore,
         }
+        state = self.state
         self._state_handlers = {
-            "current_mode_update": self._mode,
-            "config_option_update": self._config_options,
-            "session_info_update": self._session_info,
-            "available_commands_update": self._commands,
+            "current_mode_update": state.mode_update,
+            "config_option_update": state.config_option_update,
+            "session_info_update": state.session_info_update,
+            "available_commands_update": state.commands_update,
         }
 
     # --- the stream (called by the connection for every session/update) -----------------
@@ -166,6 +168,9 @@ class TurnCollector:
         update = params.get("update")
         if not isinstance(update, dict):
             self.malformed += 1
+            return
+        if self._has_children and params.get("sessionId") in self.subagents:
+            self._child_update(params["sessionId"], update)
             return
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
@@ -254,42 +259,56 @@ class TurnCollector:
         return message
 
     def _tool_call(self, update: dict[str, Any]) -> None:
-        parsed = ToolCallUpdate.model_validate(update)
-        if len(parsed.tool_call_id) > MAX_ID_CHARS:
-            raise ValueError("a tool call id longer than any agent uses")
         if update.get("sessionUpdate") == "tool_call":
             self._current = None  # an agent without message ids: a tool call ends a message
-        known = self.tool_calls.get(parsed.tool_call_id)
-        before = known.record.status if known else None
-        if known is None:
-            if len(self.tool_calls) >= MAX_TOOL_CALLS:
-                self.dropped_tool_calls += 1
-                return
-            known = self.tool_calls[parsed.tool_call_id] = _ToolCall(
-                ToolCallRecord(tool_call_id=parsed.tool_call_id, status="pending")
-            )
-            known.apply(parsed)
-            self._sink.emit(
-                "tool_call",
-                tool_call_id=parsed.tool_call_id,
-                title=known.record.title,
-                tool_kind=known.record.kind,
-            )
-            return
-        known.apply(parsed)
-        if known.record.status != before:
-            self._sink.emit(
-                "tool_update",
-                tool_call_id=parsed.tool_call_id,
-                title=known.record.title,
-                tool_kind=known.record.kind,
-                status=known.record.status,
-            )
+        self.tools.update(update)
 
     def _plan(self, update: dict[str, Any]) -> None:
-        plan = PlanUpdate.model_validate(update)
-        self.plan = [entry.model_dump() for entry in plan.entries]
+        kind = update.get("sessionUpdate")
+        plans = self.plans
+        if kind == "plan":
+            self.plan = plans.replace(update)
+        else:
+            self.plan = plans.update(update) if kind == "plan_update" else plans.remove(update)
         self._sink.emit("plan", entries=self.plan)
+
+    def _whole_message(self, update: dict[str, Any]) -> None:
+        """v2 ``agent_message``: an upsert of a whole message by id (content missing:
+        unchanged; null: cleared; a list: the message's new content)."""
+        message_id = update.get("messageId")
+        if type(message_id) is not str or len(message_id) > MAX_ID_CHARS:
+            raise TypeError("agent_message needs a messageId")
+        if not self._in_turn or "content" not in update:
+            return
+        content = update["content"]
+        if content is not None and not isinstance(content, list):
+            raise TypeError("agent_message.content must be a list or null")
+        message = self._by_id.get(message_id)
+        if message is None:
+            message = self._by_id[message_id] = self._new_message(message_id)
+        self._current = message
+        text = "".join(_texts(content or []))
+        self._chars += len(text) - len(message.text())
+        message.blocks, message.parts = [], [text] if text else []
+        if text and self._wants_message:
+            self._sink.emit("message", text=text, message_id=message_id, whole=True)
+
+    def _subagent(self, update: dict[str, Any]) -> None:
+        before = self.subagents.tokens()
+        self.subagents.announce(update)
+        self._has_children = bool(self.subagents.children)
+        self._count_children(before)
+
+    def _child_update(self, session_id: str, update: dict[str, Any]) -> None:
+        before = self.subagents.tokens()
+        self.subagents.child_update(session_id, update)
+        self._count_children(before)
+
+    def _count_children(self, before: int) -> None:
+        tokens = self.subagents.tokens()
+        if tokens != before:  # the budget counts the children: tell it
+            self.usage["subagent_tokens"] = tokens
+            self._sink.emit("usage", **self.usage)
 
     def _usage_update(self, update: dict[str, Any]) -> None:
         usage = UsageUpdate.model_validate(update)  # all checked before anything is kept
@@ -315,35 +334,6 @@ class TurnCollector:
         if isinstance(content, dict) and isinstance(content.get("text"), str):
             self._sink.emit("thought", text=content["text"])
 
-    def _mode(self, update: dict[str, Any]) -> None:
-        mode = update.get("currentModeId")
-        if not isinstance(mode, str):
-            raise TypeError("currentModeId must be a string")
-        self.state.mode_id = mode
-
-    def _config_options(self, update: dict[str, Any]) -> None:
-        options = update.get("configOptions")
-        if not isinstance(options, list):
-            raise TypeError("configOptions must be a list")
-        self.state.config_options = [ConfigOption.model_validate(o) for o in options]
-
-    def _session_info(self, update: dict[str, Any]) -> None:
-        # Only changed fields are sent; an explicit null clears one.
-        if "title" in update:
-            title = update["title"]
-            self.state.title = title if isinstance(title, str) else None
-        if "updatedAt" in update:
-            stamp = update["updatedAt"]
-            self.state.updated_at = stamp if isinstance(stamp, str) else None
-
-    def _commands(self, update: dict[str, Any]) -> None:
-        commands = update.get("availableCommands")
-        if not isinstance(commands, list):
-            raise TypeError("availableCommands must be a list")
-        self.state.commands = [
-            str(c["name"]) for c in commands if isinstance(c, dict) and "name" in c
-        ]
-
     # --- what the turn produced ---------------------------------------------------------
 
     def replay(self, on: bool) -> None:
@@ -366,11 +356,8 @@ class TurnCollector:
         if self.bad_usage:
             shown = "; ".join(self.bad_usage[:4])
             out.append(f"ignored usage figures that are not token counts in range: {shown}")
-        if self.dropped_tool_calls:
-            out.append(
-                f"recorded the first {MAX_TOOL_CALLS} tool calls; "
-                f"{self.dropped_tool_calls} more not recorded"
-            )
+        if dropped := self.tools.warning():
+            out.append(dropped)
         if self.dropped_chars:
             out.append(
                 f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
@@ -384,6 +371,7 @@ class TurnCollector:
         self._width = 1
         self._in_turn = True
         self._taken = False
+        self.turn_state.begin()
         self._messages = []
         self._by_id = {}
         self._current = None
@@ -396,18 +384,11 @@ class TurnCollector:
 
     def tool_call_seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before its ``tool_call``)."""
-        if tool.tool_call_id not in self.tool_calls and len(tool.tool_call_id) <= MAX_ID_CHARS:
-            if len(self.tool_calls) >= MAX_TOOL_CALLS:
-                self.dropped_tool_calls += 1
-                return
-            call = _ToolCall(ToolCallRecord(tool_call_id=tool.tool_call_id, status="pending"))
-            call.apply(tool)
-            self.tool_calls[tool.tool_call_id] = call
+        self.tools.seen(tool)
 
     def announced(self, tool_call_id: str) -> ToolCallUpdate | None:
         """What the turn announced of a tool call so far (bounded), if anything."""
-        call = self.tool_calls.get(tool_call_id)
-        return call.seen if call is not None else None
+        return self.tools.announced(tool_call_id)
 
     def _answer_message(self) -> tuple[str, _Message | None]:
         for message in reversed(self._messages):
@@ -438,7 +419,7 @@ class TurnCollector:
                 self.bad_usage.append(f"{wire}: {str(value)[:40]}")
 
     def tool_call_records(self) -> list[ToolCallRecord]:
-        return [call.record for call in self.tool_calls.values()]
+        return self.tools.records()
 
 
 def _char_bytes(text: str) -> int:
@@ -453,11 +434,21 @@ def _ignore(update: dict[str, Any]) -> None:
     return None
 
 
+def _texts(blocks: list[Any]) -> list[str]:
+    return [
+        block["text"]
+        for block in blocks
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+
+
 def _number(value: object, limit: float = MAX_TOKENS) -> bool:
     """A JSON number, not a boolean, from 0 to ``limit``: a figure the store and the budgets
     can add up (SQLite's integers are 64-bit; 10**300 tokens is no model's)."""
     return type(value) in (int, float) and 0 <= value <= limit  # type: ignore[operator]
 
 
-# Unstable kinds that only a client advertising them may receive: known, not used.
-_KNOWN_IGNORED = frozenset({"plan_update", "plan_removed"})
+# Kinds known and deliberately not used (agent-owned terminals are display-only).
+_KNOWN_IGNORED = frozenset({"terminal_update", "terminal_output_chunk"})

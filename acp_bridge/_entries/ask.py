@@ -10,11 +10,13 @@ envelope of every subtask it opened in ``meta.subtasks``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
+from typing import cast
 
 import anyio
+from typing_extensions import Unpack
 
 from acp_bridge._entries.builtin_tools import ToolRegistry
+from acp_bridge._entries.options import AskOptions, checked_or_error
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._loop.toolset import ToolSet
@@ -27,42 +29,45 @@ async def ask(
     task: str,
     *,
     tools: Iterable[str] | None = None,
-    model: str | None = None,
-    observe_profile: str | None = None,
-    timeout: float | None = None,
-    cwd: str | Path | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
-    registry: ToolSet | None = None,
     abort: anyio.Event | None = None,
-    task_id: str | None = None,
+    registry: ToolSet | None = None,
+    **options: Unpack[AskOptions],
 ) -> SubtaskResult:
     """Answer ``task`` with a model that may call ``tools`` (default: every enabled tool
     of the registry); never raises. Limits are those of ``tools.spawn``. ``task_id`` names
     the run (default: a fresh ``sub_…`` id)."""
     wanted = None if tools is None else list(tools)
     config = config if config is not None else (registry.config if registry else None)
+    given, invalid = checked_or_error("ask", options)
+    checked = cast(AskOptions, given)
+    cwd = checked.get("cwd")
 
     async def body(ctx: RunContext) -> SubtaskResult:
+        if invalid is not None:
+            raise invalid
         from acp_bridge._loop.model_loop import HOST_INSTRUCTIONS, LoopTask, run_selected
         from acp_bridge._loop.models import choose_model
 
         loaded = ctx.config
         settings = loaded.config.tools.spawn
-        limit = resolve_timeout(timeout, settings.timeout)
+        limit = resolve_timeout(checked.get("timeout"), settings.timeout)
         parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(parent.names() if wanted is None else wanted)
-        choice = choose_model(loaded.config.models, model)
+        choice = choose_model(loaded.config.models, checked.get("model"))
         job = LoopTask(task, settings.max_requests, limit, cancel=cancel, abort=abort)
-        sink = EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started)
+        sink = EventSink(
+            on_event, checked.get("observe_profile"), task_id=ctx.task_id, started=ctx.started
+        )
         return await run_selected(
             selection, choice, job, instructions=HOST_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
     return await run_enveloped(
-        "ask", body, config=config, nested=False, task_id=task_id, task=task, cwd=cwd,
-        cancel=cancel,
+        "ask", body, config=config, nested=False, task_id=checked.get("task_id"), task=task,
+        cwd=cwd, cancel=cancel,
     )  # fmt: skip
 
 

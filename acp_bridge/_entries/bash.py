@@ -21,13 +21,15 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 import anyio
 from anyio.abc import ByteReceiveStream
+from typing_extensions import Unpack
 
 from acp_bridge._entries.confinement import confined
 from acp_bridge._entries.depth import current_depth, inherited_max_depth
+from acp_bridge._entries.options import BashOptions, checked_or_error
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.buffers import HeadTail
@@ -129,16 +131,11 @@ async def bash(
     command: str,
     *,
     run_in_subtask: Literal[True] = True,
-    timeout: float | None = None,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     abort: anyio.Event | None = None,
-    task_id: str | None = None,
+    **options: Unpack[BashOptions],
 ) -> SubtaskResult: ...
 
 
@@ -147,15 +144,11 @@ async def bash(
     command: str,
     *,
     run_in_subtask: Literal[False],
-    timeout: float | None = None,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     abort: anyio.Event | None = None,
+    **options: Unpack[BashOptions],
 ) -> CommandResult: ...
 
 
@@ -163,42 +156,48 @@ async def bash(
     command: str,
     *,
     run_in_subtask: bool = True,
-    timeout: float | None = None,
-    cwd: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    max_output_bytes: int | None = None,
-    observe_profile: str | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
     abort: anyio.Event | None = None,
-    task_id: str | None = None,
+    **options: Unpack[BashOptions],
 ) -> SubtaskResult | CommandResult:
     """Run one shell command; see the module docstring for the two shapes.
 
-    ``timeout`` (default ``tools.bash.timeout``) kills the command's group; ``env`` adds
-    explicit variables to the constructed environment; ``max_output_bytes`` (default
-    ``tools.bash.max_output_bytes``) is kept per stream, head and tail. Live events go to
-    ``on_event``: ``terminal``, and with ``long_shell`` (the default here) ``terminal_output``.
-    ``cancel`` stops the command (SIGTERM, then SIGKILL after a grace); ``abort`` SIGKILLs
-    it at once. Either way what it printed so far is kept. ``task_id`` names the subtask run
-    (default: a fresh ``sub_…`` id; a plain call has none).
+    ``options`` are :class:`~acp_bridge.BashOptions`: ``timeout`` (default
+    ``tools.bash.timeout``) kills the command's group; ``env`` adds explicit variables to the
+    constructed environment; ``max_output_bytes`` (default ``tools.bash.max_output_bytes``)
+    is kept per stream, head and tail. Live events go to ``on_event``: ``terminal``, and
+    with ``long_shell`` (the default here) ``terminal_output``. ``cancel`` stops the command
+    (SIGTERM, then SIGKILL after a grace); ``abort`` SIGKILLs it at once. Either way what it
+    printed so far is kept. ``task_id`` names the subtask run (default: a fresh ``sub_…``
+    id; a plain call has none). A plain call raises :class:`~acp_bridge.ConfigError` for a
+    bad option; a subtask answers with a failed envelope.
     """
-    profile = observe_profile or "long_shell"
+    given, invalid = checked_or_error("bash", options)
+    checked = cast(BashOptions, given)
+    profile = checked.get("observe_profile") or "long_shell"
+    cwd, env, timeout = checked.get("cwd"), checked.get("env"), checked.get("timeout")
+    keep = checked.get("max_output_bytes")
     if not run_in_subtask:
+        if invalid is not None:
+            raise invalid
         loaded = config if config is not None else load_config()
         shell = _Shell(command, cwd, env, EventSink(on_event, profile), cancel, abort)
-        return await shell.run(loaded, timeout, max_output_bytes, current_depth(), new_task_id())
+        return await shell.run(loaded, timeout, keep, current_depth(), new_task_id())
 
     async def body(ctx: RunContext) -> SubtaskResult:
+        if invalid is not None:
+            raise invalid
         sink = EventSink(on_event, profile, task_id=ctx.task_id, started=ctx.started)
         shell = _Shell(command, cwd, env, sink, cancel, abort)
-        result = await shell.run(ctx.config, timeout, max_output_bytes, ctx.depth, ctx.task_id)
+        result = await shell.run(ctx.config, timeout, keep, ctx.depth, ctx.task_id)
         return result.envelope(task_id=ctx.task_id, meta=Meta(sandbox=result.sandbox))
 
     return await run_enveloped(
-        "bash", body, config=config, task_id=task_id, task=command, cwd=cwd, cancel=cancel
-    )
+        "bash", body, config=config, task_id=checked.get("task_id"), task=command, cwd=cwd,
+        cancel=cancel,
+    )  # fmt: skip
 
 
 bash_sync = synchronous(bash)

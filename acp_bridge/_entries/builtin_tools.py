@@ -19,11 +19,13 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from acp_bridge._entries.options import arguments_model
 from acp_bridge._loop.toolset import NESTING_TOOLS, Tool, ToolSet
 from acp_bridge._os.files import read_text, write_text
 from acp_bridge._os.stoppable import StopToken, in_thread
 from acp_bridge.config import LoadedConfig
-from acp_bridge.events import EventHandler, ObserveProfile
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.events import EventHandler
 
 MAX_READ_BYTES = 256 * 1024
 """Most bytes ``read_file`` returns in one call (a model's context is the limit, not disk)."""
@@ -53,18 +55,24 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class BashArgs(_Args):
-    command: str = Field(description="the command line, run with bash -c")
-    run_in_subtask: bool = Field(
-        False,
-        description="true: run it as an isolated subtask and get a SubtaskResult envelope "
-        "(output_schema subtask.bash.result.v1; the answer is in output.stdout); "
-        "false: a plain call returning {exit_code, stdout, stderr, …}",
-    )
-    timeout: float | None = Field(
-        None, gt=0, description="seconds before the command is killed (default from config)"
-    )
-    cwd: str | None = Field(None, description="working directory, relative to the workspace")
+BashArgs: type[BaseModel] = arguments_model(
+    "BashArgs",
+    "bash",
+    "tool",
+    {
+        "command": (str, Field(description="the command line, run with bash -c")),
+        "run_in_subtask": (
+            bool,
+            Field(
+                False,
+                description="true: run it as an isolated subtask and get a SubtaskResult "
+                "envelope (output_schema subtask.bash.result.v1; the answer is in "
+                "output.stdout); false: a plain call returning {exit_code, stdout, stderr, …}",
+            ),
+        ),
+    },
+    _Args,
+)
 
 
 class ReadFileArgs(_Args):
@@ -78,47 +86,50 @@ class WriteFileArgs(_Args):
     content: str = Field(description="the whole new content of the file")
 
 
-class SpawnArgs(_Args):
-    task: str = Field(description="what the inner agent must do, self-contained")
-    tools: list[str] = Field(description="names of the tools the inner agent may use")
-    model: str | None = Field(None, description="model name from the config (default: its default)")
-    output_schema: str | None = Field(
-        None, description="contract label: the inner agent must answer with JSON under it"
-    )
-    observe_profile: ObserveProfile | None = Field(None, description="which live events to show")
+SpawnArgs: type[BaseModel] = arguments_model(
+    "SpawnArgs",
+    "spawn",
+    "tool",
+    {
+        "task": (str, Field(description="what the inner agent must do, self-contained")),
+        "tools": (list[str], Field(description="names of the tools the inner agent may use")),
+    },
+    _Args,
+)
+AcpSpawnArgs: type[BaseModel] = arguments_model(
+    "AcpSpawnArgs",
+    "acp_spawn",
+    "tool",
+    {
+        "agent": (str, Field(description="the agent profile to run")),
+        "task": (str, Field(description="what the agent must do, self-contained")),
+    },
+    _Args,
+)
 
 
-class AcpSpawnArgs(_Args):
-    agent: str = Field(description="the agent profile to run")
-    task: str = Field(description="what the agent must do, self-contained")
-    cwd: str | None = Field(None, description="session working directory")
-    output_schema: str | None = Field(
-        None, description="contract label: the agent must answer with JSON under it"
-    )
-    observe_profile: ObserveProfile | None = Field(None, description="which live events to show")
-    timeout: float | None = Field(None, gt=0, description="seconds the whole run may take")
+def _entry_options(args: BaseModel, tools: ToolSet, *own: str) -> tuple[list[Any], dict[str, Any]]:
+    """A tool call's ``own`` arguments (in order) and its entry options, its ``cwd`` inside
+    the workspace (relative to it; the workspace itself by default)."""
+    fields = args.model_dump(exclude_none=True)
+    values = [fields.pop(name) for name in own]
+    fields["cwd"] = tools.inside(fields["cwd"]) if fields.get("cwd") else tools.cwd
+    return values, fields
 
 
-async def _bash_tool(args: BashArgs, tools: ToolSet) -> str:
-    from acp_bridge._entries.bash import bash
+async def _bash_tool(args: BaseModel, tools: ToolSet) -> str:
+    from acp_bridge._entries.bash import CommandResult, bash
 
-    cwd = tools.inside(args.cwd or ".")
-    if args.run_in_subtask:
-        result = await bash(
-            args.command,
-            timeout=args.timeout,
-            cwd=cwd,
-            on_event=tools.on_event,
-            config=tools.config,
+    (line, in_subtask), options = _entry_options(args, tools, "command", "run_in_subtask")
+    command = str(line)
+    if in_subtask:
+        # Typed here: with ``**options`` a type checker cannot tell the overloads apart.
+        result: SubtaskResult = await bash(
+            command, on_event=tools.on_event, config=tools.config, **options
         )
         return result.to_json()
-    plain = await bash(
-        args.command,
-        run_in_subtask=False,
-        timeout=args.timeout,
-        cwd=cwd,
-        on_event=tools.on_event,
-        config=tools.config,
+    plain: CommandResult = await bash(
+        command, run_in_subtask=False, on_event=tools.on_event, config=tools.config, **options
     )
     return json.dumps(plain.to_tool_output(), ensure_ascii=False)
 
@@ -163,19 +174,12 @@ async def _write_file_tool(args: WriteFileArgs, tools: ToolSet) -> str:
     return f"wrote {len(args.content.encode())} bytes to {args.path}"
 
 
-async def _spawn_tool(args: SpawnArgs, tools: ToolSet) -> str:
-    from acp_bridge._entries.spawn import (
-        spawn,
-    )  # the local-loop path; it loads pydantic-ai when run
+async def _spawn_tool(args: BaseModel, tools: ToolSet) -> str:
+    from acp_bridge._entries.spawn import spawn  # the local-loop path: pydantic-ai, when run
 
-    result = await spawn(
-        args.task,
-        args.tools,
-        model=args.model,
-        output_schema=args.output_schema,
-        observe_profile=args.observe_profile,
-        registry=tools.origin,  # what _spawn_spec offered: the full set, not the selection
-    )
+    (task, names), options = _entry_options(args, tools, "task", "tools")
+    # What _spawn_spec offered: the full set, not the selection.
+    result = await spawn(task, names, registry=tools.origin, **options)
     return result.to_json()
 
 
@@ -192,21 +196,13 @@ def _one_of(names: list[str]) -> dict[str, Any]:
     return {"type": "string", "enum": names} if names else {"type": "string"}
 
 
-async def _acp_spawn_tool(args: AcpSpawnArgs, tools: ToolSet) -> str:
+async def _acp_spawn_tool(args: BaseModel, tools: ToolSet) -> str:
     # Imported here: the ACP client loads only when a model really delegates to an agent.
     # acp_spawn applies the depth limit itself, like every entry path.
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
-    result = await acp_spawn(
-        args.agent,
-        args.task,
-        cwd=tools.inside(args.cwd) if args.cwd else tools.cwd,
-        output_schema=args.output_schema,
-        observe_profile=args.observe_profile,
-        timeout=args.timeout,
-        on_event=tools.on_event,
-        config=tools.config,
-    )
+    (agent, task), options = _entry_options(args, tools, "agent", "task")
+    result = await acp_spawn(agent, task, on_event=tools.on_event, config=tools.config, **options)
     return result.to_json()
 
 

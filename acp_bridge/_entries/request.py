@@ -1,27 +1,36 @@
 """The entries table: every entry path behind one request shape, for every front end.
 
-The CLI, smoke suites, the run store's supervisor and the MCP server all describe a run as
-an :class:`EntryRequest` — plain, validated, JSON-serializable data — and start it with
-:func:`run_entry`, so an option is added, checked and passed on in one place.
+The CLI, smoke suites, the run store's supervisor, the MCP server and batches all describe a
+run as an :class:`EntryRequest` — plain, validated, JSON-serializable data — and start it
+with :func:`run_entry`. What each entry takes is its options model
+(:mod:`acp_bridge._entries.options`): a request checks its options against it, and
+:func:`run_entry` hands them to the entry function as keyword arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
 
+from acp_bridge._entries.options import OPTIONS, options_adapter, options_of, stored_options
 from acp_bridge.config import LoadedConfig
-from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
-
-PATH_MAX = 4095
-"""Bytes of the longest path the system takes (Linux: 4096 with the NUL)."""
-NAME_MAX = 255
-"""Bytes of the longest name in a path."""
 
 if TYPE_CHECKING:
     # Only run_entry's signature names them: importing the ACP layer here would put its
@@ -30,9 +39,22 @@ if TYPE_CHECKING:
     from acp_bridge._acp.services.permissions import PermissionHook
     from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 
+_TOP = ("entry", "task", "agent", "tools")
+"""What every request has at its top, besides the entry's options."""
+
 
 class EntryRequest(BaseModel):
-    """One run of any entry path, as data."""
+    """One run of any entry path, as data: which ``entry``, its ``task`` (the command line
+    for ``bash``), the ``agent`` profile (``acp_spawn``), the ``tools`` (``spawn``, ``ask``)
+    and the entry's ``options``, checked by its options model (defaults filled in).
+
+    Written flat, in Python and in JSON alike::
+
+        EntryRequest(entry="acp_spawn", agent="demo", task="Hi", mode="plan", timeout=60)
+
+    (``options`` then holds ``mode`` and ``timeout``); its JSON is flat too, without the
+    options left at their defaults.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,45 +62,42 @@ class EntryRequest(BaseModel):
     task: str = Field(description="the task (acp_spawn, spawn, ask) or the command line (bash)")
     agent: str | None = Field(None, description="acp_spawn: the agent profile")
     tools: list[str] | None = Field(None, description="spawn: required; ask: default all")
-    model: str | None = Field(
-        None,
-        description="spawn, ask: a model name from the config; acp_spawn: the agent's model id",
-    )
-    mode: str | None = Field(None, description="acp_spawn: the session mode to set")
-    config_options: dict[str, str | bool | int | float] | None = Field(
-        None, description="acp_spawn: session config option id → value to set"
-    )
-    resume: str | None = Field(None, description="acp_spawn: continue this earlier session")
-    fork: bool = Field(False, description="acp_spawn: continue resume's session in a fork")
-    unstable: bool = Field(False, description="acp_spawn: allow unstable ACP methods")
-    output_schema: str | None = Field(None, description="require a JSON answer under this label")
-    timeout: float | None = Field(None, description="seconds the run may take")
-    cwd: str | None = Field(None, description="working directory")
-    observe_profile: str | None = Field(None, description="which live events to report")
-    max_output_bytes: int | None = Field(None, description="bash: bytes kept per stream")
-    isolation: IsolationMode | None = Field(
-        None, description="acp_spawn: worktree = its own git worktree (default: the profile's)"
-    )
-    task_id: str | None = Field(None, description="the run's id (default: a fresh sub_… id)")
-    worktree: str | None = Field(
-        None, description="acp_spawn: go on in this worktree an earlier turn of the session kept"
-    )
+    options: dict[str, Any] = Field(default_factory=dict, description="the entry's options")
 
-    @field_validator("cwd")
+    if TYPE_CHECKING:  # the flat form, for type checkers (the options are checked at run time)
+
+        def __init__(
+            self,
+            *,
+            entry: Entry,
+            task: str,
+            agent: str | None = None,
+            tools: list[str] | None = None,
+            **options: Any,
+        ) -> None: ...
+
+    @model_validator(mode="before")
     @classmethod
-    def _cwd_is_a_path(cls, cwd: str | None) -> str | None:
-        # What chdir and stat refuse (ENAMETOOLONG is no "not a directory" to them) is
-        # refused here, not an internal error mid-run.
-        if cwd is None:
-            return cwd
-        if "\0" in cwd:
-            raise ValueError("a path cannot contain a NUL byte")
-        names = cwd.encode("utf-8", "surrogatepass").split(b"/")
-        if sum(len(name) + 1 for name in names) > PATH_MAX or max(map(len, names)) > NAME_MAX:
-            raise ValueError(
-                f"a path longer than {PATH_MAX} bytes, or with a name longer than {NAME_MAX}"
-            )
-        return cwd
+    def _nest_options(cls, data: Any) -> Any:
+        """Flat input → ``options``, checked against the entry's options model here, so a
+        bad option is a field error named like the option (``timeout``)."""
+        if not isinstance(data, Mapping) or data.get("entry") not in OPTIONS:
+            return data  # the entry field's own check reports it
+        entry = str(data["entry"])
+        top = {name: data[name] for name in _TOP if name in data}
+        given = {**(data.get("options") or {})}
+        given.update({k: v for k, v in data.items() if k not in _TOP and k != "options"})
+        # Another entry's option left at None is no option given (a front end fills them in).
+        given = {k: v for k, v in given.items() if v is not None or _has(entry, k)}
+        misplaced = [name for name in given if _entries_with(name) and not _has(entry, name)]
+        if misplaced:
+            owners = sorted({owner for name in misplaced for owner in _entries_with(name)})
+            raise ValueError(f"{', '.join(misplaced)}: only for {', '.join(owners)}")
+        try:
+            top["options"] = dict(options_adapter(entry).validate_python(given))
+        except ValidationError as exc:
+            raise ValidationError.from_exception_data(cls.__name__, _line_errors(exc)) from None
+        return top
 
     @field_validator("task")
     @classmethod
@@ -95,75 +114,104 @@ class EntryRequest(BaseModel):
             raise ValueError("acp_spawn needs an agent")
         if self.entry == "spawn" and self.tools is None:
             raise ValueError("spawn needs tools")
-        if self.entry != "acp_spawn":
-            used = [
-                name
-                for name in ("mode", "config_options", "resume", "worktree")
-                if getattr(self, name) is not None
-            ] + [name for name in ("fork", "unstable") if getattr(self, name)]
-            if used:
-                raise ValueError(f"{', '.join(used)}: only for acp_spawn")
-        if self.fork and self.resume is None:
-            raise ValueError("fork needs resume: the session to fork")
+        if self.agent is not None and self.entry != "acp_spawn":
+            raise ValueError("agent: only for acp_spawn")
+        if self.tools is not None and self.entry not in ("spawn", "ask"):
+            raise ValueError("tools: only for spawn, ask")
         return self
 
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        kept = stored_options(self.entry, self.options)
+        if not info.mode_is_json():  # Python values (a Path stays a Path)
+            kept = {name: self.options[name] for name in kept}
+        data.pop("options", None)
+        return {**data, **kept}
 
-def _acp_spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+    @property
+    def cwd(self) -> str | None:
+        """The working directory option, as text."""
+        cwd = self.options.get("cwd")
+        return None if cwd is None else str(cwd)
+
+    @property
+    def task_id(self) -> str | None:
+        """The run's id, when the request names it."""
+        task_id = self.options.get("task_id")
+        return None if task_id is None else str(task_id)
+
+    def option(self, name: str) -> Any:
+        """Option ``name`` (its default when not given; None if the entry has no such
+        option)."""
+        return self.options.get(name)
+
+    def replace(self, **changes: Any) -> EntryRequest:
+        """This request with ``changes`` (top fields or options), checked again."""
+        return EntryRequest.model_validate({**self.model_dump(exclude_none=True), **changes})
+
+
+def _entries_with(name: str) -> list[str]:
+    return [entry for entry in OPTIONS if _has(entry, name)]
+
+
+def _has(entry: str, name: str) -> bool:
+    return any(option.name == name for option in options_of(entry))
+
+
+def _line_errors(exc: ValidationError) -> list[InitErrorDetails]:
+    """``exc``'s errors, to raise again as the request's own (their paths unchanged)."""
+    details: list[InitErrorDetails] = []
+    for error in exc.errors():
+        detail: InitErrorDetails = {
+            "type": error["type"],
+            "loc": error["loc"],
+            "input": error["input"],
+        }
+        if "ctx" in error:
+            detail["ctx"] = error["ctx"]
+        details.append(detail)
+    return details
+
+
+Hooks = dict[str, Any]
+"""What a caller gives an entry besides data: ``on_event``, ``config``, ``cancel``,
+``abort`` and, for ``acp_spawn``, ``permission_hook``, ``elicitation_hook``,
+``follow_ups``."""
+ACP_ONLY_HOOKS = ("permission_hook", "elicitation_hook", "follow_ups")
+
+
+def _acp_spawn(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
     assert request.agent is not None
-    return acp_spawn(
-        request.agent,
-        request.task,
-        output_schema=request.output_schema,
-        isolation=request.isolation,
-        worktree=request.worktree,
-        mode=request.mode,
-        model=request.model,
-        config_options=request.config_options,
-        resume=request.resume,
-        fork=request.fork,
-        unstable=request.unstable,
-        **common,
-    )
+    return acp_spawn(request.agent, request.task, **hooks, **request.options)
 
 
-def _not_acp(common: dict[str, Any]) -> dict[str, Any]:
-    """``common`` without what only an ACP agent can use."""
-    common.pop("permission_hook")
-    common.pop("elicitation_hook")
-    common.pop("follow_ups")
-    return common
+def _not_acp(hooks: Hooks) -> Hooks:
+    """``hooks`` without what only an ACP agent can use."""
+    return {name: hook for name, hook in hooks.items() if name not in ACP_ONLY_HOOKS}
 
 
-def _bash(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+def _bash(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.bash import bash
 
-    _not_acp(common)
-    return bash(request.task, max_output_bytes=request.max_output_bytes, **common)
+    return bash(request.task, **_not_acp(hooks), **request.options)
 
 
-def _spawn(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+def _spawn(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.spawn import spawn
 
-    _not_acp(common)
-    return spawn(
-        request.task,
-        request.tools or [],
-        model=request.model,
-        output_schema=request.output_schema,
-        **common,
-    )
+    return spawn(request.task, request.tools or [], **_not_acp(hooks), **request.options)
 
 
-def _ask(request: EntryRequest, common: dict[str, Any]) -> Awaitable[SubtaskResult]:
+def _ask(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
     from acp_bridge._entries.ask import ask
 
-    _not_acp(common)
-    return ask(request.task, tools=request.tools, model=request.model, **common)
+    return ask(request.task, tools=request.tools, **_not_acp(hooks), **request.options)
 
 
-ENTRIES: dict[str, Callable[[EntryRequest, dict[str, Any]], Awaitable[SubtaskResult]]] = {
+ENTRIES: dict[str, Callable[[EntryRequest, Hooks], Awaitable[SubtaskResult]]] = {
     "acp_spawn": _acp_spawn,
     "bash": _bash,
     "spawn": _spawn,
@@ -187,17 +235,13 @@ async def run_entry(
     use for them). ``cancel`` ends it gracefully; ``abort`` (with or after ``cancel``) ends it
     now: no graces, SIGKILL. ``follow_ups``: further turns in an ACP agent's session, while
     its profile keeps the agent (see :func:`~acp_bridge.acp_spawn`)."""
-    common: dict[str, Any] = {
-        "timeout": request.timeout,
-        "cwd": request.cwd,
-        "observe_profile": request.observe_profile,
+    hooks: Hooks = {
         "on_event": on_event,
         "config": config,
         "cancel": cancel,
+        "abort": abort,
         "permission_hook": permission_hook,
         "elicitation_hook": elicitation_hook,
-        "abort": abort,
-        "task_id": request.task_id,
         "follow_ups": follow_ups,
     }
-    return await ENTRIES[request.entry](request, common)
+    return await ENTRIES[request.entry](request, hooks)

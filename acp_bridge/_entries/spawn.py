@@ -12,11 +12,13 @@ importing this module, ``acp_spawn`` and ``bash`` stay fast.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
+from typing import cast
 
 import anyio
+from typing_extensions import Unpack
 
 from acp_bridge._entries.builtin_tools import ToolRegistry
+from acp_bridge._entries.options import SpawnOptions, checked_or_error
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._loop.toolset import ToolSet
@@ -31,30 +33,31 @@ async def spawn(
     task: str,
     tools: Iterable[str],
     *,
-    model: str | None = None,
-    output_schema: str | None = None,
-    observe_profile: str | None = None,
-    timeout: float | None = None,
-    cwd: str | Path | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
-    registry: ToolSet | None = None,
     abort: anyio.Event | None = None,
-    task_id: str | None = None,
+    registry: ToolSet | None = None,
+    **options: Unpack[SpawnOptions],
 ) -> SubtaskResult:
     """Run ``task`` in a local inner loop that may use only ``tools``; never raises.
 
-    ``registry`` is the parent registry the tools come from (default: the built-in tools
-    of ``config`` in ``cwd``); its config is used when ``config`` is not given.
+    ``options`` are :class:`~acp_bridge.SpawnOptions`. ``registry`` is the parent registry
+    the tools come from (default: the built-in tools of ``config`` in ``cwd``); its config
+    is used when ``config`` is not given.
     ``timeout`` defaults to ``tools.spawn.timeout``; setting ``cancel`` stops the loop with
     ``error_code: cancelled``, keeping what it did so far. ``task_id`` names the run
     (default: a fresh ``sub_…`` id).
     """
     wanted = list(tools)
     config = config if config is not None else (registry.config if registry else None)
+    given, invalid = checked_or_error("spawn", options)
+    checked = cast(SpawnOptions, given)
+    cwd, model = checked.get("cwd"), checked.get("model")
 
     async def body(ctx: RunContext) -> SubtaskResult:
+        if invalid is not None:
+            raise invalid
         # Here, not at module top: this is the import that costs over a second.
         from acp_bridge._loop.model_loop import (
             WORKER_INSTRUCTIONS,
@@ -66,7 +69,7 @@ async def spawn(
 
         loaded = ctx.config
         settings = loaded.config.tools.spawn
-        limit = resolve_timeout(timeout, settings.timeout)
+        limit = resolve_timeout(checked.get("timeout"), settings.timeout)
         parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(wanted, nesting=False)
         choice = choose_model(loaded.config.models, model)
@@ -80,22 +83,26 @@ async def spawn(
             prompt=task,
             max_requests=settings.max_requests,
             timeout=limit,
-            output_schema=output_schema or "",
+            output_schema=checked.get("output_schema") or "",
             schemas=SchemaRegistry(loaded.config.schemas),
             repair_turns=settings.repair_turns,
             cancel=cancel,
             abort=abort,
         )
         sink = EventSink(
-            on_event or parent.on_event, observe_profile, task_id=ctx.task_id, started=ctx.started
+            on_event or parent.on_event,
+            checked.get("observe_profile"),
+            task_id=ctx.task_id,
+            started=ctx.started,
         )
         return await run_selected(
             selection, choice, job, instructions=WORKER_INSTRUCTIONS, sink=sink, task_id=ctx.task_id
         )
 
     return await run_enveloped(
-        "spawn", body, config=config, task_id=task_id, task=task, cwd=cwd, cancel=cancel
-    )
+        "spawn", body, config=config, task_id=checked.get("task_id"), task=task, cwd=cwd,
+        cancel=cancel,
+    )  # fmt: skip
 
 
 spawn_sync = synchronous(spawn)

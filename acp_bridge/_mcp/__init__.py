@@ -19,7 +19,7 @@ Modules, bottom up:
 - :mod:`.questions` — a permission ``ask`` and an agent's own question, as MCP elicitations;
 - :mod:`.host` — what the bridge can send the MCP host on one request: progress, log
   messages, elicitations, each bounded by a deadline;
-- :mod:`.relay` — a flight followed by one request: events become progress notifications,
+- :mod:`.relay` — a tool run followed by one request: events become progress notifications,
   log lines log messages, questions elicitations; the host's cancel is the run's cancel;
 - :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
 - :mod:`.run_control` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;

@@ -57,7 +57,7 @@ def _leading_id(line: bytes) -> types.RequestId | None:
     return text[1:-1] if text.startswith('"') else int(text)
 
 
-def mend(exc: Exception) -> SessionMessage | types.JSONRPCError | None:
+def repair_line(exc: Exception) -> SessionMessage | types.JSONRPCError | None:
     """What to do with a line the SDK could not read: serve the message it holds, answer
     it with an error, or (None) drop it."""
     line = _refused_line(exc)
@@ -84,7 +84,7 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> types
     )
 
 
-class MendedStream:
+class RepairedStream:
     """The SDK's read stream, with lines it could not read mended or answered."""
 
     def __init__(self, inner: Any, write: Any) -> None:
@@ -100,7 +100,7 @@ class MendedStream:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
                 return item  # type: ignore[no-any-return]
-            outcome = mend(item)
+            outcome = repair_line(item)
             if isinstance(outcome, SessionMessage):
                 return outcome
             if outcome is None:

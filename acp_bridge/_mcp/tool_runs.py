@@ -4,15 +4,15 @@ Why not simply run the entry inside the ``tools/call`` handler: on the 2026-07-2
 server cannot send the host a request mid-call. A question (an ``ask`` permission, the
 agent's own elicitation) goes back as the call's ``input_required`` result, and the answers
 come in a *new* ``tools/call`` that carries them — while the agent waits, mid-turn. So the run
-lives in the server's task group (:class:`Flights`, entered with the server's lifespan) as a
-:class:`Flight`, and each request that follows it (:mod:`.relay`) takes what it has to tell:
+lives in the server's task group (:class:`ToolRuns`, entered with the server's lifespan) as a
+:class:`ToolRun`, and each request that follows it (:mod:`.relay`) takes what it has to tell:
 progress (from live events), log lines, questions, and at last the envelope. On the
-handshake protocols one request follows the flight from start to end.
+handshake protocols one request follows the tool run from start to end.
 
 Bounds: events queue up to ``MAX_QUEUED`` items (message chunks merge into one line; beyond
 that, progress lines are dropped and counted, never questions or the envelope); a question
 waits ``ask_timeout`` seconds for its answer, then takes the headless decision; a landed
-flight nobody came back for is forgotten after ``KEEP`` seconds. On shutdown every flight is
+tool_run nobody came back for is forgotten after ``KEEP`` seconds. On shutdown every tool run is
 cancelled the graceful way and given ``SHUTDOWN_GRACE`` seconds to land.
 """
 
@@ -82,7 +82,7 @@ class Landed:
 Item = Progress | LogLine | Question | Landed
 
 
-class Flight:
+class ToolRun:
     """One run and what it has to tell whoever follows it."""
 
     def __init__(self, *, ask_timeout: float) -> None:
@@ -173,47 +173,47 @@ class Flight:
                 question.settle(None)
 
 
-Run = Callable[[Flight], Awaitable[SubtaskResult]]
+Run = Callable[[ToolRun], Awaitable[SubtaskResult]]
 
-CURRENT: ContextVar[Flight | None] = ContextVar("acp_bridge_mcp_flight", default=None)
-"""The flight whose run this code is part of (log lines go to its host)."""
+CURRENT: ContextVar[ToolRun | None] = ContextVar("acp_bridge_mcp_flight", default=None)
+"""The tool run whose run this code is part of (log lines go to its host)."""
 
 
-class Flights:
-    """Every flight of one server, in the server's task group."""
+class ToolRuns:
+    """Every tool run of one server, in the server's task group."""
 
     def __init__(self, tg: TaskGroup) -> None:
         self._tg = tg
-        self._flying: dict[str, Flight] = {}
+        self._flying: dict[str, ToolRun] = {}
 
-    def launch(self, flight: Flight, run: Run) -> None:
-        self._flying[flight.id] = flight
-        self._tg.start_soon(self._fly, flight, run)
+    def launch(self, tool_run: ToolRun, run: Run) -> None:
+        self._flying[tool_run.id] = tool_run
+        self._tg.start_soon(self._fly, tool_run, run)
 
-    def find(self, flight_id: str) -> Flight | None:
+    def find(self, flight_id: str) -> ToolRun | None:
         return self._flying.get(flight_id)
 
-    async def _fly(self, flight: Flight, run: Run) -> None:
-        CURRENT.set(flight)  # this task's own context: the run's tasks inherit it
+    async def _fly(self, tool_run: ToolRun, run: Run) -> None:
+        CURRENT.set(tool_run)  # this task's own context: the run's tasks inherit it
         try:
-            result = await run(flight)
+            result = await run(tool_run)
         except anyio.get_cancelled_exc_class():
-            flight.land(_cancelled("the MCP server shut down"))
-            self._flying.pop(flight.id, None)
+            tool_run.land(_cancelled("the MCP server shut down"))
+            self._flying.pop(tool_run.id, None)
             raise
-        flight.land(result)
+        tool_run.land(result)
         # A host on 2026-07-28 rounds may still come back for the envelope.
         with anyio.move_on_after(KEEP):
-            await flight.collected.wait()
-        self._flying.pop(flight.id, None)
+            await tool_run.collected.wait()
+        self._flying.pop(tool_run.id, None)
 
     async def land_all(self) -> None:
-        """Cancel every flight gracefully and wait (bounded) for them to land."""
+        """Cancel every tool run gracefully and wait (bounded) for them to land."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_GRACE):
-            for flight in list(self._flying.values()):
-                flight.cancel.set()
-            for flight in list(self._flying.values()):
-                await flight.landed.wait()
+            for tool_run in list(self._flying.values()):
+                tool_run.cancel.set()
+            for tool_run in list(self._flying.values()):
+                await tool_run.landed.wait()
 
 
 def _cancelled(why: str) -> SubtaskResult:
@@ -221,12 +221,12 @@ def _cancelled(why: str) -> SubtaskResult:
 
 
 @asynccontextmanager
-async def flights_lifespan(_server: Any) -> AsyncIterator[Flights]:
-    """The server's lifespan: its flights' task group, ended gracefully."""
+async def tool_runs_lifespan(_server: Any) -> AsyncIterator[ToolRuns]:
+    """The server's lifespan: its tool runs' task group, ended gracefully."""
     async with anyio.create_task_group() as tg:
-        flights = Flights(tg)
+        tool_runs = ToolRuns(tg)
         try:
-            yield flights
+            yield tool_runs
         finally:
-            await flights.land_all()
+            await tool_runs.land_all()
             tg.cancel_scope.cancel()

@@ -20,8 +20,6 @@ stop it gracefully: running tools are cancelled the ACP way.
 from __future__ import annotations
 
 import contextlib
-import hmac
-import json
 import logging
 import socket
 import warnings
@@ -35,7 +33,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from acp_bridge._mcp import logs
 from acp_bridge._mcp.listen import PATH, Listen, check_listen
 from acp_bridge._mcp.server import BridgeServer, Settings
-from acp_bridge._mcp.stdio_repair import MendedStream
+from acp_bridge._mcp.stdio_repair import RepairedStream
+from acp_bridge._os.bearer import BearerToken, http_error
 from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15
@@ -46,27 +45,6 @@ REQUEST_TIMEOUT = 30.0
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
-
-
-class BearerToken:
-    """ASGI middleware: 401 for an HTTP request without ``Authorization: Bearer TOKEN``."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-            if not hmac.compare_digest(given, self._expected):
-                await _answer(
-                    send,
-                    401,
-                    "unauthorized: send Authorization: Bearer TOKEN",
-                    (b"www-authenticate", b'Bearer realm="acp-bridge"'),
-                )
-                return
-        await self.app(scope, receive, send)
 
 
 class BodyDeadline:
@@ -95,31 +73,18 @@ class BodyDeadline:
                     break
                 size += len(message.get("body", b""))
                 if size > self.limit:
-                    await _answer(send, 413, f"request body over {self.limit} bytes")
+                    await http_error(send, 413, f"request body over {self.limit} bytes")
                     return
                 if not message.get("more_body", False):
                     break
         if reading.cancelled_caught:
-            await _answer(send, 408, f"request body not received within {self.timeout:g}s")
+            await http_error(send, 408, f"request body not received within {self.timeout:g}s")
             return
 
         async def replay() -> Any:
             return read.popleft() if read else await receive()
 
         await self.app(scope, replay, send)
-
-
-async def _answer(send: Send, status: int, error: str, *extra: tuple[bytes, bytes]) -> None:
-    """A JSON error response that ends the request (and its connection)."""
-    body = json.dumps({"error": error}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"connection", b"close"),
-        *extra,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def _quiet_sdk() -> None:
@@ -141,7 +106,7 @@ def serve_stdio(settings: Settings) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            mended = MendedStream(read, write)
+            mended = RepairedStream(read, write)
             await server.run(mended, write, server.create_initialization_options())
 
     anyio.run(main)

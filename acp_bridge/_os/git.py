@@ -22,6 +22,7 @@ from pathlib import Path
 
 import anyio
 
+from acp_bridge._os.private_files import private_dir
 from acp_bridge.errors import BridgeError, ErrorCode
 
 DEFAULT_TIMEOUT = 60.0
@@ -66,6 +67,15 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     )
     env.update(extra or {})
     return env
+
+
+def may_be_in_work_tree(path: Path) -> bool:
+    """Whether git could find a work tree at ``path``: a ``.git`` (folder, or the file of a
+    linked worktree or submodule) in it or a folder above. Without one, ``git rev-parse``
+    can only fail — our git sees no ``GIT_DIR`` (:func:`git_env`) — so a run outside any
+    repository is told so by a few ``lstat`` calls, not by starting git (a fork of the
+    whole bridge, per run)."""
+    return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
 
 
 async def git(
@@ -132,8 +142,12 @@ async def _objects_dir(root: Path, timeout: float) -> str:
 
 
 def _scratch_env(scratch: Path, objects: str) -> dict[str, str]:
-    (scratch / "objects").mkdir(parents=True, exist_ok=True)
+    private_dir(scratch / "objects")
     return {
+        # What git writes there (objects, the index) private whatever the umask.
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.sharedRepository",
+        "GIT_CONFIG_VALUE_0": "0600",
         "GIT_INDEX_FILE": str(scratch / "index"),
         "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,

@@ -21,53 +21,22 @@ from __future__ import annotations
 import os
 import select
 import time
-from pathlib import Path
 
-PROC_SELF = Path("/proc/self")
-
-
-def _nspid_depth(status: str) -> int:
-    for line in status.splitlines():
-        if line.startswith("NSpid:"):
-            return len(line.split()) - 1
-    return 1
+from acp_bridge._os import proc
 
 
-def _own_depth() -> int:
-    try:
-        return _nspid_depth((PROC_SELF / "status").read_text())
-    except OSError:
-        return 1
-
-
-def _children() -> list[int]:
-    pids: list[int] = []
-    try:
-        for task in (PROC_SELF / "task").iterdir():
-            pids += [int(p) for p in (task / "children").read_text().split()]
-    except (OSError, ValueError):  # no /proc, or a kernel without CONFIG_PROC_CHILDREN
-        return []
-    return pids
-
-
-def _namespace_inits(depth: int) -> list[int]:
-    """Our children that are the init of a PID namespace nested in ours."""
-    found = []
-    for pid in _children():
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:  # gone meanwhile
-            continue
-        if _nspid_depth(status) > depth:
-            found.append(pid)
-    return found
+def _namespace_inits() -> list[int]:
+    """Our children that are the init of a PID namespace nested in ours (more ``NSpid``
+    levels than ours)."""
+    depth = len(proc.namespace_pids(os.getpid())) or 1
+    return [pid for pid in proc.children() if len(proc.namespace_pids(pid)) > depth]
 
 
 def reap_namespace_inits(wait: float = 0.2) -> int:
     """Reap every child that is a nested PID namespace's init, giving one that is still
     exiting up to ``wait`` seconds. How many were reaped (0 unless the bridge is PID 1 or a
     subreaper: otherwise they are never its children)."""
-    inits = _namespace_inits(_own_depth())
+    inits = _namespace_inits()
     deadline = time.monotonic() + wait
     reaped = 0
     for pid in inits:

@@ -1,5 +1,8 @@
-"""What ``/proc`` says about a process, and signalling a process group only while it is
-provably the one we recorded.
+"""What ``/proc`` says about a process — its stat, identity, children, PID-namespace numbers
+and environment — and signalling a process group only while it is provably the one we
+recorded. The one reader of ``/proc`` for every caller (the run store, the sandbox, the
+reapers); the Landlock shim alone keeps a copy of :func:`children`, because it runs as a
+standalone script (``python -I -S``) that cannot import the package.
 
 Why start times: a pid alone names "whoever has this number now". The kernel hands numbers
 out again once a process is reaped, so the store never trusts a pid on its own: it keeps the
@@ -132,12 +135,39 @@ def children(pid: int | None = None) -> list[int]:
 
 def _children_by_scan(pid: int) -> list[int]:
     """The slow way (kernels without ``children`` files): every process's parent pid."""
-    found = []
-    for entry in os.scandir(PROC):
-        name = entry.name
-        if name.isdigit() and (info := stat(int(name))) is not None and info.ppid == pid:
-            found.append(int(name))
-    return found
+    return [other for other in all_pids() if (info := stat(other)) is not None and info.ppid == pid]
+
+
+def namespace_pids(pid: int) -> list[int]:
+    """``pid``'s number in each PID namespace it is in, outermost first (the ``NSpid`` line of
+    ``/proc/PID/status``); empty when it is gone."""
+    try:
+        with open(f"{PROC}/{pid}/status", encoding="utf-8", errors="replace") as file:  # noqa: PTH123
+            for line in file:
+                if line.startswith("NSpid:"):
+                    return [int(number) for number in line.split()[1:]]
+    except (OSError, ValueError):
+        return []
+    return [pid]  # a kernel without NSpid (< 4.1): one namespace
+
+
+def environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
+    """Whether ``pid``'s environment holds any of ``needles`` (whole ``NAME=value`` entries).
+    False when it is gone, a kernel thread, or not ours to read."""
+    try:
+        with open(f"{PROC}/{pid}/environ", "rb") as file:  # noqa: PTH123
+            data = file.read()
+    except OSError:
+        return False
+    return not needles.isdisjoint(data.split(b"\0"))
+
+
+def all_pids() -> list[int]:
+    """Every process visible in ``/proc`` (empty where there is none)."""
+    try:
+        return [int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()]
+    except OSError:
+        return []
 
 
 def group_leaders(pid: int | None = None) -> list[Identity]:

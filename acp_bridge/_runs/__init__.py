@@ -14,7 +14,7 @@ prints. Modules:
   :mod:`.supervisor.running`, :mod:`.supervisor.detach`, :mod:`.store.recorder`, :mod:`.envelopes` —
   the detached process that carries runs;
 - :mod:`.lanes`, :mod:`.budget`, :mod:`.liveness`, :mod:`.store.retention`, :mod:`.store.rules`,
-  :mod:`.followups` — the rules (follow-up turns: the store side);
+  :mod:`.followups` — follow-up turns (the chain of a session, held agents, ``send``);
 - :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.proc` — wake-ups and process identity.
 
 Nothing is imported here, so ``python -m acp_bridge._runs.supervisor.main`` stays light.

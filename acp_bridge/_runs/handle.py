@@ -17,12 +17,13 @@ import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from acp_bridge._runs import followups, lanes, liveness
+from acp_bridge._runs import lanes, liveness
+from acp_bridge._runs.followups.holds import let_go
 from acp_bridge._runs.store.records import RunRecord, RunStatus
 from acp_bridge._runs.store.store import Store, open_store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 from acp_bridge._runs.watch import Watch, get_checked
 from acp_bridge.events import Event
 
@@ -112,7 +113,7 @@ class RunHandle:
         the agent still held from this run, else through ``session/resume`` or
         ``session/load``, else it fails with a clear refusal. ``options``: its budget;
         :class:`~acp_bridge.ConfigError` when there is no session to continue."""
-        from acp_bridge._runs.send import send
+        from acp_bridge._runs.followups.send import send
 
         return await send(self.id, text, timeout=timeout, options=self._options(options),
                           config=config)  # fmt: skip
@@ -125,7 +126,7 @@ class RunHandle:
         options: RunOptions | None = None,
         config: LoadedConfig | None = None,
     ) -> RunHandle:
-        from acp_bridge._runs.send import send_sync
+        from acp_bridge._runs.followups.send import send_sync
 
         return send_sync(self.id, text, timeout=timeout, options=self._options(options),
                          config=config)  # fmt: skip
@@ -223,8 +224,8 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     db = open_store(store)
     run = get_checked(db, run_id)
     if run.finished:
-        if followups.let_go(db, run_id):
-            ring(db, [run_id])  # its holder wakes, closes the agent, frees the slot
+        if let_go(db, run_id):
+            wake(db, [run_id])  # its holder wakes, closes the agent, frees the slot
         return run
     if not run.finished and not run.detached:
         from acp_bridge.errors import ConfigError
@@ -242,12 +243,12 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
         with db.write() as conn:
             written = db.finish(conn, run_id, outcome, only_queued=True)
         if written:
-            ring(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
+            wake(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
             return get_checked(db, run_id)
         run = get_checked(db, run_id)  # claimed meanwhile: stop it running
     if run.status == "running":
         db.request_stop(run_id)
-        ring(db, [run_id])
+        wake(db, [run_id])
     return get_checked(db, run_id)
 
 
@@ -264,3 +265,12 @@ def list_runs(
     db = open_store(store)
     liveness.reap(db)
     return db.runs(active_only=not include_ended, limit=limit)
+
+
+def list_run_dicts(
+    *, store: str | Path | None = None, include_ended: bool = True, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """:func:`list_runs` as JSON data (``ps --json``), made straight from the rows."""
+    db = open_store(store)
+    liveness.reap(db)
+    return db.run_dicts(active_only=not include_ended, limit=limit)

@@ -12,8 +12,8 @@ first. Lanes without a limit, when there is no global limit either, start at onc
 detached runs take part: a foreground call (its caller waits for the envelope) starts at
 once and is not counted, so a host's own concurrent calls never queue behind a lane. A run
 whose agent is held for a follow-up keeps its slot, and its queued follow-ups wait for the
-holder (:mod:`.followups`); a follow-up of a run that is still queued or running waits for that
-run to end (two turns of one session never run at once).
+holder (:mod:`.followups.holds`); a follow-up of a run that is still queued or running waits for
+that run to end (two turns of one session never run at once).
 
 Waiting for a slot: a queued run's supervisor waits on its doorbell (:mod:`.wakeups`). Whoever
 ends, claims or dequeues a run rings the bells of the runs that may start now (:func:`heads`).
@@ -90,7 +90,7 @@ def _admissible_now(db: sqlite3.Connection) -> list[RunRecord]:
             running[run.lane] = running.get(run.lane, 0) + 1
             if run.status != "running":
                 held.add(run.id)
-    # A follow-up of a held run is its holder's to take (see turns.py), not a new start; a
+    # A follow-up of a held run is its holder's to take (see followups/holds.py), not a new start; a
     # follow-up of a run not ended yet waits for it (foreground runs too: not in the rows).
     busy = held | _active(db, {run.follows for run in queued if run.follows})
     waiting = [run for run in queued if run.follows not in busy]
@@ -159,7 +159,7 @@ def finish(
     """Commit how ``run_id`` ended (if this process still carries it) and, when ``adopt_env``
     is given, take the next run that may start from that environment — one transaction.
     ``hold_until`` (Unix time): its agent is kept for a follow-up until then, in the same
-    transaction (so no follow-up can start elsewhere in between; see :mod:`.followups`).
+    transaction (so no follow-up can start elsewhere in between; see :mod:`.followups.chain`).
     Returns (whether the outcome was written, the adopted run's id)."""
     with store.write() as db:
         if not store.finish(db, run_id, outcome, supervisor=me):

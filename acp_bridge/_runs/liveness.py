@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from acp_bridge._os import proc
-from acp_bridge._runs import followups
+from acp_bridge._runs.followups import holds
 from acp_bridge._runs.lanes import heads
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 
 
 def check(store: Store, run: RunRecord) -> RunRecord:
@@ -43,22 +43,22 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
     """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
     is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
     assert run.supervisor is not None
-    if followups.hold(store, run.id, run.supervisor, None):
+    if holds.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
-        ring(store, heads(store))
+        wake(store, heads(store))
     return store.get(run.id) or run
 
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
     """:func:`check` every active run (or the given ones); the runs found lost. Holds of
-    dead supervisors are released too (see :mod:`.followups`)."""
+    dead supervisors are released too (see :mod:`.followups.holds`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
     if runs is None:
-        for held in followups.dead_holders(store):
+        for held in holds.dead_holders(store):
             release_dead_holder(store, held)
     return found
 
@@ -70,9 +70,9 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
     from acp_bridge.errors import ErrorCode
 
     assert run.supervisor is not None
-    carrier = "supervisor" if run.detached else "caller (a foreground run)"
+    carried_by = "supervisor" if run.detached else "caller (a foreground run)"
     error = (
-        f"the run was lost: its {carrier}, pid {run.supervisor.pid}, ended without "
+        f"the run was lost: its {carried_by}, pid {run.supervisor.pid}, ended without "
         "recording a result (killed, crashed, or the host restarted)"
     )
     outcome = ended(run, error, ErrorCode.LOST)
@@ -80,7 +80,7 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
         changed = store.finish(db, run.id, outcome, supervisor=run.supervisor)
     if changed:
         end_processes(store, run.id)
-        ring(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
+        wake(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
     return store.get(run.id) or run
 
 

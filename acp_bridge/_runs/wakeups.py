@@ -4,16 +4,16 @@ A waiter (``wait``, ``logs -f``, a supervisor waiting for its lane or for a stop
 binds a unix datagram socket in the Linux abstract namespace under a random name, and records
 that name in the store's ``bells`` table for the runs it watches. Whoever changes a run
 (envelope committed, run claimed, stop requested, events flushed, run found lost) commits
-first and then sends one byte to every bell of that run. The byte carries nothing: the waiter
+first and then sends one byte to every wakeup of that run. The byte carries nothing: the waiter
 wakes and reads the store again. The order makes wake-ups impossible to miss: a waiter records
-its bell before it reads the run, a changer commits before it reads the bells, so either the
-changer sees the bell or the waiter sees the change.
+its wakeup before it reads the run, a changer commits before it reads the bells, so either the
+changer sees the wakeup or the waiter sees the change.
 
 Why this and not a poll: ``wait`` must return within 100 ms of the end, and fifty supervisors
 waiting for a lane must not each query SQLite ten times a second. Why not a named pipe or a
 socket file: no file to clean up after a crash, no path length limit (108 bytes). An abstract
-socket has no permissions; anyone on the host can ring a bell, which costs the waiter one
-extra read of the store and tells nobody anything. A bell left by a process that died is
+socket has no permissions; anyone on the host can ring a wakeup, which costs the waiter one
+extra read of the store and tells nobody anything. A wakeup left by a process that died is
 found when ringing it fails, and removed.
 
 Waiting also watches pidfds (a supervisor's death makes its pidfd readable), so a waiter
@@ -38,7 +38,7 @@ def _address(name: str) -> bytes:
     return b"\0" + name.encode()
 
 
-class Bell:
+class Wakeup:
     """A doorbell for some runs; a context manager (the record is removed on exit)."""
 
     def __init__(self, store: Store, run_ids: Iterable[str] = ()) -> None:
@@ -56,7 +56,7 @@ class Bell:
         """Ring for these runs too."""
         ids = list(run_ids)
         if ids:
-            self._store.add_bell(self.name, ids)
+            self._store.add_wakeup(self.name, ids)
 
     def close(self) -> None:
         if self._sock.fileno() < 0:
@@ -65,7 +65,7 @@ class Bell:
             self._store.remove_bells([self.name])
         self._sock.close()
 
-    def __enter__(self) -> Bell:
+    def __enter__(self) -> Wakeup:
         return self
 
     def __exit__(
@@ -82,7 +82,7 @@ class Bell:
                 pass
 
     def wait_sync(self, timeout: float, fds: Sequence[int] = ()) -> bool:
-        """Block until the bell rings, one of ``fds`` is readable, or ``timeout`` passes;
+        """Block until the wakeup rings, one of ``fds`` is readable, or ``timeout`` passes;
         whether anything woke it before the timeout."""
         poller = select.poll()
         for fd in (self._sock.fileno(), *fds):
@@ -109,7 +109,7 @@ class Bell:
         self._drain()
 
 
-def ring(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
+def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
     """Wake every process waiting on these runs (call after committing the change)."""
     names = store.bells(run_ids) - {besides}
     if not names:

@@ -19,7 +19,7 @@ from acp_bridge._os.proc import Identity
 from acp_bridge._runs import liveness
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import Bell
+from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError
 
 FALLBACK = 1.0
@@ -47,7 +47,7 @@ class Watch:
         self.store = store
         self.run_ids = list(run_ids)
         self._pidfds: dict[Identity, int] = {}
-        self.bell = Bell(store, self.run_ids)
+        self.wakeup = Wakeup(store, self.run_ids)
 
     def look(self) -> list[RunRecord]:
         """The runs now (lost ones marked), and pidfds for the supervisors of active ones."""
@@ -62,17 +62,17 @@ class Watch:
         return runs
 
     def wait_sync(self, timeout: float) -> None:
-        self.bell.wait_sync(min(timeout, FALLBACK), list(self._pidfds.values()))
+        self.wakeup.wait_sync(min(timeout, FALLBACK), list(self._pidfds.values()))
 
     async def wait(self, timeout: float) -> None:
-        await self.bell.wait(min(timeout, FALLBACK), list(self._pidfds.values()))
+        await self.wakeup.wait(min(timeout, FALLBACK), list(self._pidfds.values()))
 
     def close(self) -> None:
         for fd in self._pidfds.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._pidfds.clear()
-        self.bell.close()
+        self.wakeup.close()
 
     def __enter__(self) -> Watch:
         return self

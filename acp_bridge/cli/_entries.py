@@ -11,7 +11,7 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -19,12 +19,14 @@ import anyio
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._runs.store import foreground
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
-from acp_bridge.cli._printing import EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._options import request_from
+from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
-from acp_bridge.cli._progress import event_printer
+from acp_bridge.cli._progress import FLUSH_EVERY, event_printer
 from acp_bridge.cli._signals import interrupts
+from acp_bridge.cli._streams import typed_text
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
+from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
 from acp_bridge.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
@@ -62,18 +64,23 @@ def run_request(
             err(f"{type(exc).__name__}: {problem}")
         envelope = from_error(exc, meta=Meta(entry=request.entry, agent=request.agent))
         return print_envelope(envelope, pretty=args.pretty)
-    handler, finish = event_printer("none" if args.quiet else args.events)
+    handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
-        return await run_entry(
-            request,
-            config=loaded,
-            on_event=handler,
-            cancel=cancel,
-            permission_hook=hooks[0],
-            elicitation_hook=hooks[1],
-            abort=abort,
-        )
+        async with anyio.create_task_group() as tg:
+            if tick is not None:
+                tg.start_soon(_every, FLUSH_EVERY, tick)
+            result = await run_entry(
+                request,
+                config=loaded,
+                on_event=handler,
+                cancel=cancel,
+                permission_hook=hooks[0],
+                elicitation_hook=hooks[1],
+                abort=abort,
+            )
+            tg.cancel_scope.cancel()
+        return result
 
     async def interruptible() -> SubtaskResult:
         return await interrupts.run(run, err)
@@ -83,6 +90,12 @@ def run_request(
     finally:
         finish()
     return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
+
+
+async def _every(seconds: float, call: Callable[[], None]) -> None:
+    while True:
+        await anyio.sleep(seconds)
+        call()
 
 
 def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:
@@ -95,72 +108,30 @@ def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, Elicitation
     return hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout)
 
 
-def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object) -> EntryRequest:
-    return EntryRequest(
-        entry=entry,
-        task=task,
-        timeout=args.timeout,
-        cwd=str(args.cwd) if args.cwd is not None else None,
-        observe_profile=args.observe,
-        **fields,
-    )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.fork and args.resume is None:
-        raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
     if args.session is not None and args.resume is not None:
         raise ConfigError("--session NAME and --resume both say which session to continue")
     if args.ask_timeout is not None and not args.ask_timeout > 0:
         raise ConfigError(
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
-    return run_request(
-        args,
-        _request(
-            args,
-            "acp_spawn",
-            read_task(args.task),
-            agent=args.agent,
-            output_schema=args.output_schema,
-            isolation=args.isolation,
-            mode=args.mode,
-            model=args.model,
-            config_options=dict(args.config_options) if args.config_options else None,
-            resume=args.resume,
-            fork=args.fork,
-            unstable=args.unstable,
-        ),
-        _hooks(args),
-    )
+    request = request_from(args, "acp_spawn", read_task(args.task), agent=args.agent)
+    return run_request(args, request, _hooks(args))
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
-    command = " ".join(args.command)  # like ssh: the words make one shell line
-    return run_request(
-        args, _request(args, "bash", command, max_output_bytes=args.max_output_bytes)
-    )
+    command = typed_text(" ".join(args.command))  # like ssh: the words make one shell line
+    return run_request(args, request_from(args, "bash", command))
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
-    return run_request(
-        args,
-        _request(
-            args,
-            "spawn",
-            read_task(args.task),
-            tools=names(args.tools) or [],
-            model=args.model,
-            output_schema=args.output_schema,
-        ),
-    )
+    task = read_task(args.task)
+    return run_request(args, request_from(args, "spawn", task, tools=names(args.tools) or []))
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    return run_request(
-        args,
-        _request(args, "ask", read_task(args.prompt), tools=names(args.tools), model=args.model),
-    )
+    task = read_task(args.prompt)
+    return run_request(args, request_from(args, "ask", task, tools=names(args.tools)))
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
@@ -174,7 +145,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         for note in selection.warnings():
             err(f"warning: {note}")
         registry = selection.registry
-    out(json.dumps(registry.specs(args.format), indent=2, ensure_ascii=False))
+    out_json(registry.specs(args.format), pretty=True)
     return EXIT_OK
 
 

@@ -41,6 +41,15 @@ def _existing_dir(path: Path) -> Path:
     return path
 
 
+def _program(command: str) -> str:
+    """A command that names a directory by its absolute path is refused here, at its line
+    (a name found on PATH, or a relative path, is looked up when the agent starts)."""
+    path = Path(command).expanduser()
+    if path.is_absolute() and path.is_dir():
+        raise ValueError(f"{command} is a directory, not a program to run")
+    return command
+
+
 def _existing_file(path: Path) -> Path:
     if not path.is_file():
         raise ValueError(f"file does not exist: {path}")
@@ -108,6 +117,11 @@ class PermissionRule(StrictModel):
     rule matches if any command of the line does."""
 
     kind: ToolKind | None = Field(None, description="ACP tool kind the rule applies to")
+    name: str | None = Field(
+        None,
+        description="glob on the tool's programmatic name (ACP ToolCall.name, e.g. "
+        "'mcp__acp_bridge__*'), case-sensitive; a tool call without a name never matches",
+    )
     title: str | None = Field(
         None, description="glob on the tool call title, case-insensitive (e.g. 'git *')"
     )
@@ -232,6 +246,11 @@ class McpServer(StrictModel):
 class SessionSettings(StrictModel):
     mode: str | None = Field(None, description="session mode id to switch to, if advertised")
     model: str | None = Field(None, description="model id to select, if advertised")
+    system_prompt: str | None = Field(
+        None,
+        description="instructions added to the agent's own (ACP systemPrompt, append mode), "
+        "sent only to an agent that advertises it; one that does not fails the run",
+    )
     config_options: dict[str, str | bool | int | float] = Field(
         default_factory=dict, description="session config option id → value, if advertised"
     )
@@ -248,7 +267,9 @@ class AgentProfile(StrictModel):
     type: Literal["stdio"] = Field(
         "stdio", description="transport to the agent: stdio, the only one (Mistermorph's key)"
     )
-    command: str = Field(min_length=1, description="executable to start; no shell is used")
+    command: Annotated[str, AfterValidator(_program)] = Field(
+        min_length=1, description="executable to start; no shell is used"
+    )
     args: list[str] = Field(default_factory=list, description="its arguments (a list: no shell)")
     env: dict[EnvName, str] = Field(
         default_factory=dict, description="variables set for the agent; ${VAR} expands at load"
@@ -302,8 +323,19 @@ class AgentProfile(StrictModel):
     )
     unstable: bool = Field(
         False,
-        description="allow unstable ACP methods the agent advertises (today: session/fork); "
-        "off by default, like --unstable",
+        description="allow unstable ACP methods and capabilities the agent advertises "
+        "(session/fork, subagent sessions, plan operations); off by default, like --unstable",
+    )
+    protocol: Literal["auto", "1", "2"] = Field(
+        "auto",
+        description="ACP wire version: auto (ask for 2, the v2 Preview, take 1 when that is "
+        "what the agent speaks), 1, or 2 (a v1-only agent is then an error)",
+    )
+    services: Literal["acp", "mcp", "both"] = Field(
+        "acp",
+        description="how a v1 agent gets the bridge's files and terminals: acp (the fs/* and "
+        "terminal/* methods), mcp (an MCP server in session/new), or both; a v2 agent always "
+        "gets the MCP server (v2 has no fs/* or terminal/*)",
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
     min_version: str | None = Field(

@@ -13,7 +13,7 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
     hang          methods never answered
     errors        method → JSON-RPC error object to answer instead
     prompt        steps of a prompt turn, in order:
-                  {"update": {...}}                  send this session/update
+                  {"update": {...}, "session"?: ID}  send this session/update (of ID)
                   {"say": "text", "messageId": "m"}  an agent_message_chunk
                   {"request": M, "params": {...}, "cancel": true?}
                       ask the client; with cancel, send $/cancel_request for it at once
@@ -24,8 +24,10 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
                   {"raw_request": "text with %ID%"}  the same, a request: %ID% becomes its
                                                      id ("spy-N"), and its reply is awaited
     answer        the turn's last message (default: the JSON list of replies to requests)
-    prompt_reply  the raw text of the prompt's reply line, %ID% for the request's id
-                  (default: {"stopReason": "end_turn"} as JSON)
+    prompt_reply  v2: the prompt is acknowledged at once with this result ({} or
+                  {"messageId": …}); the turn then ends with a state_update idle whose stop
+                  reason is ``stop`` (default end_turn), not with a reply
+    raw_reply     v1: the raw text of the prompt's reply line, %ID% for the request's id
     after_reply   raw lines written right after the prompt's reply (%SESSION% as above),
                   after_reply_pause seconds after it
 
@@ -104,11 +106,23 @@ def reply_to(request_id: Any) -> dict[str, Any]:
         _pending.append(message)
 
 
+def end_turn(request_id: Any, session_id: str, stop: str) -> None:
+    if "raw_reply" in SCRIPT:  # the reply as the script spells it, numbers and all
+        OUT.write(SCRIPT["raw_reply"].replace("%ID%", json.dumps(request_id)).encode() + b"\n")
+        OUT.flush()
+    elif "prompt_reply" in SCRIPT:  # v2: the reply went out first; idle ends the turn
+        update(session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})
+    else:
+        send({"id": request_id, "result": {"stopReason": stop}})
+
+
 def prompt(request_id: Any, session_id: str) -> None:
     replies: list[Any] = []
+    if "prompt_reply" in SCRIPT:
+        send({"id": request_id, "result": SCRIPT["prompt_reply"]})
     for number, step in enumerate(SCRIPT.get("prompt", [])):
-        if "update" in step:
-            update(session_id, step["update"])
+        if "update" in step:  # "session": another session's update (a child's)
+            update(step.get("session", session_id), step["update"])
         elif "say" in step:
             chunk = {"sessionUpdate": "agent_message_chunk"}
             chunk["content"] = {"type": "text", "text": step["say"]}
@@ -131,18 +145,15 @@ def prompt(request_id: Any, session_id: str) -> None:
         elif step.get("wait_cancel"):
             while (message := read()) is not None:
                 if message.get("method") == "session/cancel":
-                    send({"id": request_id, "result": {"stopReason": "cancelled"}})
+                    if message["params"]["sessionId"] != session_id:
+                        continue  # a child's cancel: recorded, the parent goes on waiting
+                    end_turn(request_id, session_id, "cancelled")
                     return
     answer = SCRIPT.get("answer", json.dumps(replies))
-    update(
-        session_id,
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": answer}},
-    )
-    if "prompt_reply" in SCRIPT:
-        OUT.write(SCRIPT["prompt_reply"].replace("%ID%", json.dumps(request_id)).encode() + b"\n")
-        OUT.flush()
-    else:
-        send({"id": request_id, "result": {"stopReason": "end_turn"}})
+    if answer:
+        text = {"type": "text", "text": answer}
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text})
+    end_turn(request_id, session_id, SCRIPT.get("stop", "end_turn"))
     if SCRIPT.get("after_reply"):
         time.sleep(SCRIPT.get("after_reply_pause", 0))  # so the reply is read on its own
     for line in SCRIPT.get("after_reply", []):

@@ -141,7 +141,7 @@ def test_a_prompt_reply_of_too_many_values_ends_the_turn_at_once(spy: Spy) -> No
         + items(MANY)
         + "]}}}"
     )
-    script = {"answer": "ANSWER", "prompt_reply": reply}
+    script = {"answer": "ANSWER", "raw_reply": reply}
     result = spy.harness.run("spy", "go", spy.config(script, timeouts={"run": 60}))
     # Not a timeout at 60 s: the reply was read, refused and still ended the turn.
     assert result.meta.error_code != "timeout" and (result.meta.duration_ms or 0) < 30_000

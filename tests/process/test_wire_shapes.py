@@ -20,7 +20,7 @@ HUGE_INT = "1" + "0" * 5000  # past Python's 4300-digit limit for int()
 
 def prompt_reply(usage: str) -> dict[str, Any]:
     reply = '{"jsonrpc":"2.0","id":%ID%,"result":{"stopReason":"end_turn","usage":' + usage + "}}"
-    return {"answer": "ANSWER", "prompt_reply": reply}
+    return {"answer": "ANSWER", "raw_reply": reply}
 
 
 def raw_update(update: str) -> dict[str, Any]:

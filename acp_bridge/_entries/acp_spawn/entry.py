@@ -9,22 +9,20 @@ turns a held session takes after the first ``acp_turns.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from typing import cast
 
 import anyio
+from typing_extensions import Unpack
 
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._acp.session_options import OptionValue, SessionChoices
 from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge._entries.acp_spawn.run import AcpRun
+from acp_bridge._entries.options import AcpSpawnOptions, checked_or_error
 from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig
-from acp_bridge.config._sandbox import IsolationMode
 from acp_bridge.envelope import Meta, SubtaskResult
-from acp_bridge.errors import ConfigError
 from acp_bridge.events import EventHandler, EventSink
 
 __all__ = ["acp_spawn", "acp_spawn_sync"]
@@ -34,26 +32,14 @@ async def acp_spawn(
     agent: str,
     task: str,
     *,
-    cwd: str | Path | None = None,
-    output_schema: str | None = None,
-    observe_profile: str | None = None,
-    timeout: float | None = None,
     on_event: EventHandler | None = None,
     config: LoadedConfig | None = None,
     cancel: anyio.Event | None = None,
+    abort: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
     elicitation_hook: ElicitationHook | None = None,
-    mode: str | None = None,
-    model: str | None = None,
-    config_options: Mapping[str, OptionValue] | None = None,
-    resume: str | None = None,
-    fork: bool = False,
-    unstable: bool = False,
-    isolation: IsolationMode | None = None,
-    abort: anyio.Event | None = None,
-    task_id: str | None = None,
     follow_ups: FollowUps | None = None,
-    worktree: str | Path | None = None,
+    **options: Unpack[AcpSpawnOptions],
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
 
@@ -63,6 +49,7 @@ async def acp_spawn(
     ``abort`` skips the graces (SIGKILL at once); ``permission_hook`` answers ``ask`` rules;
     ``elicitation_hook`` the agent's questions to the user (without it they are refused).
 
+    ``options`` are :class:`~acp_bridge.AcpSpawnOptions` (each described there). Among them:
     ``mode``, ``model`` and ``config_options`` (id → value; booleans for boolean options)
     override the profile's ``session:`` settings for this run; a value the agent does not
     offer fails the run (``config_error``) with what it offers. ``resume`` continues that
@@ -79,34 +66,31 @@ async def acp_spawn(
     is above 0 (the run layer's supervisor uses it to serve ``acp-bridge send`` on the live
     agent): after each sound turn it gets the turn's envelope and may hand over the next
     turn, a run of its own (see ``acp_turns.py``). The envelope returned is then the last
-    turn's. The caller records each turn itself: a run ledger records the first turn's id.
+    turn's. The caller records each turn itself: a run reporter records the first turn's id.
     """
+    given, invalid = checked_or_error("acp_spawn", options)
+    checked = cast(AcpSpawnOptions, given)
     runs: list[AcpRun] = []
 
     async def body(ctx: RunContext) -> SubtaskResult:
+        if invalid is not None:
+            raise invalid
         resolved = ctx.config.profiles.get(agent)
         profile = resolved.runnable()
         origin = resolved.set_at(("command",))
-        if fork and resume is None:
-            raise ConfigError("fork needs resume: the session to fork")
         run = AcpRun(
             ctx,
             profile,
             task,
-            cwd=cwd,
-            output_schema=output_schema,
-            timeout=resolve_timeout(timeout, profile.timeouts.run),
-            sink=EventSink(on_event, observe_profile, task_id=ctx.task_id, started=ctx.started),
+            checked,
+            timeout=resolve_timeout(checked.get("timeout"), profile.timeouts.run),
+            sink=EventSink(
+                on_event, checked.get("observe_profile"), task_id=ctx.task_id, started=ctx.started
+            ),
             cancel=cancel,
+            abort=abort,
             permission_hook=permission_hook,
             elicitation_hook=elicitation_hook,
-            choices=SessionChoices(mode, model, dict(config_options or {})),
-            resume=resume,
-            fork=fork,
-            unstable=unstable or profile.unstable,
-            isolation=isolation or profile.isolation,
-            reopen=Path(worktree) if worktree is not None else None,
-            abort=abort,
             origin=f"set at {origin}" if origin else "",
             follow_ups=follow_ups,
         )
@@ -114,8 +98,8 @@ async def acp_spawn(
         return await run.execute()
 
     result = await run_enveloped(
-        "acp_spawn", body, config=config, meta=Meta(agent=agent), task_id=task_id, task=task,
-        cwd=cwd, cancel=cancel,
+        "acp_spawn", body, config=config, meta=Meta(agent=agent), task_id=checked.get("task_id"),
+        task=task, cwd=checked.get("cwd"), cancel=cancel,
     )  # fmt: skip
     if runs and runs[0].turn.task_id != result.task_id:  # it ended in a follow-up turn
         result = runs[0].turn.label(result, result.meta.depth)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge._acp.agent_process import AgentProcess
+from acp_bridge._acp.file_changes import disagreements
 from acp_bridge._acp.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.session import AcpSession
@@ -80,7 +81,9 @@ class AcpResult:
         self.output_schema = output_schema
         self.outcome, self.error = None, None
         collector = self.collector
-        collector.tool_calls, collector.plan, collector.usage = {}, [], {}
+        collector.plan, collector.usage = [], {}
+        collector.tools.clear()
+        collector.plans.clear()
         if self.services is not None:
             self.services.next_turn()
 
@@ -184,6 +187,10 @@ class AcpResult:
             warnings.append(self.transcript.cut)
         if self.confinement is not None:
             warnings += self.confinement.notes
+            measured = self.confinement.files  # None: nothing was measured
+            reported = self.collector.tools.file_changes.records()
+            if measured is not None:
+                warnings += disagreements(reported, measured.paths, str(self.confinement.cwd))
         return warnings
 
     def meta(self, stop_reason: str | None) -> Meta:
@@ -193,6 +200,8 @@ class AcpResult:
         served = (services.files.files_changed or None) if services else None
         confined = self.confinement.meta() if self.confinement is not None else {}
         state = collector.state
+        notices, compactions = collector.notices.records()
+        changes = collector.tools.file_changes
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
@@ -207,6 +216,12 @@ class AcpResult:
             replayed_updates=collector.replayed or None,
             unknown_updates=dict(collector.unknown_kinds) or None,
             trace_id=self.tracing.trace_id,
+            protocol_version=self.session.protocol_version if self.session else None,
+            notices=notices,
+            compactions=compactions,
+            subagents=collector.subagents.records(),
+            reported_changes=changes.records() or None,
+            reported_patch="".join(changes.patch) or None,
             elicitations=(services.elicitation.records or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,

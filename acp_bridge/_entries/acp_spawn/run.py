@@ -24,6 +24,7 @@ from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.elicitation import ElicitationHook
+from acp_bridge._acp.services.mcp_tools import ServicesOffer
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_options import SessionChoices
@@ -35,11 +36,12 @@ from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import AcpResult, needs_repair, repair_prompt
 from acp_bridge._entries.confinement import Confinement, confined
+from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
@@ -59,43 +61,44 @@ class AcpRun:
         ctx: RunContext,
         profile: AgentProfile,
         task: str,
+        options: AcpSpawnOptions,
         *,
-        cwd: str | Path | None,
-        output_schema: str | None,
         timeout: float,
         sink: EventSink,
         cancel: anyio.Event | None,
-        permission_hook: PermissionHook | None,
-        elicitation_hook: ElicitationHook | None = None,
-        choices: SessionChoices | None = None,
-        resume: str | None = None,
-        fork: bool = False,
-        unstable: bool = False,
-        isolation: IsolationMode = "none",
-        reopen: Path | None = None,
         abort: anyio.Event | None = None,
+        permission_hook: PermissionHook | None = None,
+        elicitation_hook: ElicitationHook | None = None,
         origin: str = "",
         follow_ups: FollowUps | None = None,
     ) -> None:
+        """``options`` checked (:func:`~acp_bridge._entries.options.check_options`)."""
+        worktree = options.get("worktree")
         self.profile = profile
-        self.isolation: IsolationMode = isolation
-        self.reopen = reopen  # the session's kept worktree, for a follow-up that resumes
+        self.isolation: IsolationMode = options.get("isolation") or profile.isolation
+        # the session's kept worktree, for a follow-up that resumes
+        self.reopen = Path(worktree) if worktree is not None else None
         self.task = task
         self.ctx = ctx
         self.sink = sink
         self.permission_hook = permission_hook
         self.elicitation_hook = elicitation_hook
-        self.choices = choices or SessionChoices()
-        self.resume = resume
-        self.fork = fork
-        self.unstable = unstable
+        self.choices = SessionChoices(
+            options.get("mode"),
+            options.get("model"),
+            dict(options.get("config_options") or {}),
+            options.get("system_prompt"),
+        )
+        self.resume = options.get("resume")
+        self.fork = options.get("fork", False)
+        self.unstable = options.get("unstable", False) or profile.unstable
         self.tracing = Tracing.from_host()
         self.origin = origin
         # Only when the profile keeps its agent between turns: else the one-shot run.
         self.follow_ups = follow_ups if profile.timeouts.idle > 0 else None
         self.turn = Turn(ctx.task_id, ctx.started)
         """The turn now running (the run itself, then each follow-up)."""
-        self.cwd = session_cwd(cwd, profile)
+        self.cwd = session_cwd(options.get("cwd"), profile)
         self.roots = Roots.for_session(self.cwd, profile.read_roots, profile.write_roots)
         self.sandbox = profile.sandbox.over(ctx.config.config.sandbox)
         self.env = constructed_env(
@@ -123,7 +126,7 @@ class AcpRun:
         self.signals = TurnSignals()
         self.result = AcpResult(
             profile=profile,
-            output_schema=output_schema or "",
+            output_schema=options.get("output_schema") or "",
             schemas=SchemaRegistry(ctx.config.config.schemas),
             collector=self.collector,
             transcript=self.transcript,
@@ -193,6 +196,8 @@ class AcpRun:
             return confinement.launch(argv, self.env, self.cwd, handoff=True)
         except SpawnError as exc:
             where = f" ({self.origin})" if self.origin else ""
+            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
+                raise ConfigError(f"{exc}{where}") from exc
             hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
             raise SpawnError(f"{exc}{where}{hint}") from exc
 
@@ -236,6 +241,7 @@ class AcpRun:
                     transcript=self.transcript,
                     max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
+                    offer = ServicesOffer(services, services_tg)
                     session = result.session = AcpSession(
                         conn,
                         profile=self.profile,
@@ -247,6 +253,9 @@ class AcpRun:
                         signals=self.signals,
                         sink=self.sink,
                         tracing=self.tracing,
+                        services_server=offer,
+                        system_prompt=self.choices.system_prompt
+                        or self.profile.session.system_prompt,
                     )
                     try:
                         await self._phases(session)
@@ -255,6 +264,7 @@ class AcpRun:
                     finally:
                         with anyio.CancelScope(shield=True), self.tracing.span("acp.shutdown"):
                             await self.clock.wind_down(session, process, services, started)
+                            await offer.stop()
                 services_tg.cancel_scope.cancel()
         except BridgeError as exc:  # spawn failures: nothing ran
             result.error = result.error or exc
@@ -381,11 +391,7 @@ class AcpRun:
 
 
 def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
-    chosen = Path(cwd) if cwd is not None else (profile.cwd or Path.cwd())
-    resolved = chosen.expanduser().resolve()
-    if not resolved.is_dir():
-        raise ConfigError(f"cwd {chosen} is not an existing directory")
-    return resolved
+    return existing_directory(cwd if cwd is not None else (profile.cwd or Path.cwd()))
 
 
 def _open_transcript(loaded: LoadedConfig, task_id: str, redactor: Redactor) -> Transcript:

@@ -1,9 +1,9 @@
-"""Foreground runs in the run store: the ledger every entry reports to (DESIGN §10).
+"""Foreground runs in the run store: the reporter every entry reports to (DESIGN §10).
 
 A run whose caller waits for its envelope (``acp-bridge run`` without ``--detach``, a host
 calling ``acp_bridge.acp_spawn``, a smoke case, a tool call inside ``ask``) is recorded
 here: a row, ``running`` and carried by the caller's own process, written from a worker
-thread beside the run (:mod:`acp_bridge._entries.recording`); then its envelope, committed
+thread beside the run (:mod:`acp_bridge._entries.reporting`); then its envelope, committed
 before the caller gets it, and the doorbells of anyone waiting on it rung. So ``ps`` lists
 it, ``wait`` and ``show`` work on it from any process, and if the caller is killed the run is
 found ``lost`` like any other. What a foreground record does not have: its events (``logs``
@@ -14,7 +14,7 @@ Cost, measured with ``benchmarks/cold_start.py``: the thread does the SQLite imp
 store's opening and the insert while the agent starts up; the caller waits only for the
 final write (well under a millisecond). A config with ``runs.record: false`` turns it off.
 
-A ledger record never fails a run: a store it cannot write is logged, and the run goes on.
+A report never fails a run: a store it cannot write is logged, and the run goes on.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_bridge._entries.recording import RunStart, install_ledger
+from acp_bridge._entries.reporting import RunStart, install_reporter
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
@@ -44,7 +44,7 @@ _carried: ContextVar[str | None] = ContextVar("acp_bridge_carried_run", default=
 @contextlib.contextmanager
 def carrying(run_id: str) -> Iterator[None]:
     """Inside: the run ``run_id`` is carried by this process's supervisor, which records it
-    itself (the ledger leaves that one run out; runs it opens are recorded as usual)."""
+    itself (the reporter leaves that one run out; runs it opens are recorded as usual)."""
     token = _carried.set(run_id)
     try:
         yield
@@ -52,7 +52,7 @@ def carrying(run_id: str) -> Iterator[None]:
         _carried.reset(token)
 
 
-class StoreLedger:
+class StoreReporter:
     """Records every run of this process in the run store (one connection per store path,
     shared by the worker threads that begin records and the loop that ends them)."""
 
@@ -85,8 +85,8 @@ class StoreLedger:
 class _Record:
     """One foreground run's row."""
 
-    def __init__(self, ledger: StoreLedger, run: RunStart) -> None:
-        self.ledger = ledger
+    def __init__(self, reporter: StoreReporter, run: RunStart) -> None:
+        self.reporter = reporter
         self.run = run
         self.path: Path | None = None
         self.begun = False
@@ -104,7 +104,7 @@ class _Record:
             log.warning("%s: not recorded in the run store: %s", self.run.task_id, exc)
 
     def _insert(self, config: LoadedConfig | None) -> None:
-        # bell, budget and envelopes only for ended(): imported now, in this worker thread,
+        # wakeup, budget and envelopes only for ended(): imported now, in this worker thread,
         # because ended() is on the caller's critical path (they cost a cold run ~3 ms).
         from acp_bridge._os import proc
         from acp_bridge._runs import budget, envelopes, lanes, wakeups
@@ -124,8 +124,8 @@ class _Record:
             lane=lanes.lane_for(run.entry, run.agent), group=None, env_key="",
         )  # fmt: skip
         settings = rules.store_settings(config.config.runs) if config else None
-        with self.ledger.lock:
-            store = self.ledger.store(self.path)
+        with self.reporter.lock:
+            store = self.reporter.store(self.path)
             store.create(new, proc.own_identity(), detached=False, settings=settings)
             retention.maybe_prune(store)
 
@@ -143,16 +143,16 @@ class _Record:
         from acp_bridge._os import proc
         from acp_bridge._runs.budget import usage_figures
         from acp_bridge._runs.envelopes import outcome
-        from acp_bridge._runs.wakeups import ring
+        from acp_bridge._runs.wakeups import wake
 
         assert self.path is not None
         tokens, cost = usage_figures(result.meta.usage or {})
         ended = outcome(result, stopped=stopped, tokens=tokens, cost=cost)
-        with self.ledger.lock:
-            store = self.ledger.store(self.path)
+        with self.reporter.lock:
+            store = self.reporter.store(self.path)
             with store.write() as db:
                 store.finish(db, self.run.task_id, ended, supervisor=proc.own_identity())
-            ring(store, [self.run.task_id])
+            wake(store, [self.run.task_id])
 
     def abandoned(self) -> None:
         run = self.run
@@ -161,14 +161,14 @@ class _Record:
         self.ended(failed(error, ErrorCode.CANCELLED, task_id=run.task_id, meta=meta), stopped=True)
 
 
-_ledger = StoreLedger()
+_reporter = StoreReporter()
 
 
 def install() -> None:
     """Record every run of this process in the run store (idempotent)."""
-    install_ledger(_ledger)
+    install_reporter(_reporter)
 
 
 def close() -> None:
-    """Close the ledger's connections (tests; hosts that switch stores)."""
-    _ledger.close()
+    """Close the reporter's connections (tests; hosts that switch stores)."""
+    _reporter.close()

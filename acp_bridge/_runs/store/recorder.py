@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import ring
+from acp_bridge._runs.wakeups import wake
 
 MAX_EVENTS = 10_000
 MAX_EVENT_CHARS = 64 * 1024
@@ -55,7 +55,7 @@ class EventRecorder:
         *,
         already: int = 0,
         max_events: int = MAX_EVENTS,
-        bell_name: str = "",
+        wakeup_name: str = "",
     ) -> None:
         self._store = store
         self.run_id = run_id
@@ -64,7 +64,7 @@ class EventRecorder:
         self._pending: list[str] = []
         self._dropped = 0
         self._progress: dict[str, Any] = {}
-        self._bell_name = bell_name  # our own bell: no need to wake ourselves
+        self._bell_name = wakeup_name  # our own wakeup: no need to wake ourselves
         self._arrived = anyio.Event()
 
     def add(self, data: dict[str, Any]) -> None:
@@ -100,7 +100,7 @@ class EventRecorder:
         events, dropped, progress = self._pending, self._dropped, self._progress
         self._pending, self._dropped, self._progress = [], 0, {}
         self._store.add_events(self.run_id, events, dropped, **progress)
-        ring(self._store, [self.run_id], besides=self._bell_name)
+        wake(self._store, [self.run_id], besides=self._bell_name)
 
     async def run(self) -> None:
         """Flush batches until cancelled (then flush once more yourself)."""

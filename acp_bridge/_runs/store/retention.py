@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from acp_bridge._runs import chain
+from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.store import Store
 
 DEFAULT_DAYS = 30.0
@@ -42,7 +42,7 @@ def prune(
     """Delete ended runs that ended over ``older_than_days`` ago or are beyond the newest
     ``keep``, with their events; both None: the store's retention setting. Returns their ids.
     Spared: a run whose agent is held, and the runs a queued or running follow-up continues
-    (:func:`~acp_bridge._runs.chain.in_use`)."""
+    (:func:`~acp_bridge._runs.followups.chain.in_use`)."""
     if older_than_days is None and keep is None:
         older_than_days, keep = retention(store)
     now = time.time() if now is None else now

@@ -36,17 +36,20 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge._json_pieces import json_pieces
-from acp_bridge._os.locations import RUN_LOGS, run_store_path
+from acp_bridge._os.locations import RUN_LOGS, SQLITE_SUFFIXES, run_store_path
+from acp_bridge._os.private_files import new_private_file, private_dir, refuse_links
 from acp_bridge._os.proc import Identity
-from acp_bridge._runs import chain
-from acp_bridge._runs.store.dbapi import connect, store_error
+from acp_bridge._runs.followups import chain
+from acp_bridge._runs.store.dbapi import connect
 from acp_bridge._runs.store.migrations import migrate
 from acp_bridge._runs.store.records import (
+    DICT_COLUMNS,
     FULL_COLUMNS,
     LIST_COLUMNS,
     NewRun,
     Outcome,
     RunRecord,
+    row_to_dict,
     row_to_run,
 )
 
@@ -65,12 +68,11 @@ class Store:
     def __init__(self, path: str | Path | None = None, *, any_thread: bool = False) -> None:
         # Absolute: a supervisor changes directory to each run's caller's.
         self.path = (Path(path) if path is not None else default_path()).absolute()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not self.path.exists():  # private from the first byte (SQLite would use 0644)
-                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError as exc:
-            raise store_error(self.path, exc) from exc
+        private_dir(self.path.parent)  # StateDirError, naming the folder, when it cannot be
+        # SQLite opens the store and its companions by name, following links.
+        refuse_links(*(self.path.with_name(self.path.name + s) for s in ("", *SQLITE_SUFFIXES)))
+        if not self.path.exists():  # private from the first byte (SQLite would use 0644)
+            os.close(new_private_file(self.path))
         self.db = connect(self.path, timeout=BUSY_TIMEOUT, any_thread=any_thread)
         try:
             self.db.execute("PRAGMA journal_mode = WAL")
@@ -116,9 +118,9 @@ class Store:
         ``detached``, else ``running`` in the caller's own process (``supervisor``).
 
         A run that continues a session (``follows``, ``session_name``) follows the session's
-        latest run as of this transaction (:func:`~acp_bridge._runs.chain.session_tail`): the caller
-        looked it up before, and another process may have queued a turn of the same session
-        since."""
+        latest run as of this transaction (:func:`~acp_bridge._runs.followups.chain.session_tail`):
+        the caller looked it up before, and another process may have queued a turn of the same
+        session since."""
         now = time.time()
         with self.write() as db:
             for lane, max_concurrent in (limits or {}).items():
@@ -151,10 +153,19 @@ class Store:
 
     def runs(self, *, active_only: bool = False, limit: int | None = None) -> list[RunRecord]:
         """Runs, newest first (without spec and envelope)."""
+        return [row_to_run(row) for row in self._list_rows(LIST_COLUMNS, active_only, limit)]
+
+    def run_dicts(
+        self, *, active_only: bool = False, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`runs` as JSON data (``RunRecord.to_dict``), without making the records."""
+        return [row_to_dict(row) for row in self._list_rows(DICT_COLUMNS, active_only, limit)]
+
+    def _list_rows(self, columns: str, active_only: bool, limit: int | None) -> list[Any]:
         where = "WHERE status IN ('queued', 'running')" if active_only else ""
         bound = "" if limit is None else f" LIMIT {int(limit)}"
-        query = f"SELECT {LIST_COLUMNS} FROM runs {where} ORDER BY seq DESC{bound}"
-        return [row_to_run(row) for row in self.db.execute(query)]
+        query = f"SELECT {columns} FROM runs {where} ORDER BY seq DESC{bound}"
+        return self.db.execute(query).fetchall()  # one call: no Python step per row
 
     def active(self) -> list[RunRecord]:
         """Queued and running runs, oldest first."""
@@ -259,7 +270,7 @@ class Store:
 
     # --- doorbells ----------------------------------------------------------------------
 
-    def add_bell(self, name: str, run_ids: Iterable[str]) -> None:
+    def add_wakeup(self, name: str, run_ids: Iterable[str]) -> None:
         with self.write() as db:
             db.executemany(
                 "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",

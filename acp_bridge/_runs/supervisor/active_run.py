@@ -3,7 +3,7 @@
 A supervisor carries runs one after another (:mod:`.running`), and while it holds an agent
 several runs go through one entry call: each follow-up turn is a run of its own. So what
 belongs to a run — the events it records, the budget it is held to, a stop request, the
-process groups recorded for it — is a :class:`Carried`, begun when the run starts and ended
+process groups recorded for it — is a :class:`ActiveRun`, begun when the run starts and ended
 when its outcome is committed, whatever the entry call around it does.
 
 Stopping (a request, a signal, a budget exceeded) sets the run's ``cancel`` event: the entry
@@ -24,7 +24,7 @@ from acp_bridge._runs.budget import Budget, BudgetGuard
 from acp_bridge._runs.store.recorder import MAX_EVENTS, EventRecorder
 from acp_bridge._runs.store.records import Outcome, RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import Bell
+from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from acp_bridge.events import Event
@@ -56,13 +56,13 @@ class Control:
         self.scope.deadline = min(self.scope.deadline, anyio.current_time() + HARD_GRACE)
 
 
-class Carried:
+class ActiveRun:
     """One run being carried by this process (a context manager: its doorbell)."""
 
     def __init__(self, store: Store, run: RunRecord, me: Identity, scope: anyio.CancelScope):
         self.store = store
         self.run = run
-        self.bell = Bell(store, [run.id])
+        self.wakeup = Wakeup(store, [run.id])
         self.control = Control(scope)
         self.ended = False
         """Its outcome is committed (or being committed): nothing more of it is recorded."""
@@ -78,7 +78,11 @@ class Carried:
         )
         max_events = int(store.setting("max_events") or MAX_EVENTS)
         self.recorder = EventRecorder(
-            store, run.id, already=run.events_count, max_events=max_events, bell_name=self.bell.name
+            store,
+            run.id,
+            already=run.events_count,
+            max_events=max_events,
+            wakeup_name=self.wakeup.name,
         )
         status = {"phase": "running", "supervisor_pid": me.pid}
         if run.follows:
@@ -89,7 +93,7 @@ class Carried:
         """Close the doorbell, unless the side tasks still use it (they close it as they end:
         a socket closed under a waiting task could see its number reused)."""
         if not self._tasks_started:
-            self.bell.close()
+            self.wakeup.close()
 
     def on_event(self, event: Event) -> None:
         if self.ended:  # e.g. the agent's late updates while it is held: no run's any more
@@ -117,7 +121,7 @@ class Carried:
                     tg.start_soon(self._watch_stop)
                     tg.start_soon(self._track_groups)
         finally:
-            self.bell.close()
+            self.wakeup.close()
 
     def end(self, result: SubtaskResult | None) -> Outcome:
         """Stop recording (every event in the store before the envelope is) and say how the
@@ -128,7 +132,7 @@ class Carried:
         run, control, guard = self.run, self.control, self.guard
         if result is None:  # cut off after HARD_GRACE: stopped, or over budget
             code = ErrorCode.BUDGET if control.reason == "budget" else ErrorCode.CANCELLED
-            result = envelopes.failed(run, control.message or "stopped", code)
+            result = envelopes.run_failed(run, control.message or "stopped", code)
         if control.reason == "budget":
             result = envelopes.over_budget(result, control.message)
         elif (reason := guard.observe(result.meta.usage or {})) and result.status == "done":
@@ -139,7 +143,7 @@ class Carried:
 
     async def _watch_stop(self) -> None:
         while not self.store.stop_requested(self.run.id):
-            await self.bell.wait(STOP_LOOK)
+            await self.wakeup.wait(STOP_LOOK)
         self.control.stop("stop", "stopped on request")
 
     def record_groups(self) -> None:

@@ -34,7 +34,7 @@ from acp_bridge._os.undumpable import make_undumpable
 from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.wakeups import Bell, ring
+from acp_bridge._runs.wakeups import Wakeup, wake
 
 if TYPE_CHECKING:
     import logging
@@ -66,7 +66,7 @@ _signalled: list[int] = []
 
 
 def _note_signal(signum: int, frame: FrameType | None) -> None:
-    _signalled.append(signum)  # picked up by the carrier once its own receiver is in place
+    _signalled.append(signum)  # picked up by the supervisor once its own receiver is in place
 
 
 def _find_run(store: Store, run_id: str) -> RunRecord | None:
@@ -81,14 +81,14 @@ def _find_run(store: Store, run_id: str) -> RunRecord | None:
 def _wait_for_slot(store: Store, run: RunRecord, me: Identity) -> lanes.Claim:
     """Claim ``run`` once its lane lets it start; ``gone`` if it was stopped or adopted."""
     look = LOOK_FIRST
-    with Bell(store, [run.id]) as bell:
+    with Wakeup(store, [run.id]) as wakeup:
         while True:
             state = lanes.claim(store, run.id, me)
             if state != "waiting":
                 if state == "claimed":
-                    ring(store, lanes.heads(store))  # room may be left for the next in line
+                    wake(store, lanes.heads(store))  # room may be left for the next in line
                 return state
-            if not bell.wait_sync(look):
+            if not wakeup.wait_sync(look):
                 # Nobody rang: maybe a supervisor ahead of us was killed. Look for lost runs
                 # (that frees their slots), then wait longer next time.
                 liveness.reap(store)
@@ -110,7 +110,7 @@ def _end_unstarted(store: Store, run_id: str, me: Identity, why: str, stopped: b
     with store.write() as db:
         written = store.finish(db, run_id, outcome, supervisor=me)
     if written:
-        ring(store, [run_id, *lanes.heads(store)])
+        wake(store, [run_id, *lanes.heads(store)])
 
 
 def supervise(store: Store, run_id: str) -> int:
@@ -132,11 +132,11 @@ def supervise(store: Store, run_id: str) -> int:
         import anyio
 
         from acp_bridge._runs.supervisor.detach import env_key
-        from acp_bridge._runs.supervisor.running import Carrier
+        from acp_bridge._runs.supervisor.running import Supervisor
 
-        _log()  # the carrier logs through it
+        _log()  # the supervisor logs through it
 
-        anyio.run(Carrier(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
+        anyio.run(Supervisor(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
     except _Stopped as stop:
         _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})", True)
     except Exception as exc:  # e.g. a broken install: the entry code does not import

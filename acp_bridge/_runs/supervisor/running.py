@@ -11,16 +11,16 @@ Each run is its stored :class:`~acp_bridge.EntryRequest`, run through
 :func:`~acp_bridge.run_entry` with the run's id as the envelope's ``task_id``. Stopping (a
 request, a signal, a budget exceeded) ends it gracefully, or cuts it off after
 ``HARD_GRACE`` (its envelope then written here). Runs the entry opens itself (a tool call
-inside ``spawn``) are recorded by the ledger (:mod:`~acp_bridge._runs.store.foreground`), like any
+inside ``spawn``) are recorded by the reporter (:mod:`~acp_bridge._runs.store.foreground`), like any
 foreground run.
 
 Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier one continues its ACP
 session — through ``session/resume`` or ``session/load`` when it is carried by its own supervisor (a
 refusal, never a fresh session, when the agent offers neither). And an ``acp_spawn`` run of
 a profile with ``timeouts.idle`` hands its envelope over while its agent is still alive
-(:meth:`Carrier.follow_up`): it is committed, the agent held, and a follow-up claimed in
+(:meth:`Supervisor.follow_up`): it is committed, the agent held, and a follow-up claimed in
 that time becomes the next turn of the same live session, a run of its own
-(:mod:`~acp_bridge._runs.holder`).
+(:mod:`~acp_bridge._runs.followups.holds`).
 """
 
 from __future__ import annotations
@@ -40,15 +40,17 @@ from anyio.abc import TaskGroup, TaskStatus
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._os.proc import Identity
-from acp_bridge._runs import envelopes, followups, holder, lanes
+from acp_bridge._runs import envelopes, lanes
+from acp_bridge._runs.followups.chain import chain_ids, session_to_continue
+from acp_bridge._runs.followups.holds import wait_for_follow_up
 from acp_bridge._runs.start import run_config
 from acp_bridge._runs.store import foreground, retention
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
-from acp_bridge._runs.supervisor.active_run import Carried
-from acp_bridge._runs.wakeups import Bell, ring
+from acp_bridge._runs.supervisor.active_run import ActiveRun
+from acp_bridge._runs.wakeups import Wakeup, wake
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 from acp_bridge.events import Event
 
 log = logging.getLogger("acp_bridge.runs")
@@ -58,7 +60,7 @@ WORKTREE_LOOKUP = 10.0  # seconds for `git worktree list` when a follow-up start
 """Runs one supervisor carries before it exits and lets fresh supervisors take over."""
 
 
-class Carrier:
+class Supervisor:
     """Carries claimed runs, one after another, in this process."""
 
     def __init__(
@@ -69,7 +71,7 @@ class Carrier:
         self.env_key = env_key
         self.stopping = False
         self._signalled = signalled  # a signal that came before our receiver was listening
-        self.turn: Carried | None = None
+        self.turn: ActiveRun | None = None
         """The run being carried now (while an agent is held: the one that ended last)."""
         self._may_hold = False
         self._tg: TaskGroup | None = None
@@ -108,14 +110,14 @@ class Carrier:
         if run is None:
             return None
         self._may_hold = adopt  # a supervisor that would not adopt holds nothing either
-        self.turn = Carried(self.store, run, self.me, anyio.CancelScope())
+        self.turn = ActiveRun(self.store, run, self.me, anyio.CancelScope())
         result: SubtaskResult | None
         try:
             result = await self._run(self.turn)
         except Exception as exc:  # a bug here must still end the run, not lose it
             log.exception("%s: the supervisor failed", self.turn.run.id)
             error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
-            result = envelopes.failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
+            result = envelopes.run_failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
         turn, self.turn = self.turn, None
         if turn.ended:  # committed when its agent was held; the entry's last envelope repeats it
             return None
@@ -124,7 +126,7 @@ class Carrier:
 
     def _end(
         self,
-        turn: Carried,
+        turn: ActiveRun,
         result: SubtaskResult | None,
         *,
         adopt_env: str | None = None,
@@ -138,19 +140,19 @@ class Carrier:
         )
         if not written:
             log.warning("%s: ended elsewhere meanwhile; this outcome was not recorded", run_id)
-        ring(self.store, [run_id, *([adopted] if adopted else []), *lanes.heads(self.store)])
+        wake(self.store, [run_id, *([adopted] if adopted else []), *lanes.heads(self.store)])
         turn.close()
         return written, adopted
 
-    async def _run(self, turn: Carried) -> SubtaskResult | None:
+    async def _run(self, turn: ActiveRun) -> SubtaskResult | None:
         """Run ``turn``'s entry (and the follow-ups it takes); its last envelope (None: cut
         off after HARD_GRACE)."""
         run = turn.run
         if run.stop_requested is not None or self.stopping:
             turn.control.reason = "stop"
-            return envelopes.failed(run, "stopped before it started", ErrorCode.CANCELLED)
+            return envelopes.run_failed(run, "stopped before it started", ErrorCode.CANCELLED)
         if reason := turn.guard.spent_before_start():
-            return envelopes.failed(run, reason, ErrorCode.BUDGET)
+            return envelopes.run_failed(run, reason, ErrorCode.BUDGET)
         result: SubtaskResult | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -169,13 +171,17 @@ class Carrier:
         """``request`` going on in the worktree an earlier turn of its session kept, if any:
         a resumed session must find the files its earlier turns changed (a fresh worktree
         would start from the repository's HEAD without them)."""
-        if request.entry != "acp_spawn" or request.worktree is not None or not request.cwd:
+        if (
+            request.entry != "acp_spawn"
+            or request.option("worktree") is not None
+            or not request.cwd
+        ):
             return request
         from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
 
-        chain = followups.chain_ids(self.store, follows)
+        chain = chain_ids(self.store.db, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
-        return request if found is None else request.model_copy(update={"worktree": str(found)})
+        return request if found is None else request.replace(worktree=str(found))
 
     async def _call(self, run: RunRecord, cancel: anyio.Event) -> SubtaskResult:
         """The entry's envelope (entries never raise; reading the request or config may)."""
@@ -185,18 +191,18 @@ class Carrier:
             request = EntryRequest.model_validate({**(run.request or {}), "task_id": run.id})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
-        if run.follows is not None and request.resume is None:
-            session_id = followups.session_of(self.store, run.follows)
-            if session_id is None:
-                error = f"run {run.follows} has no ACP session to continue (none was opened)"
-                return envelopes.failed(run, error, ErrorCode.CONFIG_ERROR)
-            request = request.model_copy(update={"resume": session_id})
+            return envelopes.run_failed(run, error, ErrorCode.CONFIG_ERROR)
+        if run.follows is not None and request.option("resume") is None:
+            try:
+                session_id = session_to_continue(self.store.db, run.follows)
+            except ConfigError as exc:
+                return envelopes.run_failed(run, str(exc), exc.code)
+            request = request.replace(resume=session_id)
             request = await self._in_kept_worktree(request, run.follows)
         try:
             config = run_config(run)
         except BridgeError as exc:
-            return envelopes.failed(run, str(exc), exc.code)
+            return envelopes.run_failed(run, str(exc), exc.code)
         with foreground.carrying(run.id):
             result = await run_entry(
                 request, config=config, on_event=self._on_event, cancel=cancel,
@@ -218,32 +224,32 @@ class Carrier:
         if self.store.stop_requested(run_id):  # asked to stop as the turn ended: no hold
             return None
         turn.record_groups()  # the held agent's, should this process die while it waits
-        with Bell(self.store, [run_id]) as bell:  # listening before the hold can be seen
+        with Wakeup(self.store, [run_id]) as wakeup:  # listening before the hold can be seen
             written, _ = self._end(turn, result, hold_until=time.time() + left)
             if not written:
                 return None
-            claimed = await holder.wait_for_follow_up(
-                self.store, self.me, run_id, bell, held, self.stopped
+            claimed = await wait_for_follow_up(
+                self.store, self.me, run_id, wakeup, held, self.stopped
             )
         if claimed is None:
             return None
         follow = self.store.get(claimed)
         assert follow is not None
-        turn = self.turn = Carried(self.store, follow, self.me, turn.control.scope)
+        turn = self.turn = ActiveRun(self.store, follow, self.me, turn.control.scope)
         turn.start(self._tg)
         try:
             request = EntryRequest.model_validate(follow.request or {})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            self._end(turn, envelopes.failed(follow, error, ErrorCode.CONFIG_ERROR))
+            self._end(turn, envelopes.run_failed(follow, error, ErrorCode.CONFIG_ERROR))
             return None
         if reason := turn.guard.spent_before_start():  # its group's total used up meanwhile
-            self._end(turn, envelopes.failed(follow, reason, ErrorCode.BUDGET))
+            self._end(turn, envelopes.run_failed(follow, reason, ErrorCode.BUDGET))
             return None
         return FollowUp(
             task=request.task,
             task_id=follow.id,
-            timeout=request.timeout,
+            timeout=request.option("timeout"),
             cancel=turn.control.cancel,
-            output_schema=request.output_schema,
+            output_schema=request.option("output_schema"),
         )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from acp_bridge._entries.builtin_tools import ToolRegistry
 from acp_bridge._entries.depth import subtask_level
 from acp_bridge._loop.toolset import json_parameters
+from acp_bridge._os.limits import MAX_SECONDS
 from acp_bridge.config import load_config
 from acp_bridge.errors import ConfigError, ErrorCode
 from tests.helpers import default_config, run_bounded
@@ -58,11 +59,14 @@ def test_specs_in_openai_and_anthropic_shapes(tmp_path: Path) -> None:
         jsonschema.Draft202012Validator.check_schema(params)
     bash = openai["bash"]["function"]["parameters"]
     assert bash["required"] == ["command"]
-    assert bash["properties"]["timeout"] == {
+    timeout = bash["properties"]["timeout"]  # the options model's, the null branch dropped
+    assert timeout == {
         "type": "number",
         "exclusiveMinimum": 0,
-        "description": "seconds before the command is killed (default from config)",
+        "maximum": MAX_SECONDS,
+        "description": timeout["description"],
     }
+    assert timeout["description"].startswith("seconds the run may take")
     spawn = openai["spawn"]["function"]["parameters"]["properties"]["tools"]
     assert spawn["items"]["enum"] == ["bash", "read_file", "write_file"]
 

@@ -106,7 +106,7 @@ def test_parses_with_the_bridge_types(path: Path) -> None:
             text = update["content"]["text"]
             assert collector.answer() == (text if text.strip() else "")
         if kind == "tool_call":
-            assert update["toolCallId"] in collector.tool_calls
+            assert update["toolCallId"] in collector.tools.calls
 
 
 @pytest.mark.parametrize("path", FILES, ids=ids)

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from acp_bridge._acp.schema import INVALID_PARAMS
-from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.file_service import FileService
 from acp_bridge._os.roots import Roots
 from tests.helpers import RpcFailure, serve
 

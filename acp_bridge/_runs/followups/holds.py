@@ -1,93 +1,47 @@
-"""Follow-up turns, the store side (DESIGN §10: ``acp-bridge send``, ``run --session``).
+"""An agent held between turns: the store side and the holding supervisor's wait.
 
-A follow-up is a run like any other — its own id, envelope, events, budget and lane — that
-continues the ACP session of an earlier run (``follows``). How it reaches the agent:
+After a detached ``acp_spawn`` turn that left its session sound, when the profile keeps its
+agent (``timeouts.idle`` above 0), the supervisor commits the run's envelope and, in the same
+transaction, marks the run held until the idle time ends (``lanes.finish``); the waiter of
+the run learns it ended as usual. A held run keeps its lane slot (``max_concurrent`` bounds
+live agent processes), and a queued follow-up of it is reserved for its holder. Then the
+holder waits, on the held run's doorbell, for a follow-up to claim
+(:func:`wait_for_follow_up`): whoever queues a follow-up of the run rings it, so does
+``acp-bridge stop`` (which lets go of the hold, :func:`let_go`). A claimed follow-up becomes
+the next turn of the same live session; otherwise — the idle time over, the agent gone, the
+hold let go, the supervisor asked to stop — the hold is released and the runs the slot lets
+start are rung. Every wait here is bounded by the idle time; a hold past its time counts for
+nothing; a holder that died is released by the next look at the store (:func:`dead_holders`,
+by ``liveness``: any look at such a run, and ``reap``; what it started is ended too).
 
-1. the earlier run's supervisor still *holds* the agent (``held_until`` in the future, the
-   supervisor alive): the holder takes the follow-up itself (:func:`claim_follow_up`) and
-   prompts the same live session; the follow-up's own light supervisor finds the run
-   claimed and exits, as with adoption (:mod:`.lanes`);
-2. else the follow-up's own supervisor starts the agent and continues the session through
-   ``session/resume`` or ``session/load``, when the agent advertises them;
-3. else the follow-up fails with a clear refusal — never a silent fresh session.
+A follow-up queued just as the hold ends is never stranded: claiming and releasing are each
+one transaction, a follow-up can only be claimed while the hold stands, and once it is
+released the follow-up is a lane head like any other, whose own supervisor resumes or loads
+the session.
 
-Holding: after a detached turn, a supervisor may keep the agent for the profile's idle
-time (``timeouts.idle``; the supervisor's side is :mod:`.holder`). A held run keeps its lane
-slot (``max_concurrent`` bounds live agent processes), and a queued follow-up of it is
-reserved for its holder. The holder releases the hold when it closes the agent; a hold past
-its time counts for nothing; ``acp-bridge stop`` on a held run ends the hold now
-(:func:`let_go`); a holder that died is released by the next look at the store
-(:func:`dead_holders`, by ``liveness``: any look at such a run, and ``reap``; what it
-started is ended too).
-
-A session is a chain of runs, each following the one before: a new follow-up follows the
-chain's latest run (:func:`conversation_head`), and waits while that run is still queued or
-running (:mod:`.lanes`), so two turns of one session never run at once.
-
-Named sessions: runs started with ``run --session NAME`` record the name, and the next run
-of that name follows the latest one (:func:`session_head`); follow-ups keep the name.
+The store side is standard library only (``liveness`` and the light readers use it); the
+wait imports anyio's helpers when a supervisor calls it.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from acp_bridge._os import proc
 from acp_bridge._os.proc import Identity
-from acp_bridge._runs import chain
+from acp_bridge._runs import lanes
 from acp_bridge._runs.store.records import LIST_COLUMNS, RunRecord, row_to_run
 from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import wake
 
-SETTINGS = ("agent", "cwd", "observe_profile", "mode", "model", "config_options", "unstable",
-            "isolation")  # fmt: skip
-"""What a session is set up with, from a run's request: a follow-up by ``send`` inherits
-them; a held agent serves only follow-ups that ask for the same."""
+if TYPE_CHECKING:
+    import anyio
 
-
-def session_head(store: Store, name: str) -> RunRecord | None:
-    """The latest run of the named session (the one a new run of that name follows)."""
-    row = store.db.execute(
-        f"SELECT {LIST_COLUMNS} FROM runs WHERE session_name = ? ORDER BY seq DESC LIMIT 1",
-        (name,),
-    ).fetchone()
-    return None if row is None else row_to_run(row)
-
-
-def conversation_head(store: Store, run_id: str) -> str:
-    """The latest run of the session ``run_id`` belongs to, from ``run_id`` on: the one a new
-    follow-up of ``run_id`` follows (``run_id`` itself when nothing follows it yet). Looked up
-    again when the follow-up is inserted (:mod:`.chain`): another may have come first."""
-    return chain.chain_tail(store.db, run_id)
-
-
-def session_of(store: Store, run_id: str) -> str | None:
-    """The ACP session id ``run_id`` continues: its own, else (a follow-up that failed before
-    its session opened) that of the run it follows, and so on back."""
-    current: str | None = run_id
-    while current is not None:
-        row = store.db.execute(
-            "SELECT session_id, follows FROM runs WHERE id = ?", (current,)
-        ).fetchone()
-        if row is None:
-            return None
-        if row[0]:
-            return str(row[0])
-        current = row[1]
-    return None
-
-
-def chain_ids(store: Store, run_id: str) -> list[str]:
-    """``run_id`` and the runs it follows, back to the session's first: newest first."""
-    ids: list[str] = []
-    current: str | None = run_id
-    while current is not None and current not in ids:
-        ids.append(current)
-        row = store.db.execute("SELECT follows FROM runs WHERE id = ?", (current,)).fetchone()
-        current = None if row is None else row[0]
-    return ids
+    from acp_bridge._entries.acp_spawn.live_turns import Held
+    from acp_bridge._runs.wakeups import Wakeup
 
 
 def holding(run: RunRecord, now: float | None = None) -> bool:
@@ -132,11 +86,6 @@ def let_go(store: Store, run_id: str) -> bool:
     return bool(changed)
 
 
-def settings(request: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What of a stored request the agent's session is set up with (:data:`SETTINGS`)."""
-    return {name: (request or {}).get(name) for name in SETTINGS}
-
-
 class OtherSettings(Exception):
     """The oldest follow-up asks for other session settings than the held agent has."""
 
@@ -155,6 +104,9 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         ).fetchone()
         if row is not None:
             held = db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
+            # Only the holding supervisor claims: it has the options models loaded already.
+            from acp_bridge._entries.options import session_settings as settings
+
             if held is not None and settings(_spec(row[1])) != settings(_spec(held[0])):
                 raise OtherSettings(row[0])
         held = db.execute(
@@ -190,3 +142,43 @@ def _spec(text: str | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+LOOK = 1.0
+"""Seconds between looks for a follow-up when no doorbell rang (a missed ring)."""
+
+
+async def wait_for_follow_up(
+    store: Store, me: Identity, run_id: str, wakeup: Wakeup, held: Held, stopped: anyio.Event
+) -> str | None:
+    """The follow-up of ``run_id`` this process claimed while holding its agent, or None
+    when the hold ended first (then it is released here). ``wakeup`` rings for ``run_id`` and
+    was listening before the hold was committed, so no ring is missed."""
+    import anyio  # the supervisor's heavy half has it already; the store side never needs it
+
+    from acp_bridge._os.race import race
+
+    while True:
+        # Whether the hold stands first: a follow-up that came as the agent went away is
+        # not handed to a dead agent (it would fail); released, it resumes on its own.
+        left = held.until - anyio.current_time()
+        if left <= 0 or held.gone.is_set() or stopped.is_set():
+            break
+        try:
+            claimed = claim_follow_up(store, run_id, me)  # only while the hold stands
+        except OtherSettings:
+            break  # released below: that follow-up resumes the session as it asks
+        if claimed is not None:
+            wake(store, [claimed])  # its own light supervisor sees it taken, and exits
+            return claimed
+        if not holds(store, run_id, me):  # let go (stop), or over by the wall clock
+            break
+        await race(partial(wakeup.wait, min(left, LOOK)), held.gone.wait, stopped.wait)
+    release(store, run_id, me)
+    return None
+
+
+def release(store: Store, run_id: str, me: Identity) -> None:
+    """End this process's hold of ``run_id``'s agent; ring the runs its slot lets start."""
+    if hold(store, run_id, me, None):
+        wake(store, lanes.heads(store))

@@ -3,8 +3,8 @@
 A follow-up is a new detached run (its own id, envelope, events, budget) that continues the
 ACP session of run ``ID``: it follows the latest run of that session (a second ``send`` to
 the same id comes after the first), and waits while that run is still queued or running.
-Then, in this order (:mod:`.followups`): the supervisor still holding the agent takes it and
-prompts the same live session; else its own supervisor continues the session through
+Then, in this order (see :mod:`acp_bridge._runs.followups`): the supervisor still holding the agent
+takes it and prompts the same live session; else its own supervisor continues the session through
 ``session/resume`` or ``session/load``; else the run fails with a clear refusal, never a
 silent fresh session.
 
@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from acp_bridge._entries.options import session_setting_names
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.runner import resolve_timeout
-from acp_bridge._runs import followups
+from acp_bridge._runs.followups.chain import chain_tail, session_to_continue
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge._runs.start import RunOptions, queue_run, run_config
 from acp_bridge._runs.store.records import RunRecord
@@ -30,7 +31,7 @@ from acp_bridge._runs.watch import get_checked
 from acp_bridge.config import LoadedConfig
 from acp_bridge.errors import ConfigError
 
-INHERITED = followups.SETTINGS
+INHERITED = session_setting_names()
 """What a follow-up's request takes from the run it follows (the rest is its own)."""
 
 
@@ -58,12 +59,9 @@ def send_sync(
             f"run {run_id} is a {target.entry} run: only acp_spawn runs have an ACP session "
             "to continue"
         )
-    head = get_checked(store, followups.conversation_head(store, run_id))
-    if head.finished and followups.session_of(store, head.id) is None:
-        raise ConfigError(
-            f"run {head.id} ended ({head.status}) before an ACP session was opened: there is "
-            "no session to continue"
-        )
+    head = get_checked(store, chain_tail(store.db, run_id))
+    if head.finished:  # a run still queued or running may yet open its session
+        session_to_continue(store.db, head.id)
     # The session's own config, not whatever the sender's directory would find: a profile
     # defined in the project's file must still name the same agent.
     loaded = config if config is not None else run_config(head)

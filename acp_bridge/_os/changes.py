@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import anyio
-
 from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
 from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 from acp_bridge._os.stoppable import StopToken, in_thread

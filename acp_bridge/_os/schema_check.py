@@ -40,8 +40,6 @@ from acp_bridge.errors import OutputSchemaError
 
 MEMORY_LIMIT = 2 << 30
 """Address space the checker may use (bytes)."""
-MIN_TIME = 1.0
-"""Seconds a check gets even when the run's deadline is nearer (a Python start and an import)."""
 OUTPUT_LIMIT = 64 << 10
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _START = (
@@ -55,8 +53,9 @@ async def first_schema_error(
 ) -> str | None:
     """The first way ``instance`` (JSON text, already parsed once by the bounded parser)
     breaks the schema registered at URI ``root`` (None: it validates). ``resources``: every
-    registered schema, by URI. Bounded by ``timeout`` (at least :data:`MIN_TIME`) and by
-    the caller's cancel scope: the child is killed either way."""
+    registered schema, by URI. Bounded by ``timeout`` (the run's deadline: a check that
+    needs longer is an error, never a reason to pass it) and by the caller's cancel scope:
+    the child is killed either way."""
     header = json.dumps({"root": root, "resources": resources}, ensure_ascii=False)
     env = {"PATH": os.defpath, "LC_ALL": "C.UTF-8"}  # nothing of ours: no secret to expose
     group = await ProcessGroup.start(
@@ -67,7 +66,7 @@ async def first_schema_error(
         stderr=subprocess.PIPE,
     )
     try:
-        with anyio.move_on_after(max(MIN_TIME, timeout)) as scope:
+        with anyio.move_on_after(timeout) as scope:
             out, err = await _exchange(group, header.encode() + b"\n" + instance.encode())
         if scope.cancelled_caught:
             return f"checking the answer against its schema did not finish within {timeout:.3g}s"

@@ -136,6 +136,10 @@ class Meta(BaseModel):
     unknown_updates: dict[str, int] | None = None
     trace_id: str | None = None
     warnings: list[str] | None = None
+    # batches (DESIGN §12): where the task ran, why its node was lost, its place in the batch
+    node: str | None = None
+    lost_reason: Literal["node_died", "deadline"] | None = None
+    batch: dict[str, Any] | None = None
 
 
 class SubtaskResult(BaseModel):

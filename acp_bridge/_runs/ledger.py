@@ -162,6 +162,12 @@ class _Record:
 _ledger = StoreLedger()
 
 
+def record_run(run: RunStart) -> _Record:
+    """A record of ``run`` in the run store, installed ledger or not, carried or not: a
+    batch records each of its tasks itself, with where it ran (see ``acp_bridge._batch``)."""
+    return _Record(_ledger, run)
+
+
 def install() -> None:
     """Record every run of this process in the run store (idempotent)."""
     install_ledger(_ledger)

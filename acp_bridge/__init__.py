@@ -14,6 +14,7 @@ Layers (each imports only those below it; an import-linter contract in CI keeps 
 
     cli          the command line (the only place that prints)
     smoke        suites, checks, reports
+    _batch       batches of any entry on an executor: this process, or a Ray cluster
     _runs        the run store, detached runs and their supervisors, lanes, budgets
     _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
     _loop        the local model loop (everything that imports pydantic-ai)
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
         ElicitationQuestion,
     )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._batch.executor import Executor, LocalExecutor
+    from acp_bridge._batch.ray_executor import RayExecutor
+    from acp_bridge._batch.runner import batch, batch_sync
+    from acp_bridge._batch.tasks import BatchTask, Workspace
     from acp_bridge._entries.acp_agent import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.host import ask, ask_sync
     from acp_bridge._entries.inner import spawn, spawn_sync
@@ -75,8 +80,10 @@ if TYPE_CHECKING:
         ConfigError,
         DepthLimitError,
         ErrorCode,
+        ExecutorError,
         LimitExceeded,
         ModelError,
+        NodeLost,
         NotOffered,
         OutputSchemaError,
         Problem,
@@ -99,6 +106,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ElicitationAnswer", "ElicitationHook", "ElicitationQuestion",
     ),
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
+    "acp_bridge._batch.executor": ("Executor", "LocalExecutor"),
+    "acp_bridge._batch.ray_executor": ("RayExecutor",),
+    "acp_bridge._batch.runner": ("batch", "batch_sync"),
+    "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
     "acp_bridge._entries.acp_agent": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.host": ("ask", "ask_sync"),
     "acp_bridge._entries.inner": ("spawn", "spawn_sync"),
@@ -117,10 +128,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
-        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
-        "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
-        "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ExecutorError",
+        "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
+        "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
+        "SandboxViolation", "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
@@ -128,6 +139,7 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 # Modules whose exports run entries: looking one up installs the run store's ledger first.
 _RECORDED = frozenset(
     {
+        "acp_bridge._batch.runner",
         "acp_bridge._entries.acp_agent",
         "acp_bridge._entries.host",
         "acp_bridge._entries.inner",
@@ -142,6 +154,7 @@ __all__ = [
     "AgentProfile",
     "AgentRequestError",
     "AuthRequiredError",
+    "BatchTask",
     "BridgeError",
     "CommandResult",
     "Config",
@@ -157,10 +170,14 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventKind",
+    "Executor",
+    "ExecutorError",
     "LimitExceeded",
     "LoadedConfig",
+    "LocalExecutor",
     "Meta",
     "ModelError",
+    "NodeLost",
     "NotOffered",
     "ObserveProfile",
     "OutputKind",
@@ -172,6 +189,7 @@ __all__ = [
     "Problem",
     "ProfileError",
     "ProtocolError",
+    "RayExecutor",
     "RefusalRecord",
     "RunCancelled",
     "RunEvent",
@@ -196,6 +214,7 @@ __all__ = [
     "ToolSet",
     "TurnLimitError",
     "UnknownProfileError",
+    "Workspace",
     "__version__",
     "acp_spawn",
     "acp_spawn_sync",
@@ -203,6 +222,8 @@ __all__ = [
     "ask_sync",
     "bash",
     "bash_sync",
+    "batch",
+    "batch_sync",
     "list_runs",
     "load_config",
     "open_run",

@@ -20,12 +20,17 @@ from typing import Any, Protocol
 
 import anyio
 
-from acp_bridge._batch.node_run import hostname, run_task_here
+from acp_bridge._batch.node_run import effective_timeout, hostname, run_task_here
 from acp_bridge._batch.tasks import BatchTask
+from acp_bridge._os.race import race
 from acp_bridge._runs import lanes, ledger
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError
+from acp_bridge.envelope import Meta, SubtaskResult, failed
+from acp_bridge.errors import BridgeError, ErrorCode
+
+GUARD_MARGIN = 30.0
+"""Seconds past a task's own timeout before the local executor gives up on it: a run ends
+by its timeout + 4 s whatever its worker does, so only a bug reaches this."""
 
 Started = Callable[[str, str], None]
 """``started(node, cwd)``: the attempt's task is about to start on ``node``, in ``cwd``."""
@@ -133,16 +138,27 @@ class _LocalSession:
             # The batch records the task itself, with where it ran: the runner's ledger
             # leaves this one out.
             with ledger.carrying(task_id):
-                finished = await run_task_here(
-                    task,
-                    task_id,
-                    config=self.config,
-                    cancel=cancel,
-                    started=lambda cwd: started(self.node, cwd),
+                guard = effective_timeout(task.request, self.config) + GUARD_MARGIN
+                raced = await race(
+                    lambda: run_task_here(
+                        task,
+                        task_id,
+                        config=self.config,
+                        cancel=cancel,
+                        started=lambda cwd: started(self.node, cwd),
+                    ),
+                    timeout=guard,
                 )
         finally:
             for limiter in reversed(limiters):
                 limiter.release()
+        if raced.value is None:  # a bug below: the run outlived its own deadline
+            error = f"did not finish within {guard:g}s (the executor's guard)"
+            meta = Meta(entry=task.request.entry, agent=task.request.agent, node=self.node)
+            return Attempt(
+                failed(error, ErrorCode.INTERNAL_ERROR, task_id=task_id, meta=meta), self.node
+            )
+        finished = raced.value
         meta = finished.envelope.meta.model_copy(update={"node": self.node})
         return Attempt(
             finished.envelope.model_copy(update={"meta": meta}), self.node, finished.inspection

@@ -97,6 +97,15 @@ class RayExecutor:
                 await anyio.to_thread.run_sync(session.close)
 
 
+class _NoSigtermNotice(logging.Filter):
+    """``ray.init`` runs in a worker thread on purpose: from the main thread it would take
+    SIGTERM over (``sys.exit``), and the batch's own graceful cancel would never run. Ray
+    warns about that on every connection; the warning is dropped, nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SIGTERM handler is not set")
+
+
 class _RaySession:
     def __init__(self, executor: RayExecutor) -> None:
         self.executor = executor
@@ -148,6 +157,7 @@ class _RaySession:
             ) from None
         from acp_bridge._batch.ray_node import BatchControl
 
+        logging.getLogger("ray._private.worker").addFilter(_NoSigtermNotice())
         try:
             if not ray.is_initialized():
                 ray.init(

@@ -72,13 +72,16 @@ async def run_batch(
     on_result: ResultHook | None = None,
     progress: Progress | None = None,
     cancel: anyio.Event | None = None,
+    on_outcome: Callable[[TaskOutcome], None] | None = None,
 ) -> list[TaskOutcome]:
-    """Run ``tasks``; an outcome for each, in their order (see the module docstring)."""
+    """Run ``tasks``; an outcome for each, in their order (see the module docstring).
+    ``on_outcome``: like ``on_result``, with what the task's ``inspect`` found."""
     if retries < 0:
         raise ExecutorError(f"retries must be 0 or more, got {retries}")
     if concurrency is not None and concurrency < 1:
         raise ExecutorError(f"concurrency must be 1 or more, got {concurrency}")
     batch = _Batch(tasks, retries, on_result, progress, cancel or anyio.Event(), config)
+    batch.on_outcome = on_outcome
     try:
         async with (executor or LocalExecutor()).open(config) as session:
             await batch.run_all(session, concurrency)
@@ -106,6 +109,7 @@ class _Batch:
         self.outcomes: list[TaskOutcome | None] = [None] * len(tasks)
         self.task_ids = [_task_id(item) for item in tasks]
         self.writes: TaskGroup | None = None
+        self.on_outcome: Callable[[TaskOutcome], None] | None = None
 
     async def run_all(self, session: Session, concurrency: int | None) -> None:
         limit = concurrency or session.default_concurrency
@@ -140,6 +144,7 @@ class _Batch:
     ) -> TaskOutcome:
         began = time.monotonic()
         attempts = 0
+        where = [""]  # the cwd of the attempt that started last
         while True:
             if self.cancel.is_set():
                 return self._interrupted(item, task_id, attempts, began)
@@ -150,6 +155,7 @@ class _Batch:
             attempts += 1
 
             def started(node: str, cwd: str) -> None:
+                where[0] = cwd
                 self.progress("started", item, node, None)
                 if not record.begun:  # the row is the task's, whichever attempt ends it
                     record.begun = anyio.Event()
@@ -161,7 +167,7 @@ class _Batch:
             if code in RETRIED and attempts <= self.retries and not self.cancel.is_set():
                 self.progress("retrying", item, attempt.node, attempt.envelope)
                 continue
-            envelope = _stamp(attempt.envelope, item, attempt.node, attempts, None)
+            envelope = _stamp(attempt.envelope, item, attempt.node, attempts, None, where[0])
             if self.cancel.is_set() and code == ErrorCode.CANCELLED:
                 envelope = _mark_interrupted(envelope)
             return TaskOutcome(item, envelope, attempt.inspection)
@@ -177,6 +183,8 @@ class _Batch:
         self.progress("ended", outcome.task, outcome.envelope.meta.node, outcome.envelope)
         if self.on_result is not None:
             self.on_result(outcome.envelope)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
 
     async def refuse_rest(self, exc: ExecutorError) -> None:
         for position, item in enumerate(self.tasks):
@@ -202,11 +210,19 @@ def _meta(item: Keyed) -> Meta:
 
 
 def _stamp(
-    envelope: SubtaskResult, item: Keyed, node: str | None, attempts: int, began: float | None
+    envelope: SubtaskResult,
+    item: Keyed,
+    node: str | None,
+    attempts: int,
+    began: float | None,
+    cwd: str = "",
 ) -> SubtaskResult:
     """``envelope`` with ``meta.batch`` (and a duration, for an envelope made here)."""
     node = node or envelope.meta.node
-    info = {"key": item.key, "index": item.index, "node": node, "attempts": attempts}
+    info: dict[str, Any] = {"key": item.key, "index": item.index, "node": node}
+    info["attempts"] = attempts
+    if cwd:
+        info["cwd"] = cwd  # on the node (its workspace is gone unless kept)
     update: dict[str, Any] = {"batch": info, "node": node}
     if began is not None:
         update["duration_ms"] = int((time.monotonic() - began) * 1000)

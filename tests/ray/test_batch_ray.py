@@ -56,13 +56,9 @@ def test_forty_demo_tasks_come_back_in_order_like_a_local_batch(
     local = envelopes(run(keyed(demo_tasks(40)), LocalExecutor()))
 
     def shape(results: list[SubtaskResult]) -> list[tuple[Any, ...]]:
-        return [
-            (r.status, r.output, r.meta.batch["key"], r.meta.batch["index"]) for r in results
-        ]
+        return [(r.status, r.output, r.meta.batch["key"], r.meta.batch["index"]) for r in results]
 
-    assert shape(remote) == shape(local) == [
-        ("done", f"R{i}", f"t{i}", i) for i in range(40)
-    ]
+    assert shape(remote) == shape(local) == [("done", f"R{i}", f"t{i}", i) for i in range(40)]
     workers = {ray_cluster.node_id(node) for node in ray_cluster.workers}
     used = {r.meta.node for r in remote}
     assert used == workers, "SPREAD puts tasks on both workers, none on the head"
@@ -75,10 +71,8 @@ def test_forty_demo_tasks_come_back_in_order_like_a_local_batch(
 
 
 def test_a_task_for_an_agent_no_node_offers_fails_at_once(ray_cluster: RayTestCluster) -> None:
-    tasks = keyed(
-        [{"key": "x", "entry": "acp_spawn", "agent": "nobody-offers-this", "task": "hi"}]
-        + demo_tasks(1)
-    )
+    nobody = {"key": "x", "entry": "acp_spawn", "agent": "nobody-offers-this", "task": "hi"}
+    tasks = keyed([nobody, *demo_tasks(1)])
     started = time.monotonic()
     refused, fine = envelopes(run(tasks, RayExecutor(ray_cluster.address)))
     assert refused.status == "failed"

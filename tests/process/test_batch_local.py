@@ -19,7 +19,8 @@ from acp_bridge._batch.runner import batch
 from acp_bridge._batch.tasks import BatchTask, Workspace
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.handle import open_run
-from acp_bridge._runs.store import close_stores, foreground
+from acp_bridge._runs.store import foreground
+from acp_bridge._runs.store.store import close_stores
 from tests.conftest import AgentHarness
 from tests.helpers import run_bounded
 

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         SandboxViolation,
         SourceLocation,
         SpawnError,
+        StateDirError,
         TurnLimitError,
         UnknownProfileError,
     )
@@ -123,7 +124,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ExecutorError",
         "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
         "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
-        "SandboxViolation", "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "SandboxViolation", "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
@@ -200,6 +202,7 @@ __all__ = [
     "SourceLocation",
     "SpawnError",
     "SpawnOptions",
+    "StateDirError",
     "Status",
     "SubtaskResult",
     "TerminalRecord",

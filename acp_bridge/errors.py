@@ -11,9 +11,12 @@ purpose from inside the package.
     ├── ConfigError                 config_error      bad config file, profile or argument
     │   ├── ProfileError            config_error      a problem inside one agent profile
     │   ├── UnknownProfileError     config_error      no profile of that name
-    │   └── NotOffered              config_error      the caller asked explicitly for what the
-    │                                                 agent does not offer (a method, a mode,
-    │                                                 a model, an option value)
+    │   ├── NotOffered              config_error      the caller asked explicitly for what the
+    │   │                                             agent does not offer (a method, a mode,
+    │   │                                             a model, an option value)
+    │   └── StateDirError           config_error      the bridge's own folder (the state
+    │                                                 directory) cannot be used: read-only,
+    │                                                 full, a file, a planted symlink
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
@@ -134,6 +137,13 @@ class NotOffered(ConfigError):
     """The caller asked explicitly for something the agent does not offer: a session method
     (``session/resume`` …), or a mode, model or config option value. The message lists what
     the agent does offer. (The same setting from a profile is only a warning.)"""
+
+
+class StateDirError(ConfigError):
+    """The folder where the bridge keeps its own files (the state directory, its parse
+    cache) cannot be used: read-only, full, a file where a folder should be (``HOME`` is a
+    file), or a symlink planted inside it. The message names the path; the fix is the
+    environment (``XDG_STATE_HOME``) or the path itself."""
 
 
 class DepthLimitError(BridgeError):

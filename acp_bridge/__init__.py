@@ -33,6 +33,10 @@ if TYPE_CHECKING:
         ElicitationQuestion,
     )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._batch.executor import Executor, LocalExecutor
+    from acp_bridge._batch.ray_executor import RayExecutor
+    from acp_bridge._batch.runner import batch, batch_sync
+    from acp_bridge._batch.tasks import BatchTask, Workspace
     from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
@@ -67,8 +71,10 @@ if TYPE_CHECKING:
         ConfigError,
         DepthLimitError,
         ErrorCode,
+        ExecutorError,
         LimitExceeded,
         ModelError,
+        NodeLost,
         NotOffered,
         OutputSchemaError,
         Problem,
@@ -92,6 +98,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ElicitationAnswer", "ElicitationHook", "ElicitationQuestion",
     ),
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
+    "acp_bridge._batch.executor": ("Executor", "LocalExecutor"),
+    "acp_bridge._batch.ray_executor": ("RayExecutor",),
+    "acp_bridge._batch.runner": ("batch", "batch_sync"),
+    "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
     "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.ask": ("ask", "ask_sync"),
     "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
@@ -111,10 +121,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     "acp_bridge.errors": (
         "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
-        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
-        "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
-        "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ExecutorError",
+        "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
+        "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
+        "SandboxViolation", "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
         "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
@@ -123,6 +133,7 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 # Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
+        "acp_bridge._batch.runner",
         "acp_bridge._entries.acp_spawn.entry",
         "acp_bridge._entries.ask",
         "acp_bridge._entries.spawn",
@@ -140,6 +151,7 @@ __all__ = [
     "AskOptions",
     "AuthRequiredError",
     "BashOptions",
+    "BatchTask",
     "BridgeError",
     "CommandResult",
     "Config",
@@ -155,10 +167,14 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventKind",
+    "Executor",
+    "ExecutorError",
     "LimitExceeded",
     "LoadedConfig",
+    "LocalExecutor",
     "Meta",
     "ModelError",
+    "NodeLost",
     "NotOffered",
     "ObserveProfile",
     "OutputKind",
@@ -170,6 +186,7 @@ __all__ = [
     "Problem",
     "ProfileError",
     "ProtocolError",
+    "RayExecutor",
     "RefusalRecord",
     "RunCancelled",
     "RunEvent",
@@ -196,6 +213,7 @@ __all__ = [
     "ToolSet",
     "TurnLimitError",
     "UnknownProfileError",
+    "Workspace",
     "__version__",
     "acp_spawn",
     "acp_spawn_sync",
@@ -203,6 +221,8 @@ __all__ = [
     "ask_sync",
     "bash",
     "bash_sync",
+    "batch",
+    "batch_sync",
     "list_runs",
     "load_config",
     "open_run",

@@ -25,6 +25,11 @@ purpose from inside the package.
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
+    ├── ExecutorError               executor_error    a batch executor cannot run the task (an
+    │                                                 unreachable cluster, no node offers its
+    │                                                 agent, a broken runtime environment)
+    ├── NodeLost                    node_lost         the node running a task died or stopped
+    │                                                 answering (the bridge's own deadline)
     ├── ModelError                  model_error       a model endpoint failed or answered nonsense
     └── AgentError                  (abstract)        the external agent misbehaved
         ├── SpawnError              spawn_failed      could not start the agent process
@@ -63,6 +68,8 @@ class ErrorCode(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     LOST = "lost"
     BUDGET = "budget"
+    EXECUTOR_ERROR = "executor_error"
+    NODE_LOST = "node_lost"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -185,6 +192,20 @@ class TurnLimitError(BridgeError):
     """A local model loop (``spawn``, ``ask``) made as many model requests as it may."""
 
     code = ErrorCode.MAX_TURN_REQUESTS
+
+
+class ExecutorError(BridgeError):
+    """A batch executor cannot run a task at all: its cluster is unreachable, no live node
+    offers the task's agent, its runtime environment cannot be set up (DESIGN §12)."""
+
+    code = ErrorCode.EXECUTOR_ERROR
+
+
+class NodeLost(BridgeError):
+    """The node a task ran on died, or stopped answering before the task's own deadline
+    plus a grace: whatever the task did there is unknown (DESIGN §12)."""
+
+    code = ErrorCode.NODE_LOST
 
 
 class ModelError(BridgeError):

@@ -4,24 +4,14 @@ The public API is what ``__all__`` lists; every module whose name starts with ``
 private. Names are loaded on first use, so ``import acp_bridge`` is cheap and the bundled
 demo agent (a submodule) starts without loading pydantic. No submodule is named like an
 exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
-before.
+before (private packages may: ``acp_bridge._entries.bash`` holds ``bash``).
 
 Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
-exported here install the store's ledger when first looked up (``runs.record: false`` in the
+exported here install the store's reporter when first looked up (``runs.record: false`` in the
 config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
 
-Layers (each imports only those below it; an import-linter contract in CI keeps it so)::
-
-    cli          the command line (the only place that prints)
-    smoke        suites, checks, reports
-    _batch       batches of any entry on an executor: this process, or a Ray cluster
-    _runs        the run store, detached runs and their supervisors, lanes, budgets
-    _entries     one runner; acp_spawn, bash, spawn, ask; built-in tools; entries table
-    _loop        the local model loop (everything that imports pydantic-ai)
-    _acp         the ACP client: schema, connection, router, process, session, services
-    config _os   configuration and profiles | processes, buffers, roots, env, redaction
-    envelope events _output   the envelope, live events, output_schema
-    errors       the BridgeError tree
+The package is layered (each layer imports only those below it): the list is
+``pyproject.toml``'s import-linter contract, drawn in ``docs/explanation/architecture.md``.
 """
 
 from __future__ import annotations
@@ -47,17 +37,18 @@ if TYPE_CHECKING:
     from acp_bridge._batch.ray_executor import RayExecutor
     from acp_bridge._batch.runner import batch, batch_sync
     from acp_bridge._batch.tasks import BatchTask, Workspace
-    from acp_bridge._entries.acp_agent import acp_spawn, acp_spawn_sync
-    from acp_bridge._entries.host import ask, ask_sync
-    from acp_bridge._entries.inner import spawn, spawn_sync
-    from acp_bridge._entries.shell import CommandResult, bash, bash_sync
-    from acp_bridge._entries.table import EntryRequest, run_entry
-    from acp_bridge._entries.tools import ToolRegistry
-    from acp_bridge._loop.registry import Selection, Tool, ToolSet
-    from acp_bridge._output import SchemaRegistry
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
+    from acp_bridge._entries.ask import ask, ask_sync
+    from acp_bridge._entries.bash import CommandResult, bash, bash_sync
+    from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._entries.options import AcpSpawnOptions, AskOptions, BashOptions, SpawnOptions
+    from acp_bridge._entries.request import EntryRequest, run_entry
+    from acp_bridge._entries.spawn import spawn, spawn_sync
+    from acp_bridge._loop.toolset import Selection, Tool, ToolSet
+    from acp_bridge._output_schema import SchemaRegistry
     from acp_bridge._runs.handle import RunEvent, RunHandle, list_runs, open_run
-    from acp_bridge._runs.records import RunRecord, RunStatus
     from acp_bridge._runs.start import RunOptions, start_run, start_run_sync
+    from acp_bridge._runs.store.records import RunRecord, RunStatus
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, ToolKind, load_config
     from acp_bridge.envelope import (
         ElicitationRecord,
@@ -110,16 +101,17 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._batch.ray_executor": ("RayExecutor",),
     "acp_bridge._batch.runner": ("batch", "batch_sync"),
     "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
-    "acp_bridge._entries.acp_agent": ("acp_spawn", "acp_spawn_sync"),
-    "acp_bridge._entries.host": ("ask", "ask_sync"),
-    "acp_bridge._entries.inner": ("spawn", "spawn_sync"),
-    "acp_bridge._entries.shell": ("CommandResult", "bash", "bash_sync"),
-    "acp_bridge._entries.table": ("EntryRequest", "run_entry"),
-    "acp_bridge._entries.tools": ("ToolRegistry",),
-    "acp_bridge._loop.registry": ("Selection", "Tool", "ToolSet"),
-    "acp_bridge._output": ("SchemaRegistry",),
+    "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
+    "acp_bridge._entries.ask": ("ask", "ask_sync"),
+    "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
+    "acp_bridge._entries.bash": ("CommandResult", "bash", "bash_sync"),
+    "acp_bridge._entries.request": ("EntryRequest", "run_entry"),
+    "acp_bridge._entries.options": ("AcpSpawnOptions", "AskOptions", "BashOptions", "SpawnOptions"),
+    "acp_bridge._entries.builtin_tools": ("ToolRegistry",),
+    "acp_bridge._loop.toolset": ("Selection", "Tool", "ToolSet"),
+    "acp_bridge._output_schema": ("SchemaRegistry",),
     "acp_bridge._runs.handle": ("RunEvent", "RunHandle", "list_runs", "open_run"),
-    "acp_bridge._runs.records": ("RunRecord", "RunStatus"),
+    "acp_bridge._runs.store.records": ("RunRecord", "RunStatus"),
     "acp_bridge._runs.start": ("RunOptions", "start_run", "start_run_sync"),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
     "acp_bridge.envelope": (
@@ -136,24 +128,27 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
-# Modules whose exports run entries: looking one up installs the run store's ledger first.
+# Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
         "acp_bridge._batch.runner",
-        "acp_bridge._entries.acp_agent",
-        "acp_bridge._entries.host",
-        "acp_bridge._entries.inner",
-        "acp_bridge._entries.shell",
-        "acp_bridge._entries.table",
+        "acp_bridge._entries.acp_spawn.entry",
+        "acp_bridge._entries.ask",
+        "acp_bridge._entries.spawn",
+        "acp_bridge._entries.bash",
+        "acp_bridge._entries.request",
     }
 )
 
 __all__ = [
+    "AcpSpawnOptions",
     "AgentError",
     "AgentExitedError",
     "AgentProfile",
     "AgentRequestError",
+    "AskOptions",
     "AuthRequiredError",
+    "BashOptions",
     "BatchTask",
     "BridgeError",
     "CommandResult",
@@ -204,6 +199,7 @@ __all__ = [
     "Selection",
     "SourceLocation",
     "SpawnError",
+    "SpawnOptions",
     "Status",
     "SubtaskResult",
     "TerminalRecord",
@@ -240,7 +236,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'acp_bridge' has no attribute {name!r}")
     if module in _RECORDED:
-        importlib.import_module("acp_bridge._runs.ledger").install()
+        importlib.import_module("acp_bridge._runs.store.foreground").install()
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

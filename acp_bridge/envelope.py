@@ -2,7 +2,7 @@
 
 The first seven keys are a stable contract (they match the Mistermorph envelope);
 ``meta`` is an open extension. What ``output_schema`` means (a JSON answer, validated) is in
-``_output.py``.
+``_output_schema.py``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class PermissionRecord(BaseModel):
 
     tool_call_id: str = ""
     title: str = ""
+    name: str | None = None
+    """The tool's programmatic name, when the agent gives one (ACP ``ToolCall.name``)."""
     kind: str = ""
     decision: Literal["allowed", "rejected", "cancelled"]
     option_id: str = ""
@@ -51,6 +53,8 @@ class ToolCallRecord(BaseModel):
 
     tool_call_id: str
     title: str = ""
+    name: str | None = None
+    """The tool's programmatic name, when the agent gives one (ACP ``ToolCall.name``)."""
     kind: str = ""
     status: str = ""
     locations: list[str] = Field(default_factory=list)
@@ -135,6 +139,12 @@ class Meta(BaseModel):
     replayed_updates: int | None = None
     unknown_updates: dict[str, int] | None = None
     trace_id: str | None = None
+    protocol_version: int | None = None
+    notices: list[dict[str, Any]] | None = None
+    compactions: list[dict[str, Any]] | None = None
+    subagents: list[dict[str, Any]] | None = None
+    reported_changes: list[dict[str, Any]] | None = None
+    reported_patch: str | None = None
     warnings: list[str] | None = None
     # batches (DESIGN §12): where the task ran, why its node was lost, its place in the batch
     node: str | None = None

@@ -18,7 +18,6 @@ purpose from inside the package.
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
     ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
-    ├── BudgetExceeded              budget            a run used more tokens or cost than allowed
     ├── RunTimeout                  timeout           a phase ran past its deadline
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
@@ -159,12 +158,6 @@ class LimitExceeded(BridgeError):
     """A request or an input went past a size or count limit (the limit is in the message)."""
 
     code = ErrorCode.LIMIT_EXCEEDED
-
-
-class BudgetExceeded(BridgeError):
-    """A run used more tokens or more cost than its budget (or its group's) allows."""
-
-    code = ErrorCode.BUDGET
 
 
 class RunTimeout(BridgeError):

@@ -4,7 +4,7 @@ Every entry path reports progress as :class:`Event` objects to an optional ``on_
 callable (the CLI prints them on stderr). An observe profile is a named filter:
 
 - ``default``: phases, agent messages, tool calls, permission decisions, plans, terminals,
-  usage and warnings;
+  usage, warnings, the agent's notices, context compactions and child sessions;
 - ``long_shell``: ``default`` plus live terminal / command output;
 - ``web_extract``: phases, messages, permissions, warnings, and only the tool calls that
   fetch, search or read;
@@ -36,6 +36,9 @@ EventKind = Literal[
     "stderr",  # a line the worker process wrote on stderr
     "usage",  # token / context / cost figures
     "warning",  # something odd the run survived
+    "notice",  # information the agent gives the user beside its answer (ACP notices)
+    "compaction",  # the agent compacted its context
+    "subagent",  # a child session of the agent: announced, its state, usage, messages
 ]
 
 ObserveProfile = Literal["default", "long_shell", "web_extract", "verbose"]
@@ -51,6 +54,9 @@ _DEFAULT: frozenset[str] = frozenset(
         "terminal",
         "usage",
         "warning",
+        "notice",
+        "compaction",
+        "subagent",
     }
 )
 PROFILES: dict[str, frozenset[str]] = {

@@ -218,7 +218,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
     import anyio
 
     from acp_bridge._acp.session import AcpSession
-    from acp_bridge._entries.acp_agent import acp_spawn
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 
     # The envelope has no per-phase timing, so the prompt turn is timed by wrapping the

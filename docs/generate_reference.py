@@ -1,11 +1,11 @@
 """Generate the reference pages that must never drift from the code.
 
-    python docs/generate_reference.py          # rewrite docs/reference/{config-keys,cli}.md
+    python docs/generate_reference.py          # rewrite docs/reference/{config-keys,cli,api}.md
     python docs/generate_reference.py --check  # exit 1 if they are out of date (CI, tests)
 
 Every config key comes from the pydantic models (type, default, limits, description); every
-command and option from the argument parser. Edit the models' ``description=`` and the
-parser's ``help=``, not the generated pages.
+command and option from the argument parser; the Python API from the signatures, docstrings
+and options models (``api_reference.py``). Edit those, not the generated pages.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from pydantic_core import PydanticUndefined
 
 from acp_bridge.cli._parser import build_parser
 from acp_bridge.config import AgentProfile, Config
+
+sys.path.insert(0, str(Path(__file__).parent))
+from api_reference import api  # beside this script, not in a package
 
 HERE = Path(__file__).parent / "reference"
 _MODEL_TYPES = (BaseModel,)
@@ -187,7 +190,7 @@ def cli() -> str:
     return "\n".join(out).replace("\n\n\n", "\n\n") + "\n"
 
 
-PAGES = {"config-keys.md": config_keys, "cli.md": cli}
+PAGES = {"config-keys.md": config_keys, "cli.md": cli, "api.md": lambda: api(_type_name)}
 
 
 def main(argv: list[str]) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._entries.acp_spawn.entry import acp_spawn
 from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult

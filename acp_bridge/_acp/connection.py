@@ -128,6 +128,11 @@ class JsonRpcConnection:
         """Until the agent's stdout reached EOF (or the reader gave up)."""
         await self._eof.wait()
 
+    @property
+    def closed_event(self) -> anyio.Event:
+        """Set when the agent's stdout reached EOF (to wait on beside other events)."""
+        return self._eof
+
     def set_deadline(self, deadline: float) -> None:
         """Every write from now on (and the one in progress) must be done by ``deadline``."""
         self.outbox.set_deadline(deadline)

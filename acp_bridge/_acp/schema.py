@@ -76,6 +76,8 @@ class ConfigOptionsCapabilities(Wire):
 
 class ClientSessionCapabilities(Wire):
     config_options: ConfigOptionsCapabilities | None = None
+    notices: Empty | None = None  # live `notice` updates: shown as events, kept in meta
+    compaction: Empty | None = None  # `compaction_update` / `compaction_summary_chunk`
 
 
 class ElicitationCapabilities(Wire):
@@ -89,6 +91,10 @@ class ClientCapabilities(Wire):
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
+    # Unstable in v1 (sent only with the profile's `unstable: true`): child sessions and
+    # plan operations (`plan_update` / `plan_removed`).
+    subagents: Empty | None = None
+    plan: Empty | None = None
 
 
 class InitializeParams(Wire):
@@ -100,6 +106,7 @@ class InitializeParams(Wire):
 class McpCapabilities(Wire):
     http: bool = False
     sse: bool = False
+    stdio: bool = True  # every v1 agent takes stdio servers; a v2 agent says so
 
 
 class PromptCapabilities(Wire):
@@ -164,7 +171,9 @@ class NameValue(Wire):
 
 
 class McpServerStdio(Wire):
-    # Stdio servers carry no "type" field on the wire, and all four keys are required.
+    # In v1 stdio servers carry no "type" field, and all four keys are required; v2 wants
+    # ``type: "stdio"`` (set by the session for a v2 connection).
+    type: Literal["stdio"] | None = None
     name: str
     command: str
     args: list[str]
@@ -182,6 +191,7 @@ class NewSessionParams(Wire):
     cwd: str
     mcp_servers: list[McpServerStdio | McpServerHttp]  # required, may be empty
     additional_directories: list[str] | None = None
+    system_prompt: dict[str, Any] | None = None  # only where sessionCapabilities.systemPrompt
 
 
 class SessionMode(Wire):
@@ -267,6 +277,7 @@ class TextBlock(Wire):
 class PromptParams(Wire):
     session_id: str
     prompt: list[TextBlock]
+    idempotency_key: str | None = None  # v2 (RFD idempotency keys): inserted at most once
 
 
 class PromptResult(Wire):
@@ -281,39 +292,6 @@ class SessionIdParams(Wire):
 
 
 # --- agent → client requests ------------------------------------------------------------
-
-
-class ToolCallUpdate(Wire):
-    """A ``tool_call`` or ``tool_call_update`` update, or the tool call a permission request
-    is about (ACP's ToolCallUpdate): everything but the id is optional."""
-
-    tool_call_id: str
-    title: str | None = None
-    kind: str | None = None
-    status: str | None = None
-    locations: list[dict[str, Any]] | None = None
-    content: list[dict[str, Any]] | None = None
-    raw_input: Any = None
-    raw_output: Any = None
-
-
-class PermissionOption(Wire):
-    option_id: str
-    name: str = ""
-    kind: str
-
-
-class RequestPermissionParams(Wire):
-    session_id: str
-    tool_call: ToolCallUpdate
-    options: list[PermissionOption]
-
-
-def permission_selected(option_id: str) -> dict[str, Any]:
-    return {"outcome": {"outcome": "selected", "optionId": option_id}}
-
-
-PERMISSION_CANCELLED: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
 
 
 class ReadTextFileParams(Wire):
@@ -375,3 +353,14 @@ def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "result"
         raise ProtocolError(f"malformed reply to {method}: {where}: {first['msg']}") from exc
+
+
+# The tool call and permission request types live in schema_tools.py; re-exported here.
+from acp_bridge._acp.schema_tools import PERMISSION_CANCELLED as PERMISSION_CANCELLED  # noqa: E402
+from acp_bridge._acp.schema_tools import PermissionOption as PermissionOption  # noqa: E402
+from acp_bridge._acp.schema_tools import (  # noqa: E402
+    RequestPermissionParams as RequestPermissionParams,
+)
+from acp_bridge._acp.schema_tools import ToolCallUpdate as ToolCallUpdate  # noqa: E402
+from acp_bridge._acp.schema_tools import permission_selected as permission_selected  # noqa: E402
+from acp_bridge._acp.schema_tools import subject_tool_call as subject_tool_call  # noqa: E402

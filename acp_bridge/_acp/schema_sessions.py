@@ -8,6 +8,8 @@ session_methods.py check the capabilities first).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from acp_bridge._acp.schema import McpServerHttp, McpServerStdio, SessionSetup, Wire
@@ -22,6 +24,7 @@ class SessionLifecycleParams(Wire):
     cwd: str
     mcp_servers: list[McpServerStdio | McpServerHttp]
     additional_directories: list[str] | None = None
+    system_prompt: dict[str, Any] | None = None
 
 
 class ForkSessionResult(SessionSetup):

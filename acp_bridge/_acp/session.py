@@ -21,25 +21,30 @@ once and the caller goes on to the kill.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
 
 from acp_bridge._acp.auth import configured_method, headless_choice, why_not_headless
 from acp_bridge._acp.connection import JsonRpcConnection, PendingRequest, Response
+from acp_bridge._acp.protocol_versions import (
+    UNSUPPORTED_VERSION,
+    accepted_version,
+    initialize_params,
+    initialize_result,
+    unsupported_version,
+)
 from acp_bridge._acp.schema import (
     AUTH_REQUIRED,
-    PROTOCOL_VERSION,
     AuthenticateParams,
     AuthMethod,
     ClientCapabilities,
     Implementation,
-    InitializeParams,
     InitializeResult,
     McpServerHttp,
     McpServerStdio,
-    NameValue,
     NewSessionParams,
     NewSessionResult,
     PromptParams,
@@ -51,9 +56,11 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._acp.schema_sessions import ForkSessionResult, SessionLifecycleParams
 from acp_bridge._acp.session_options import SessionChoices, SessionOptions
+from acp_bridge._acp.session_setup import profile_mcp_servers, system_prompt_param
 from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
-from acp_bridge._acp.updates import TurnCollector
+from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.turn_state import acknowledged, turn_result
 from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import AgentProfile
 from acp_bridge.errors import (
@@ -61,7 +68,6 @@ from acp_bridge.errors import (
     AuthRequiredError,
     BridgeError,
     NotOffered,
-    ProtocolError,
 )
 from acp_bridge.events import EventSink
 
@@ -69,6 +75,12 @@ CANCEL_WRITE = 1.0
 """Seconds ``session/cancel`` may take to be written before the turn is given up on."""
 
 UNSTABLE_HINT = "opt in with --unstable (API: unstable=True) or the profile's `unstable: true`"
+
+ServicesServer = Callable[
+    [InitializeResult, bool], Awaitable["McpServerStdio | McpServerHttp | None"]
+]
+"""Given what the agent advertised (and whether it speaks v2), the MCP server entry that
+offers it the bridge's files and terminals over a transport it takes (None: none)."""
 
 
 class AcpSession:
@@ -87,8 +99,14 @@ class AcpSession:
         signals: TurnSignals,
         sink: EventSink,
         tracing: Tracing = NO_TRACING,
+        services_server: ServicesServer | None = None,
+        system_prompt: str | None = None,
     ) -> None:
         self.conn = conn
+        self.services_server = services_server
+        """The bridge's files and terminals as an MCP server, for the agent's transports."""
+        self.system_prompt = system_prompt
+        self.protocol_version: int | None = None
         self.profile = profile
         self.cwd = cwd
         self.agent_env = agent_env
@@ -115,16 +133,18 @@ class AcpSession:
     # --- handshake ------------------------------------------------------------------------
 
     async def initialize(self) -> InitializeResult:
+        """``initialize``, negotiating the wire version (protocol_versions.py)."""
         self.phase = "initialize"
-        params = InitializeParams(
-            client_capabilities=self.capabilities, client_info=self.client_info
-        )
-        result = parse_reply(InitializeResult, await self.call("initialize", params), "initialize")
-        if result.protocol_version != PROTOCOL_VERSION:
-            raise ProtocolError(
-                f"the agent speaks ACP protocol version {result.protocol_version}; "
-                f"acp-bridge speaks version {PROTOCOL_VERSION}"
-            )
+        setting = self.profile.protocol
+        params = initialize_params(setting, self.capabilities, self.client_info)
+        try:
+            reply = await self.call("initialize", params)
+        except AgentRequestError as exc:
+            if exc.rpc_code == UNSUPPORTED_VERSION:
+                raise unsupported_version(exc.data, setting) from exc
+            raise
+        self.protocol_version = version = accepted_version(setting, reply)
+        result = initialize_result(version, reply)
         self.init = result
         info = result.agent_info
         self.sink.emit(
@@ -132,8 +152,13 @@ class AcpSession:
             phase="initialized",
             agent=info.name if info else None,
             version=info.version if info else None,
+            protocol_version=version,
         )
         return result
+
+    @property
+    def v2(self) -> bool:
+        return self.protocol_version == 2
 
     @property
     def agent(self) -> InitializeResult:
@@ -146,7 +171,8 @@ class AcpSession:
         if why_not:
             raise AuthRequiredError(why_not)
         try:
-            await self.call("authenticate", AuthenticateParams(method_id=method.id))
+            name = "auth/login" if self.v2 else "authenticate"  # v2 renamed it
+            await self.call(name, AuthenticateParams(method_id=method.id))
         except AgentRequestError as exc:
             raise AuthRequiredError(f"authentication with {method.id} failed: {exc}") from exc
         self.sink.emit("status", phase="authenticated", method=method.id)
@@ -172,30 +198,17 @@ class AcpSession:
 
     # --- session ----------------------------------------------------------------------------
 
-    def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
-        servers: list[McpServerStdio | McpServerHttp] = []
-        for server in self.profile.mcp_servers:
-            if server.type == "stdio":
-                assert server.command is not None
-                servers.append(
-                    McpServerStdio(
-                        name=server.name,
-                        command=server.command,
-                        args=server.args,
-                        env=[NameValue(name=k, value=v) for k, v in server.env.items()],
-                    )
-                )
-            else:
-                assert server.url is not None
-                servers.append(
-                    McpServerHttp(
-                        type=server.type,
-                        name=server.name,
-                        url=server.url,
-                        headers=[NameValue(name=k, value=v) for k, v in server.headers.items()],
-                    )
-                )
+    async def mcp_servers(self) -> list[McpServerStdio | McpServerHttp]:
+        """The profile's MCP servers, then the bridge's own services where it offers them."""
+        servers = profile_mcp_servers(self.profile, v2=self.v2)
+        if self.services_server is not None:
+            offered = await self.services_server(self.agent, self.v2)
+            if offered is not None:
+                servers.append(offered)
         return servers
+
+    def system_prompt_param(self) -> dict[str, Any] | None:
+        return system_prompt_param(self.system_prompt, self.agent)
 
     def _continue_method(self, fork: bool, unstable: bool) -> str:
         """Which method continues an earlier session, or why none can."""
@@ -208,7 +221,7 @@ class AcpSession:
             return "session/fork"
         if caps.session_supports("resume"):
             return "session/resume"
-        if caps.load_session:
+        if caps.load_session and not self.v2:  # v2 has no session/load
             return "session/load"
         raise NotOffered(
             "the agent offers neither session/resume nor session/load, so an earlier session "
@@ -232,8 +245,9 @@ class AcpSession:
         dirs = additional_directories if caps.session_supports("additionalDirectories") else []
         common: dict[str, Any] = {
             "cwd": self.cwd,
-            "mcp_servers": self.mcp_servers(),
+            "mcp_servers": await self.mcp_servers(),
             "additional_directories": dirs or None,
+            "system_prompt": self.system_prompt_param(),
         }
         setup: SessionSetup
         if resume is None:
@@ -288,30 +302,46 @@ class AcpSession:
         self.collector.begin_turn()
         self.turn_in_progress = True
         self.sink.emit("status", phase="prompting")
-        params = PromptParams(session_id=self.session_id, prompt=[TextBlock(text=text)])
+        key = secrets.token_hex(8) if self.v2 else None  # v2: a retried prompt is safe
+        params = PromptParams(
+            session_id=self.session_id, prompt=[TextBlock(text=text)], idempotency_key=key
+        )
         wire = self.tracing.with_meta(params.wire())
         self.conn.set_deadline(deadline)
         sent: list[PendingRequest] = []
+        state = self.collector.turn_state
+
+        async def turn_end() -> Response:
+            """v1: the prompt's reply. v2: the reply acknowledges; ``idle`` ends the turn."""
+            reply = await sent[0].wait()
+            if not self.v2 or not acknowledged(reply):
+                return reply
+            await wait_any(state.ended, self.conn.closed_event)
+            if not state.ended.is_set():
+                return Response(reply.method, failure=self.conn.failure)
+            return turn_result(state, reply)
 
         async def send_and_wait() -> Response:
-            pending = await self.conn.start_request("session/prompt", wire)
-            sent.append(pending)
-            return await pending.wait()
+            sent.append(await self.conn.start_request("session/prompt", wire))
+            return await turn_end()
 
         raced = await race(send_and_wait, lambda: wait_any(cancel, abort), deadline=deadline)
         ended_at = anyio.current_time()
         ended: TurnEnd = (
             "response" if raced.finished else "timeout" if raced.timed_out else "cancelled"
         )
-        pending = sent[0] if sent else None
+        response = raced.value if raced.finished else None
         hurry = abort is not None and abort.is_set()
         if ended != "response" and not hurry:
             until = ended_at + grace
             self.conn.set_deadline(until)
-            if await self.cancel_turn(ended) and pending is not None:
-                await race(pending.wait, lambda: wait_event(abort), deadline=until)
+            if await self.cancel_turn(ended) and sent:
+                done = await race(turn_end, lambda: wait_event(abort), deadline=until)
+                response = done.value if done.finished else None
         self.turn_in_progress = False
-        outcome = TurnOutcome(ended, pending.response if pending else None, ended_at)
+        if response is None and sent and not self.v2:
+            response = sent[0].response
+        outcome = TurnOutcome(ended, response, ended_at)
         result = outcome.result
         if result is not None:
             self.collector.add_prompt_usage(result.usage)
@@ -328,7 +358,13 @@ class AcpSession:
         self.phase = "cancel"
         self.signals.cancelled.set()
         self.sink.emit("status", phase="cancelling", reason=why)
-        params = self.tracing.with_meta(SessionIdParams(session_id=self.session_id).wire())
+        # Children first (those that allow it): a parent told to stop may leave them running.
+        for child in self.collector.subagents.cancellable():
+            await self._send_cancel(child)
+        return await self._send_cancel(self.session_id)
+
+    async def _send_cancel(self, session_id: str) -> bool:
+        params = self.tracing.with_meta(SessionIdParams(session_id=session_id).wire())
         with anyio.move_on_after(CANCEL_WRITE):
             try:
                 return await self.conn.notify("session/cancel", params, written_within=CANCEL_WRITE)

@@ -56,6 +56,8 @@ class SessionChoices:
     mode: str | None = None
     model: str | None = None
     options: Mapping[str, OptionValue] = field(default_factory=dict)
+    system_prompt: str | None = None
+    """Sent with the session's setup (not set after it); the call's replaces the profile's."""
 
 
 def as_boolean(value: OptionValue) -> bool | None:

@@ -61,3 +61,32 @@ class SessionState:
         if option is not None and isinstance(option.current_value, str):
             return option.current_value
         return self.model_id
+
+    # --- the session/update kinds that carry it (called by the turn collector) ---------
+
+    def mode_update(self, update: dict[str, Any]) -> None:
+        mode = update.get("currentModeId")
+        if not isinstance(mode, str):
+            raise TypeError("currentModeId must be a string")
+        self.mode_id = mode
+
+    def config_option_update(self, update: dict[str, Any]) -> None:
+        options = update.get("configOptions")
+        if not isinstance(options, list):
+            raise TypeError("configOptions must be a list")
+        self.config_options = [ConfigOption.model_validate(o) for o in options]
+
+    def session_info_update(self, update: dict[str, Any]) -> None:
+        # Only changed fields are sent; an explicit null clears one.
+        if "title" in update:
+            title = update["title"]
+            self.title = title if isinstance(title, str) else None
+        if "updatedAt" in update:
+            stamp = update["updatedAt"]
+            self.updated_at = stamp if isinstance(stamp, str) else None
+
+    def commands_update(self, update: dict[str, Any]) -> None:
+        commands = update.get("availableCommands")
+        if not isinstance(commands, list):
+            raise TypeError("availableCommands must be a list")
+        self.commands = [str(c["name"]) for c in commands if isinstance(c, dict) and "name" in c]

@@ -5,7 +5,7 @@ for the same ``toolCallId`` (zed's claude-code-acp leaves ``kind`` out of the re
 ``tool_call`` update 12 ms earlier said ``execute``). :func:`overlay` lays the request over
 the announcement, field by field, so the policy judges the whole tool call.
 
-What is kept of an announcement is bounded (:func:`kept`): the title, kind and status, at
+What is kept of an announcement is bounded (:func:`kept`): the title, tool name, kind and status, at
 most :data:`MAX_LOCATIONS` locations, the paths of ``diff`` content, and of ``rawInput``
 only the fields the policy reads — path-like ones and the command — each cut to a size.
 A tool call's ``rawInput`` may hold a whole file; none of that is needed to judge it.
@@ -28,6 +28,7 @@ MAX_LOCATIONS = 64
 MAX_TEXT = 8192
 MAX_WORDS = 256
 TITLE_CHARS = 1000
+NAME_CHARS = 256
 
 
 def _small(value: Any) -> Any:
@@ -75,6 +76,7 @@ def kept(tool: ToolCallUpdate) -> ToolCallUpdate:
     return ToolCallUpdate(
         tool_call_id=tool.tool_call_id,
         title=tool.title[:TITLE_CHARS] if tool.title else tool.title,
+        name=tool.name[:NAME_CHARS] if tool.name else tool.name,
         kind=tool.kind,
         status=tool.status,
         locations=locations or None,
@@ -83,7 +85,7 @@ def kept(tool: ToolCallUpdate) -> ToolCallUpdate:
     )
 
 
-_FIELDS = ("title", "kind", "status", "locations", "content", "raw_input")
+_FIELDS = ("title", "name", "kind", "status", "locations", "content", "raw_input")
 
 
 def _missing(value: Any) -> bool:

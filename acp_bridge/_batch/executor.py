@@ -23,7 +23,8 @@ import anyio
 from acp_bridge._batch.node_run import effective_timeout, hostname, run_task_here
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._os.race import race
-from acp_bridge._runs import lanes, ledger
+from acp_bridge._runs import lanes
+from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import BridgeError, ErrorCode
@@ -135,9 +136,9 @@ class _LocalSession:
         for limiter in limiters:
             await limiter.acquire()
         try:
-            # The batch records the task itself, with where it ran: the runner's ledger
+            # The batch records the task itself, with where it ran: the runner's reporter
             # leaves this one out.
-            with ledger.carrying(task_id):
+            with foreground.carrying(task_id):
                 guard = effective_timeout(task.request, self.config) + GUARD_MARGIN
                 raced = await race(
                     lambda: run_task_here(

@@ -18,8 +18,8 @@ import anyio
 
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import Finished, Measured, workspace
+from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._entries.runner import finish_envelope
-from acp_bridge._entries.table import EntryRequest, run_entry
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, from_error
 from acp_bridge.errors import BridgeError, ConfigError
@@ -49,7 +49,7 @@ async def run_task_here(
     """Run ``task`` (named ``task_id``) here; its envelope and what ``inspect`` found.
     ``started`` hears the cwd as the entry starts; ``measuring``, that it ended."""
     began = time.monotonic()
-    request = task.request.model_copy(update={"task_id": task_id})
+    request = task.request.replace(task_id=task_id)
     try:
         async with workspace(task.workspace, task_id, upload) as prepared:
             if prepared is None:
@@ -58,7 +58,7 @@ async def run_task_here(
                 if measuring is not None:
                     measuring()
                 return Finished(result)
-            request = request.model_copy(update={"cwd": str(prepared.path)})
+            request = request.replace(cwd=str(prepared.path))
             async with Measured(prepared, task_id) as measured:
                 started(str(prepared.path))
                 result = await run_entry(request, config=config, cancel=cancel)
@@ -76,8 +76,9 @@ def effective_timeout(request: EntryRequest, loaded: LoadedConfig | None) -> flo
     """The seconds ``request`` may run under ``loaded`` (its own timeout, else the entry's
     default there), so a caller far away can keep a deadline of its own: a run ends by
     this plus :data:`~acp_bridge._entries.runner.END_GRACE`, whatever its worker does."""
-    if request.timeout is not None:
-        return request.timeout
+    timeout = request.option("timeout")
+    if timeout is not None:
+        return float(timeout)
     if loaded is None:
         return DEFAULT_TIMEOUT
     try:

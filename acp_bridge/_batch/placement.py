@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 
 SLOT = "acp-bridge"
 """The resource every bridge worker offers: its task slots."""

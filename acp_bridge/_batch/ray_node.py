@@ -66,9 +66,9 @@ def run_on_node(
     task: BatchTask, task_id: str, upload: bytes | None, control: Any
 ) -> Iterator[dict[str, Any]]:
     """One task on this node, phase by phase (see the module docstring)."""
-    from acp_bridge._entries.ledger import install_ledger
+    from acp_bridge._entries.reporting import install_reporter
 
-    install_ledger(None)  # recorded by the submitting machine, not here
+    install_reporter(None)  # recorded by the submitting machine, not here
     phases: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
     yield {
         "phase": "accepted",

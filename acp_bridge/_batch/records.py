@@ -15,8 +15,8 @@ import os
 
 import anyio
 
-from acp_bridge._entries.ledger import LedgerRecord, RunStart
-from acp_bridge._runs import ledger
+from acp_bridge._entries.reporting import RunReport, RunStart
+from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
 
@@ -27,13 +27,13 @@ class TaskRecord:
 
     def __init__(self, task_id: str, task: str, entry: Entry, agent: str | None) -> None:
         self.task_id, self.task, self.entry, self.agent = task_id, task, entry, agent
-        self.record: LedgerRecord | None = None
+        self.record: RunReport | None = None
         self.begun: anyio.Event | None = None
 
-    def _record(self, cwd: str) -> LedgerRecord:
+    def _record(self, cwd: str) -> RunReport:
         if self.record is None:
             start = RunStart(self.task_id, self.entry, self.task, self.agent, cwd)
-            self.record = ledger.record_run(start)
+            self.record = foreground.record_run(start)
         return self.record
 
     async def begin(self, cwd: str, config: LoadedConfig | None) -> None:

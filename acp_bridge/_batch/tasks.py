@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge.errors import ConfigError
 
 MAX_KEY_CHARS = 256

@@ -9,7 +9,7 @@ duration.
 
 :func:`resolve_timeout` is the one check of a ``timeout`` argument, and
 :func:`check_task_id` of a caller's ``task_id``, so every entry accepts and refuses the same
-values. When a run ledger is installed (see :mod:`.ledger`), every run is reported to it: the
+values. When a run reporter is installed (see :mod:`.reporting`), every run is reported to it: the
 envelope is recorded before the caller gets it. A run given ``timeout`` T ends by
 T + :data:`END_GRACE`, whatever its worker does: T bounds the work (start-up and setup
 included), the grace is for winding down (asking the worker to stop, waiting for it, then
@@ -39,7 +39,7 @@ from acp_bridge._entries.depth import (
     subtask_level,
     would_be_depth,
 )
-from acp_bridge._entries.ledger import LedgerRecord, RunStart, installed_ledger
+from acp_bridge._entries.reporting import RunReport, RunStart, installed_reporter
 from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
@@ -93,7 +93,7 @@ async def run_enveloped(
     host loop, which is never refused by the depth limit) and return its envelope, whatever
     happens. ``meta`` is the base for failures raised before or outside the body's own
     envelope (e.g. the agent name). ``task_id`` names the run (default: a fresh id);
-    ``task`` and ``cwd`` describe it to the run ledger, when one is installed."""
+    ``task`` and ``cwd`` describe it to the run reporter, when one is installed."""
     started = time.monotonic()
     base = (meta or Meta()).model_copy(update={"entry": entry})
     depth = would_be_depth(nested=nested)
@@ -103,11 +103,11 @@ async def run_enveloped(
         task_id = new_task_id()
         return finish_envelope(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
     try:
-        check_text("task", task)  # before the ledger, which could not record it either
+        check_text("task", task)  # before the reporter, which could not record it either
     except ConfigError as exc:
         return finish_envelope(from_error(exc, task_id=task_id, meta=base), entry, depth, started)
-    ledger = installed_ledger()
-    record = None if ledger is None else ledger.record(_start(task_id, entry, task, base, cwd))
+    reporter = installed_reporter()
+    record = None if reporter is None else reporter.record(_start(task_id, entry, task, base, cwd))
     loaded: LoadedConfig | None = None
     try:
         try:
@@ -158,8 +158,8 @@ def _start(task_id: str, entry: Entry, task: str, base: Meta, cwd: str | Path | 
     return RunStart(task_id, entry, task, base.agent, where)
 
 
-async def _recorded(record: LedgerRecord, body: Body, ctx: RunContext) -> SubtaskResult:
-    """``body(ctx)``, with the ledger's ``begin`` in a worker thread beside it (importing
+async def _recorded(record: RunReport, body: Body, ctx: RunContext) -> SubtaskResult:
+    """``body(ctx)``, with the reporter's ``begin`` in a worker thread beside it (importing
     SQLite and opening the store cost a cold run several ms it need not wait for)."""
     outcome: SubtaskResult | Exception | None = None
 

@@ -24,9 +24,9 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from acp_bridge._loop.models import ModelChoice, build_model
-from acp_bridge._loop.registry import Selection, Tool, ToolSet
+from acp_bridge._loop.toolset import Selection, Tool, ToolSet
 from acp_bridge._os.race import race, wait_any
-from acp_bridge._output import (
+from acp_bridge._output_schema import (
     SchemaRegistry,
     parse_structured_output,
     structured_output_instruction,

@@ -14,23 +14,23 @@ Modules, bottom up:
 - :mod:`.catalog` — the tools as MCP lists them: input schemas (ready profiles as an enum),
   output schemas (the envelope), the ``--tools`` allowlist;
 - :mod:`.progress` — live events as one-line progress messages;
-- :mod:`.flight` — a synchronous tool's run, owned by the server rather than by the request
+- :mod:`.tool_runs` — a synchronous tool's run, owned by the server rather than by the request
   that started it, with what it has to tell its host (events, log lines, questions);
 - :mod:`.questions` — a permission ``ask`` and an agent's own question, as MCP elicitations;
 - :mod:`.host` — what the bridge can send the MCP host on one request: progress, log
   messages, elicitations, each bounded by a deadline;
-- :mod:`.relay` — a flight followed by one request: events become progress notifications,
+- :mod:`.relay` — a tool run followed by one request: events become progress notifications,
   log lines log messages, questions elicitations; the host's cancel is the run's cancel;
 - :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
-- :mod:`.runs` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;
+- :mod:`.run_control` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;
 - :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
-- :mod:`.mend` — host lines on stdio the SDK could not read: mended, or answered with an
+- :mod:`.stdio_repair` — host lines on stdio the SDK could not read: mended, or answered with an
   error, never dropped without a word;
 - :mod:`.listen` — where an HTTP server may listen and with which token (no SDK import);
 - :mod:`.connections` — HTTP connections that must send a request's headers in time;
-- :mod:`.serve` — the transports: stdio, and streamable HTTP behind a bearer token, each
+- :mod:`.transports` — the transports: stdio, and streamable HTTP behind a bearer token, each
   request's headers and body due within a deadline.
 
-Nothing is imported here: the CLI imports :mod:`.serve` only when ``acp-bridge mcp`` runs, so
+Nothing is imported here: the CLI imports :mod:`.transports` only when ``acp-bridge mcp`` runs, so
 other commands never pay for the SDK.
 """

@@ -9,18 +9,17 @@ anything starts.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.options import Option, arguments_model, offered, options_error
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS
-from acp_bridge.config._sandbox import IsolationMode
-from acp_bridge.errors import ConfigError, Problem
-from acp_bridge.events import ObserveProfile
+from acp_bridge.envelope import Entry
+from acp_bridge.errors import ConfigError
 
-OptionValue = str | bool | int | float
 TASK_ID_LIMIT = 64
 """Characters of a task id (``check_task_id``'s rule): a longer one names no run."""
 
@@ -29,69 +28,75 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class _RunArgs(_Args):
-    """What every entry tool takes besides its task."""
+class EntryArgs(_Args):
+    """What an entry tool takes: its task (named ``TASK``), its own fields, and the options
+    its entry's options model offers the MCP face."""
 
-    cwd: str | None = Field(
-        None,
-        description="working directory (default: the profile's for acp_spawn, else the "
-        "directory the MCP server runs in)",
-    )
-    timeout: float | None = Field(
-        None, gt=0, le=MAX_SECONDS, description="seconds the run may take (default: the config's)"
-    )
-    observe_profile: ObserveProfile | None = Field(
-        None,
-        description="which live events become progress notifications: default, long_shell "
-        "(plus command output), web_extract",
-    )
-
-
-class AcpSpawnArgs(_RunArgs):
-    agent: str = Field(description="the agent profile to run")
-    task: str = Field(min_length=1, description="what the agent must do, self-contained")
-    output_schema: str | None = Field(
-        None, description="contract label: the agent must answer with JSON under it"
-    )
-    mode: str | None = Field(None, description="session mode id to set (e.g. plan)")
-    model: str | None = Field(None, description="the agent's model id to select")
-    config_options: dict[str, OptionValue] | None = Field(
-        None, description="session config option id → value to set"
-    )
-    resume: str | None = Field(None, description="continue this earlier session id")
-    isolation: IsolationMode | None = Field(
-        None, description="worktree: run in a fresh git worktree (default: the profile's)"
-    )
-
-    def request(self) -> EntryRequest:
-        return _request("acp_spawn", self.model_dump(exclude_none=True))
-
-
-class SpawnArgs(_RunArgs):
-    task: str = Field(min_length=1, description="what the inner agent must do, self-contained")
-    tools: list[str] = Field(min_length=1, description="names of the tools it may use")
-    model: str | None = Field(None, description="a model name from the config's models")
-    output_schema: str | None = Field(
-        None, description="contract label: the inner agent must answer with JSON under it"
-    )
-
-    def request(self) -> EntryRequest:
-        return _request("spawn", self.model_dump(exclude_none=True))
-
-
-class BashArgs(_RunArgs):
-    command: str = Field(min_length=1, description="the command line, run with bash -c")
-    max_output_bytes: int | None = Field(
-        None, gt=0, description="bytes kept per stream, head and tail (default: the config's)"
-    )
+    ENTRY: ClassVar[Entry]
+    TASK: ClassVar[str] = "task"
 
     def request(self) -> EntryRequest:
         fields = self.model_dump(exclude_none=True)
-        fields["task"] = fields.pop("command")
-        return _request("bash", fields, task="command")
+        fields["task"] = fields.pop(self.TASK)
+        return _request(self.ENTRY, fields, task=self.TASK)
 
 
-class StartArgs(_RunArgs):
+def _entry_args(name: str, entry: Entry, own: dict[str, Any], task: str = "task") -> Any:
+    """The arguments model of ``entry``'s tool (its options model's MCP subset)."""
+    model = arguments_model(name, entry, "mcp", own, EntryArgs)
+    model.ENTRY, model.TASK = entry, task
+    return model
+
+
+AcpSpawnArgs: type[EntryArgs] = _entry_args(
+    "AcpSpawnArgs",
+    "acp_spawn",
+    {
+        "agent": (str, Field(description="the agent profile to run")),
+        "task": (str, Field(min_length=1, description="what the agent must do, self-contained")),
+    },
+)
+SpawnArgs: type[EntryArgs] = _entry_args(
+    "SpawnArgs",
+    "spawn",
+    {
+        "task": (
+            str,
+            Field(min_length=1, description="what the inner agent must do, self-contained"),
+        ),
+        "tools": (list[str], Field(min_length=1, description="names of the tools it may use")),
+    },
+)
+BashArgs: type[EntryArgs] = _entry_args(
+    "BashArgs",
+    "bash",
+    {"command": (str, Field(min_length=1, description="the command line, run with bash -c"))},
+    task="command",
+)
+
+
+def _start_options() -> dict[str, Any]:
+    """The options any of the entries ``start`` runs offers the MCP face (a name two entries
+    share is described for both)."""
+    found: dict[str, Option] = {}
+    described: dict[str, list[str]] = {}
+    for entry in START_ENTRIES:
+        for option in offered(entry, "mcp"):
+            found.setdefault(option.name, option)
+            if option.description not in described.setdefault(option.name, []):
+                described[option.name].append(f"{entry}: {option.description}")
+    return {
+        name: (option.annotation, Field(None, description="; ".join(described[name])))
+        if len(described[name]) > 1
+        else option.annotation
+        for name, option in found.items()
+    }
+
+
+START_ENTRIES: tuple[Entry, ...] = ("acp_spawn", "spawn", "bash")
+
+
+class _StartBase(_Args):
     entry: Literal["acp_spawn", "spawn", "bash"] = Field(
         "acp_spawn", description="which entry runs it"
     )
@@ -100,10 +105,6 @@ class StartArgs(_RunArgs):
     )
     agent: str | None = Field(None, description="acp_spawn: the agent profile (required)")
     tools: list[str] | None = Field(None, description="spawn: the tools it may use (required)")
-    model: str | None = Field(None, description="spawn: a config model; acp_spawn: the agent's")
-    output_schema: str | None = Field(None, description="require a JSON answer under this label")
-    mode: str | None = Field(None, description="acp_spawn: session mode id to set")
-    isolation: IsolationMode | None = Field(None, description="acp_spawn: worktree or none")
     max_tokens: int | None = Field(
         None, gt=0, le=MAX_TOKENS, description="budget: cancel the run past this many tokens"
     )
@@ -114,6 +115,9 @@ class StartArgs(_RunArgs):
     def request(self) -> EntryRequest:
         fields = self.model_dump(exclude_none=True, exclude={"max_tokens", "max_cost"})
         return _request(fields.pop("entry"), fields)
+
+
+StartArgs: type[_StartBase] = create_model("StartArgs", __base__=_StartBase, **_start_options())
 
 
 class WaitArgs(_Args):
@@ -167,7 +171,7 @@ class SendArgs(_Args):
 def _request(entry: str, fields: dict[str, Any], *, task: str = "task") -> EntryRequest:
     """The request; an error names the tool's own argument (``task``: what it calls it)."""
     try:
-        return EntryRequest(entry=entry, **fields)
+        return EntryRequest.model_validate({"entry": entry, **fields})
     except ValidationError as exc:
         raise arguments_error(exc, renamed={"task": task}) from None
 
@@ -186,17 +190,4 @@ def parse(model: type[A], arguments: dict[str, Any] | None) -> A:
 def arguments_error(exc: ValidationError, renamed: dict[str, str] | None = None) -> ConfigError:
     """One :class:`Problem` per error, its ``field`` the dotted path to the bad value (its
     first part ``renamed`` where the tool calls it otherwise)."""
-    problems = []
-    for error in exc.errors(include_url=False):
-        parts = [str(part) for part in error["loc"]]
-        if parts and renamed:
-            parts[0] = renamed.get(parts[0], parts[0])
-        field = ".".join(parts)
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown argument"
-        elif not field and message.startswith("Value error, "):
-            # A check across fields (EntryRequest's): its message names the fields.
-            message = message.removeprefix("Value error, ")
-        problems.append(Problem(message, field=field))
-    return ConfigError(problems)
+    return options_error(exc, renamed, unknown="unknown argument")

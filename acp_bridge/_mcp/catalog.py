@@ -4,7 +4,7 @@ Input schemas come from the argument models (:mod:`.arguments`), so what a host 
 what is checked. ``agent`` lists the profiles that are ready here (valid, and their command
 found, as ``acp-bridge profiles list`` says READY) as an enum, each with its description. The
 entry tools' output schema is the envelope's (:class:`~acp_bridge.SubtaskResult`); the
-run-control tools describe the runs (:mod:`.runs`).
+run-control tools describe the runs (:mod:`.run_control`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from acp_bridge._loop.registry import json_parameters
+from acp_bridge._loop.toolset import json_parameters
 from acp_bridge._mcp import arguments as a
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult

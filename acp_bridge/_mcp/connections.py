@@ -7,7 +7,7 @@ checked once the headers are in). Enough of them and the server cannot open the 
 agent needs. :class:`TimelyH11` is uvicorn's HTTP/1.1 protocol with one more timer: from the
 moment a connection opens, and again after each response, the next request's headers must
 arrive within ``timeout`` seconds, else the connection is closed. (The body has its own
-deadline: :class:`~acp_bridge._mcp.serve.BodyDeadline`.) A request in progress — a tool call,
+deadline: :class:`~acp_bridge._mcp.transports.BodyDeadline`.) A request in progress — a tool call,
 a long event stream — is never cut.
 
 It uses uvicorn's protocol hooks (``connection_made``, ``on_response_complete``,

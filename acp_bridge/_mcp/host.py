@@ -23,7 +23,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from acp_bridge._mcp.flight import ElicitParams, LogLine
+from acp_bridge._mcp.tool_runs import ElicitParams, LogLine
 
 SEND_TIMEOUT = 5.0
 LEVELS: tuple[types.LoggingLevel, ...] = get_args(types.LoggingLevel)

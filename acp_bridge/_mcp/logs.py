@@ -1,8 +1,8 @@
 """The bridge's log lines, routed: a run's own to its host as MCP log messages, the rest to
 stderr (which MCP hosts keep in their server logs).
 
-Which run a log record belongs to is known from where it was emitted: a flight's run runs
-in a context whose :data:`~acp_bridge._mcp.flight.CURRENT` names it, and every task it starts
+Which run a log record belongs to is known from where it was emitted: a tool run's run runs
+in a context whose :data:`~acp_bridge._mcp.tool_runs.CURRENT` names it, and every task it starts
 inherits that. Records from other threads, or from no run, go to stderr. Nothing is ever
 written to stdout: on stdio that is the protocol's.
 """
@@ -14,8 +14,8 @@ import sys
 
 import mcp.types as types
 
-from acp_bridge._mcp.flight import CURRENT, LogLine
 from acp_bridge._mcp.progress import clip
+from acp_bridge._mcp.tool_runs import CURRENT, LogLine
 
 LINE_LIMIT = 1000
 _LEVELS: dict[int, types.LoggingLevel] = {
@@ -33,15 +33,15 @@ def mcp_level(levelno: int) -> types.LoggingLevel:
 
 
 class RunLogHandler(logging.Handler):
-    """Hands a record to the flight it was emitted under, else to ``fallback``."""
+    """Hands a record to the tool run it was emitted under, else to ``fallback``."""
 
     def __init__(self, fallback: logging.Handler) -> None:
         super().__init__()
         self.fallback = fallback
 
     def emit(self, record: logging.LogRecord) -> None:
-        flight = CURRENT.get()
-        if flight is not None:
+        tool_run = CURRENT.get()
+        if tool_run is not None:
             try:
                 line = LogLine(
                     mcp_level(record.levelno), record.name, clip(self.format(record), LINE_LIMIT)
@@ -49,7 +49,7 @@ class RunLogHandler(logging.Handler):
             except Exception:  # logging must never raise into the run
                 self.handleError(record)
                 return
-            if flight.log(line):
+            if tool_run.log(line):
                 return
         self.fallback.handle(record)
 

@@ -66,7 +66,7 @@ the store arrive all at once: they merge whole)."""
 
 class Lines:
     """Live events as progress lines for one call, consecutive message chunks merged — within
-    ``MERGE_WINDOW`` seconds — into one line, as a flight's queued ones are: a chatty run's
+    ``MERGE_WINDOW`` seconds — into one line, as a tool run's queued ones are: a chatty run's
     ten thousand chunks are a few lines, not ten thousand notifications. Call :meth:`flush`
     when the events end."""
 

@@ -22,8 +22,8 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationQuestion,
 )
 from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
-from acp_bridge._mcp.flight import Flight
 from acp_bridge._mcp.progress import clip
+from acp_bridge._mcp.tool_runs import ToolRun
 
 FIELD = "decision"
 _PLAIN = (("allow", "Allow"), ("reject", "Reject"))
@@ -67,9 +67,9 @@ def permission_answer(
     return decision == "allow"
 
 
-def permission_hook(flight: Flight, who: str) -> PermissionHook:
+def permission_hook(tool_run: ToolRun, who: str) -> PermissionHook:
     async def hook(question: PermissionQuestion) -> bool | str:
-        answer = await flight.ask(permission_form(question, who))
+        answer = await tool_run.ask(permission_form(question, who))
         if answer is None:  # no answer by --ask-timeout (or none in the host's next round)
             raise TimeoutError  # recorded as "no answer", not as the host's rejection
         return permission_answer(question, answer)
@@ -77,7 +77,7 @@ def permission_hook(flight: Flight, who: str) -> PermissionHook:
     return hook
 
 
-def elicitation_hook(flight: Flight, who: str, *, url_mode: bool) -> ElicitationHook:
+def elicitation_hook(tool_run: ToolRun, who: str, *, url_mode: bool) -> ElicitationHook:
     """The agent's own questions, passed on to the host (URL mode only if it declared it)."""
 
     async def hook(question: ElicitationQuestion) -> ElicitationAnswer:
@@ -94,7 +94,7 @@ def elicitation_hook(flight: Flight, who: str, *, url_mode: bool) -> Elicitation
         else:
             schema = question.requested_schema or {"type": "object", "properties": {}}
             params = types.ElicitRequestFormParams(message=message, requested_schema=schema)
-        answer = await flight.ask(params)
+        answer = await tool_run.ask(params)
         if answer is None:
             return ElicitationAnswer("cancel")
         content = dict(answer.content) if answer.action == "accept" and answer.content else None

@@ -1,8 +1,8 @@
-"""A flight followed by one ``tools/call``: what it tells the host, and how the call ends.
+"""A tool run followed by one ``tools/call``: what it tells the host, and how the call ends.
 
 While the run goes on, its events become progress notifications and its log lines log
 messages; a question goes to the host as an elicitation mid-call (handshake protocols), or
-ends this round with an ``input_required`` result whose ``request_state`` names the flight
+ends this round with an ``input_required`` result whose ``request_state`` names the tool run
 (2026-07-28; the host's next ``tools/call`` carries the answers and follows on). The call
 ends with the envelope: structured content, plus a short text for hosts that read only text.
 
@@ -25,8 +25,8 @@ import anyio
 import mcp.types as types
 from anyio.abc import TaskGroup
 
-from acp_bridge._mcp.flight import Flight, Item, Landed, LogLine, Progress, Question
 from acp_bridge._mcp.host import Host
+from acp_bridge._mcp.tool_runs import Item, Landed, LogLine, Progress, Question, ToolRun
 from acp_bridge.envelope import SubtaskResult
 
 STOP_GRACE = 30.0
@@ -37,53 +37,53 @@ TEXT_LIMIT = 20_000
 LOGGER = "acp_bridge.mcp"
 
 
-async def follow(flight: Flight, host: Host) -> types.CallToolResult | types.InputRequiredResult:
-    """Follow ``flight`` on behalf of one call; its result for that call."""
+async def follow(tool_run: ToolRun, host: Host) -> types.CallToolResult | types.InputRequiredResult:
+    """Follow ``tool_run`` on behalf of one call; its result for that call."""
     try:
-        outcome = await _relay(flight, host)
+        outcome = await _relay(tool_run, host)
     except anyio.get_cancelled_exc_class():
-        await _host_cancelled(flight, host)
+        await _host_cancelled(tool_run, host)
         raise
     if isinstance(outcome, list):
         return types.InputRequiredResult(
             input_requests={q.key: types.ElicitRequest(params=q.params) for q in outcome},
-            request_state=flight.id,
+            request_state=tool_run.id,
         )
-    flight.collected.set()
+    tool_run.collected.set()
     return envelope_result(outcome.result)
 
 
-async def _relay(flight: Flight, host: Host) -> Landed | list[Question]:
-    """Deliver the flight's items until it lands, or (2026-07-28) it has questions."""
+async def _relay(tool_run: ToolRun, host: Host) -> Landed | list[Question]:
+    """Deliver the tool run's items until it lands, or (2026-07-28) it has questions."""
     outcome: Landed | list[Question] | None = None
-    flight.following = True
+    tool_run.following = True
     try:
         async with anyio.create_task_group() as asking:
             while outcome is None:
-                outcome = await _deliver(flight, host, await flight.take(), asking)
+                outcome = await _deliver(tool_run, host, await tool_run.take(), asking)
             asking.cancel_scope.cancel()  # questions still open when it landed are moot
     finally:
-        flight.following = False
+        tool_run.following = False
     assert outcome is not None  # the loop ends only with one; a cancel raises instead
     return outcome
 
 
 async def _deliver(
-    flight: Flight, host: Host, items: list[Item], asking: TaskGroup
+    tool_run: ToolRun, host: Host, items: list[Item], asking: TaskGroup
 ) -> Landed | list[Question] | None:
     """Deliver ``items``; how the call ends, if they end it."""
     questions: list[Question] = []
     for item in items:
         if isinstance(item, Progress):
-            flight.progress += 1
-            await host.progress(flight.progress, item.text)
+            tool_run.progress += 1
+            await host.progress(tool_run.progress, item.text)
         elif isinstance(item, LogLine):
             await host.log(item)
         elif isinstance(item, Landed):
             return item
         elif not item.answered.is_set():  # a question, not timed out meanwhile
             if host.can_request:
-                asking.start_soon(_ask, flight, host, item)
+                asking.start_soon(_ask, tool_run, host, item)
             else:
                 questions.append(item)
     for question in questions:
@@ -91,17 +91,17 @@ async def _deliver(
     return questions or None
 
 
-async def _ask(flight: Flight, host: Host, question: Question) -> None:
-    question.settle(await host.elicit(question.params, flight.ask_timeout))
+async def _ask(tool_run: ToolRun, host: Host, question: Question) -> None:
+    question.settle(await host.elicit(question.params, tool_run.ask_timeout))
 
 
-async def _host_cancelled(flight: Flight, host: Host) -> None:
-    flight.cancel.set()
+async def _host_cancelled(tool_run: ToolRun, host: Host) -> None:
+    tool_run.cancel.set()
     with anyio.CancelScope(shield=True):
         with anyio.move_on_after(STOP_GRACE):
-            await flight.landed.wait()
-        flight.collected.set()
-        result = flight.result
+            await tool_run.landed.wait()
+        tool_run.collected.set()
+        result = tool_run.result
         text = (
             f"{result.task_id}: the host cancelled the call; {result.summary}"
             if result is not None

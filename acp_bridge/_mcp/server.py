@@ -3,7 +3,7 @@
 Built on the SDK's low-level :class:`mcp.server.Server` rather than ``MCPServer``: the
 schemas it lists are ours (the ready profiles change with the machine; the output schema is
 the envelope's), and a synchronous tool's run must outlive the request that started it
-(:mod:`.flight`). Arguments are checked before anything starts: a bad one is a JSON-RPC
+(:mod:`.tool_runs`). Arguments are checked before anything starts: a bad one is a JSON-RPC
 ``invalid params`` error whose message and ``data.problems`` name the field.
 """
 
@@ -20,9 +20,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._mcp import arguments as a
-from acp_bridge._mcp import runs
+from acp_bridge._mcp import run_control
 from acp_bridge._mcp.catalog import (
     ENTRY_TOOLS,
     SPECS,
@@ -30,24 +30,24 @@ from acp_bridge._mcp.catalog import (
     input_schema,
     ready_profiles,
 )
-from acp_bridge._mcp.flight import Flight, Flights, flights_lifespan
 from acp_bridge._mcp.host import Host, LogGate
 from acp_bridge._mcp.progress import Lines
 from acp_bridge._mcp.questions import elicitation_hook, permission_hook
 from acp_bridge._mcp.relay import follow
+from acp_bridge._mcp.tool_runs import ToolRun, ToolRuns, tool_runs_lifespan
 from acp_bridge._version import __version__
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, Problem
 
-Context = ServerRequestContext[Flights, Any]
+Context = ServerRequestContext[ToolRuns, Any]
 DEFAULT_ASK_TIMEOUT = 120.0
 INSTRUCTIONS = (
     "acp-bridge hands a subtask to an isolated worker and returns one SubtaskResult envelope. "
     "acp_spawn runs an external coding agent (see its `agent` enum), spawn a local model "
     "loop, bash one command; each waits for the result. For long work: start, then wait."
 )
-_ENTRY_ARGS: dict[str, type[a.AcpSpawnArgs | a.SpawnArgs | a.BashArgs]] = {
+_ENTRY_ARGS: dict[str, type[a.EntryArgs]] = {
     "acp_spawn": a.AcpSpawnArgs,
     "spawn": a.SpawnArgs,
     "bash": a.BashArgs,
@@ -74,7 +74,7 @@ class BridgeServer:
         self.settings = settings
         self.gate = LogGate()
 
-    def build(self) -> Server[Flights]:
+    def build(self) -> Server[ToolRuns]:
         # logging/setLevel is deprecated from 2026-07-28 on, but the handshake protocols'
         # hosts (all of them today) need it for the logging capability.
         with warnings.catch_warnings():
@@ -84,7 +84,7 @@ class BridgeServer:
                 version=__version__,
                 title="acp-bridge",
                 instructions=INSTRUCTIONS,
-                lifespan=flights_lifespan,
+                lifespan=tool_runs_lifespan,
                 on_list_tools=self.list_tools,
                 on_call_tool=self.call_tool,
                 on_set_logging_level=self.set_level,
@@ -95,8 +95,8 @@ class BridgeServer:
     def tools(self) -> list[types.Tool]:
         ready = ready_profiles(self.settings.config)
         envelope = envelope_schema()
-        run = runs.run_schema(envelope)
-        outputs = {"start": runs.START_SCHEMA, "list": runs.list_schema(run)}
+        run = run_control.run_schema(envelope)
+        outputs = {"start": run_control.START_SCHEMA, "list": run_control.list_schema(run)}
         listed = []
         for name in self.settings.tools:
             spec = SPECS[name]
@@ -147,43 +147,43 @@ class BridgeServer:
         self, ctx: Context, name: str, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         host = Host(ctx, self.gate)
-        flights = ctx.lifespan_context
+        tool_runs = ctx.lifespan_context
         if params.request_state is not None:  # a 2026-07-28 host back with its answers
-            flight = flights.find(params.request_state)
-            if flight is None:
+            tool_run = tool_runs.find(params.request_state)
+            if tool_run is None:
                 raise MCPError(
                     types.INVALID_PARAMS,
                     "request_state: no run waits for it (it ended long ago, or the server "
                     "restarted)",
                 )
-            if flight.following:
+            if tool_run.following:
                 raise MCPError(types.INVALID_REQUEST, "another call follows this run already")
-            flight.answer(params.input_responses)
-            return await follow(flight, host)
+            tool_run.answer(params.input_responses)
+            return await follow(tool_run, host)
         request = self.entry_request(name, params.arguments)
-        flight = Flight(ask_timeout=self.settings.ask_timeout)
-        hooks = self._hooks(request, flight, host)
+        tool_run = ToolRun(ask_timeout=self.settings.ask_timeout)
+        hooks = self._hooks(request, tool_run, host)
         config = self.settings.config
 
-        async def run(flight: Flight) -> SubtaskResult:
+        async def run(tool_run: ToolRun) -> SubtaskResult:
             return await run_entry(
                 request,
                 config=config,
-                on_event=flight.on_event,
-                cancel=flight.cancel,
+                on_event=tool_run.on_event,
+                cancel=tool_run.cancel,
                 permission_hook=hooks[0],
                 elicitation_hook=hooks[1],
             )
 
-        flights.launch(flight, run)
-        return await follow(flight, host)
+        tool_runs.launch(tool_run, run)
+        return await follow(tool_run, host)
 
     def entry_request(self, name: str, arguments: dict[str, Any] | None) -> EntryRequest:
         """The checked request of an entry tool (:class:`ConfigError` naming the field)."""
-        args = a.parse(_ENTRY_ARGS[name], arguments)
-        if isinstance(args, a.AcpSpawnArgs):
-            self.check_agent(args.agent)
-        return args.request()
+        request = a.parse(_ENTRY_ARGS[name], arguments).request()
+        if request.agent is not None:
+            self.check_agent(request.agent)
+        return request
 
     def check_agent(self, agent: str) -> None:
         """``agent`` names a profile that is ready here, or the error says what is wrong."""
@@ -205,14 +205,14 @@ class BridgeServer:
         raise ConfigError([Problem(f"{why}; ready: {listed}", field="agent")])
 
     def _hooks(
-        self, request: EntryRequest, flight: Flight, host: Host
+        self, request: EntryRequest, tool_run: ToolRun, host: Host
     ) -> tuple[PermissionHook | None, ElicitationHook | None]:
         """The host answers ``ask`` and the agent's questions when it can be asked; else the
         headless decision (rejected, recorded) applies."""
         if request.entry != "acp_spawn" or not host.can_ask:
             return None, None
         who = request.agent or "the agent"
-        return permission_hook(flight, who), elicitation_hook(flight, who, url_mode=host.url)
+        return permission_hook(tool_run, who), elicitation_hook(tool_run, who, url_mode=host.url)
 
     # --- run control -------------------------------------------------------------------
 
@@ -236,22 +236,22 @@ class BridgeServer:
             request = start.request()
             if request.agent is not None:
                 self.check_agent(request.agent)
-            return await runs.start(start, request, self.settings.config)
+            return await run_control.start(start, request, self.settings.config)
         if name in ("wait", "send"):
             lines = Lines(Host(ctx, self.gate).progress)
             if name == "send":
                 args = a.parse(a.SendArgs, arguments)
-                data = await runs.send(args, self.settings.config, lines.event)
+                data = await run_control.send(args, self.settings.config, lines.event)
             else:
-                data = await runs.wait(a.parse(a.WaitArgs, arguments), lines.event)
+                data = await run_control.wait(a.parse(a.WaitArgs, arguments), lines.event)
             await lines.flush()
             return data
         if name == "status":
-            return await runs.status(a.parse(a.StatusArgs, arguments))
+            return await run_control.status(a.parse(a.StatusArgs, arguments))
         if name == "list":
-            return await runs.list_runs(a.parse(a.ListArgs, arguments))
+            return await run_control.list_runs(a.parse(a.ListArgs, arguments))
         assert name == "stop", name
-        return await runs.stop(a.parse(a.StopArgs, arguments))
+        return await run_control.stop(a.parse(a.StopArgs, arguments))
 
 
 def _error_result(text: str) -> types.CallToolResult:

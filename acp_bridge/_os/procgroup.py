@@ -53,9 +53,9 @@ from typing import IO
 import anyio
 from anyio.abc import Process
 
-from acp_bridge._os.adopted import reap_namespace_inits
+from acp_bridge._os.namespace_inits import reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
-from acp_bridge._os.selfguard import make_undumpable
+from acp_bridge._os.undumpable import make_undumpable
 
 MARKER_ENV = "ACP_BRIDGE_MARKER"
 KILL_WAIT = 5.0  # after SIGKILL; only a process stuck in the kernel takes longer

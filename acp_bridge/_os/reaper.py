@@ -21,18 +21,10 @@ import select
 import signal
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-PROC = Path("/proc")
+from acp_bridge._os import proc
+
 MAX_ROUNDS = 16  # a process forking while we kill: each round takes the new children
-
-
-def _environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
-    try:
-        data = (PROC / str(pid) / "environ").read_bytes()
-    except OSError:  # gone, a kernel thread, or not ours to read
-        return False
-    return not needles.isdisjoint(data.split(b"\0"))
 
 
 def marked_processes(name: str, value: str | Sequence[str]) -> list[int]:
@@ -40,11 +32,7 @@ def marked_processes(name: str, value: str | Sequence[str]) -> list[int]:
     the values), not this process."""
     needles = _needles(name, value)
     own = os.getpid()
-    try:
-        entries = [e.name for e in os.scandir(PROC) if e.name.isdigit()]
-    except OSError:
-        return []
-    return [int(pid) for pid in entries if int(pid) != own and _environ_has_any(int(pid), needles)]
+    return [pid for pid in proc.all_pids() if pid != own and proc.environ_has_any(pid, needles)]
 
 
 def _needles(name: str, value: str | Sequence[str]) -> frozenset[bytes]:
@@ -59,7 +47,7 @@ def _signal(pid: int, needles: frozenset[bytes], sig: signal.Signals) -> int | N
     except OSError:  # gone already (or no pidfds: kernel < 5.3)
         return None
     try:
-        if _environ_has_any(pid, needles):  # else the pid now names some other process
+        if proc.environ_has_any(pid, needles):  # else the pid now names some other process
             signal.pidfd_send_signal(pidfd, sig)
             return pidfd
     except OSError:  # gone meanwhile, or not ours to signal

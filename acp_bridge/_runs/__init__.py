@@ -7,15 +7,15 @@ prints. Modules:
 - :mod:`.start` — :func:`~.start.start_run` / ``start_run_sync`` and ``RunOptions``;
   :mod:`.handle` — :class:`~.handle.RunHandle` (``wait``, ``stop``, ``events``, ``status``,
   ``record``), ``wait_all``, ``stop_run``, ``list_runs``, ``open_run``;
-- :mod:`.ledger` — every foreground run of every entry, recorded (the runner's hook);
-- :mod:`.store`, :mod:`.records`, :mod:`.schema`, :mod:`.dbapi` — the SQLite store, what it
-  holds, its migrations, its errors;
-- :mod:`.supervisor` (``python -m acp_bridge._runs.supervisor``), :mod:`.carrier`,
-  :mod:`.launch`, :mod:`.recorder`, :mod:`.envelopes` — the detached process that carries
-  runs;
-- :mod:`.lanes`, :mod:`.budget`, :mod:`.liveness`, :mod:`.retention`, :mod:`.policy`,
-  :mod:`.turns` — the rules (follow-up turns: the store side);
-- :mod:`.bell`, :mod:`.watch`, :mod:`.procs` — wake-ups and process identity.
+- :mod:`.store.foreground` — every foreground run of every entry, recorded (the runner's hook);
+- :mod:`.store.store`, :mod:`.store.records`, :mod:`.store.migrations`, :mod:`.store.dbapi` — the
+  SQLite store, what it holds, its migrations, its errors;
+- :mod:`.supervisor.main` (``python -m acp_bridge._runs.supervisor.main``),
+  :mod:`.supervisor.running`, :mod:`.supervisor.detach`, :mod:`.store.recorder`, :mod:`.envelopes` —
+  the detached process that carries runs;
+- :mod:`.lanes`, :mod:`.budget`, :mod:`.liveness`, :mod:`.store.retention`, :mod:`.store.rules`,
+  :mod:`.followups` — follow-up turns (the chain of a session, held agents, ``send``);
+- :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.proc` — wake-ups and process identity.
 
-Nothing is imported here, so ``python -m acp_bridge._runs.supervisor`` stays light.
+Nothing is imported here, so ``python -m acp_bridge._runs.supervisor.main`` stays light.
 """

@@ -5,8 +5,9 @@ What is counted: the figures the agent reports. During a turn that is the ``usag
 ``{"amount", "currency"}``); at the end of a turn the prompt reply's token counts, which land
 in the envelope's ``meta.usage`` (``total_tokens``, or ``input_tokens + output_tokens``).
 Tokens are the largest of these seen so far (they only grow within a session); cost is the
-reported amount (ACP reports the session's cumulative cost). Currencies are not converted:
-``max_cost`` is in whatever currency the agent reports.
+reported amount (ACP reports the session's cumulative cost). The tokens the agent's child
+sessions report (``subagent_tokens``, see ``_acp/subagents.py``) are added. Currencies are
+not converted: ``max_cost`` is in whatever currency the agent reports.
 
 When: at every usage event the supervisor compares the run's figures with its own budget, and
 its figures plus every other run of its group (as last written to the store) with the group's.
@@ -80,6 +81,9 @@ def usage_figures(usage: Mapping[str, Any]) -> tuple[int | None, float | None]:
     context = _number(usage.get("context_used"))
     if context is not None:
         tokens = context if tokens is None else max(tokens, context)
+    children = _number(usage.get("subagent_tokens"))  # the agent's child sessions count too
+    if children is not None:
+        tokens = children if tokens is None else tokens + children
     raw_cost = usage.get("cost")
     cost = _number(raw_cost.get("amount")) if isinstance(raw_cost, Mapping) else _number(raw_cost)
     return (None if tokens is None else int(tokens)), cost

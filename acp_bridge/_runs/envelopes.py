@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from acp_bridge._runs.records import Outcome, RunRecord, RunStatus
+from acp_bridge._runs.store.records import Outcome, RunRecord, RunStatus
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, Entry, Meta, SubtaskResult
 from acp_bridge.envelope import failed as failed_envelope
 from acp_bridge.errors import ErrorCode
@@ -23,7 +23,7 @@ from acp_bridge.errors import ErrorCode
 UNKNOWN_EXIT = -1
 
 
-def failed(run: RunRecord, error: str, code: ErrorCode) -> SubtaskResult:
+def run_failed(run: RunRecord, error: str, code: ErrorCode) -> SubtaskResult:
     """A failed envelope for ``run`` that its entry never produced."""
     meta = Meta(
         entry=cast(Entry, run.entry),
@@ -114,5 +114,5 @@ def outcome(
 
 
 def ended(run: RunRecord, error: str, code: ErrorCode, *, stopped: bool = False) -> Outcome:
-    """The outcome of a run that ends without its entry: :func:`failed`, as stored."""
-    return outcome(failed(run, error, code), stopped=stopped)
+    """The outcome of a run that ends without its entry: :func:`run_failed`, as stored."""
+    return outcome(run_failed(run, error, code), stopped=stopped)

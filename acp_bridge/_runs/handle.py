@@ -19,10 +19,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, overload
 
-from acp_bridge._runs import lanes, liveness, turns
-from acp_bridge._runs.bell import ring
-from acp_bridge._runs.records import RunRecord, RunStatus
-from acp_bridge._runs.store import Store, open_store
+from acp_bridge._runs import lanes, liveness
+from acp_bridge._runs.followups.holds import let_go
+from acp_bridge._runs.store.records import RunRecord, RunStatus
+from acp_bridge._runs.store.store import Store, open_store
+from acp_bridge._runs.wakeups import wake
 from acp_bridge._runs.watch import Watch, get_checked
 from acp_bridge.events import Event
 
@@ -112,7 +113,7 @@ class RunHandle:
         the agent still held from this run, else through ``session/resume`` or
         ``session/load``, else it fails with a clear refusal. ``options``: its budget;
         :class:`~acp_bridge.ConfigError` when there is no session to continue."""
-        from acp_bridge._runs.send import send
+        from acp_bridge._runs.followups.send import send
 
         return await send(self.id, text, timeout=timeout, options=self._options(options),
                           config=config)  # fmt: skip
@@ -125,7 +126,7 @@ class RunHandle:
         options: RunOptions | None = None,
         config: LoadedConfig | None = None,
     ) -> RunHandle:
-        from acp_bridge._runs.send import send_sync
+        from acp_bridge._runs.followups.send import send_sync
 
         return send_sync(self.id, text, timeout=timeout, options=self._options(options),
                          config=config)  # fmt: skip
@@ -223,8 +224,8 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     db = open_store(store)
     run = get_checked(db, run_id)
     if run.finished:
-        if turns.let_go(db, run_id):
-            ring(db, [run_id])  # its holder wakes, closes the agent, frees the slot
+        if let_go(db, run_id):
+            wake(db, [run_id])  # its holder wakes, closes the agent, frees the slot
         return run
     if not run.finished and not run.detached:
         from acp_bridge.errors import ConfigError
@@ -242,12 +243,12 @@ def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
         with db.write() as conn:
             written = db.finish(conn, run_id, outcome, only_queued=True)
         if written:
-            ring(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
+            wake(db, [run_id, *lanes.heads(db)])  # the run behind it may be the head now
             return get_checked(db, run_id)
         run = get_checked(db, run_id)  # claimed meanwhile: stop it running
     if run.status == "running":
         db.request_stop(run_id)
-        ring(db, [run_id])
+        wake(db, [run_id])
     return get_checked(db, run_id)
 
 

@@ -1,8 +1,8 @@
 """Lost runs: a run whose supervisor died is never left ``queued`` or ``running``.
 
 Every run records the identity of the process carrying it (pid, start time, boot id: see
-:mod:`.procs`). Any reader that looks at an active run (``wait``, ``ps``, ``show``, ``logs``,
-a supervisor waiting in the same lane) checks that identity first; if the process is gone,
+:mod:`~acp_bridge._os.proc`). Any reader that looks at an active run (``wait``, ``ps``, ``show``,
+``logs``, a supervisor waiting in the same lane) checks that identity first; if the process is gone,
 or the pid now belongs to another process, or the host rebooted, the reader ends the run
 itself: a failed envelope with ``meta.error_code: "lost"`` and status ``lost``, written with
 a compare-and-set on that same identity (so a run a live supervisor just finished or adopted
@@ -10,20 +10,21 @@ is never marked lost by a reader working from a stale row).
 
 Then whatever the run started is ended: the supervisor records the process groups it starts
 (agents, commands and terminals lead their own groups), and each is killed under the rule in
-:mod:`.procs` — only while its leader is provably the recorded process. A ``wait`` notices a
-SIGKILLed supervisor at once (it watches the supervisor's pidfd); ``ps`` and ``show`` at their
-next call.
+:mod:`~acp_bridge._os.proc` — only while its leader is provably the recorded process. A ``wait``
+notices a SIGKILLed supervisor at once (it watches the supervisor's pidfd); ``ps`` and ``show`` at
+their next call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from acp_bridge._runs import procs, turns
-from acp_bridge._runs.bell import ring
+from acp_bridge._os import proc
+from acp_bridge._runs.followups import holds
 from acp_bridge._runs.lanes import heads
-from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import wake
 
 
 def check(store: Store, run: RunRecord) -> RunRecord:
@@ -31,7 +32,7 @@ def check(store: Store, run: RunRecord) -> RunRecord:
     ended one whose agent that supervisor held comes back released."""
     if run.supervisor is None or (run.finished and run.held_until is None):
         return run
-    if procs.alive(run.supervisor):
+    if proc.alive(run.supervisor):
         return run
     if run.finished:
         return release_dead_holder(store, run)
@@ -42,22 +43,22 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
     """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
     is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
     assert run.supervisor is not None
-    if turns.hold(store, run.id, run.supervisor, None):
+    if holds.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
-        ring(store, heads(store))
+        wake(store, heads(store))
     return store.get(run.id) or run
 
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
     """:func:`check` every active run (or the given ones); the runs found lost. Holds of
-    dead supervisors are released too (see :mod:`.turns`)."""
+    dead supervisors are released too (see :mod:`.followups.holds`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)
         if checked.status == "lost" and not run.finished:
             found.append(checked)
     if runs is None:
-        for held in turns.dead_holders(store):
+        for held in holds.dead_holders(store):
             release_dead_holder(store, held)
     return found
 
@@ -69,9 +70,9 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
     from acp_bridge.errors import ErrorCode
 
     assert run.supervisor is not None
-    carrier = "supervisor" if run.detached else "caller (a foreground run)"
+    carried_by = "supervisor" if run.detached else "caller (a foreground run)"
     error = (
-        f"the run was lost: its {carrier}, pid {run.supervisor.pid}, ended without "
+        f"the run was lost: its {carried_by}, pid {run.supervisor.pid}, ended without "
         "recording a result (killed, crashed, or the host restarted)"
     )
     outcome = ended(run, error, ErrorCode.LOST)
@@ -79,10 +80,10 @@ def mark_lost(store: Store, run: RunRecord) -> RunRecord:
         changed = store.finish(db, run.id, outcome, supervisor=run.supervisor)
     if changed:
         end_processes(store, run.id)
-        ring(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
+        wake(store, [run.id, *heads(store)])  # waiters, and the runs its slot lets start
     return store.get(run.id) or run
 
 
 def end_processes(store: Store, run_id: str) -> int:
     """Kill the process groups ``run_id`` started that are provably still its own; how many."""
-    return sum(procs.kill_group(leader) for leader in store.groups(run_id))
+    return sum(proc.kill_group(leader) for leader in store.groups(run_id))

@@ -9,11 +9,11 @@ run later: the request itself, the config (loaded like an entry would: ``config`
 usual search from the current directory) and, for ``acp_spawn``, that the profile exists and
 is usable; the options. What the run inherits: this process's environment and working
 directory (relative ``cwd`` is made absolute now). The config's ``runs:`` section and the
-profile's ``max_concurrent`` are written into the store with the run (see :mod:`.policy`).
+profile's ``max_concurrent`` are written into the store with the run (see :mod:`.store.rules`).
 
 A run of a named session (``RunOptions.session``, ``run --session NAME``) follows the latest
-run of that name and continues its ACP session (:mod:`.turns`); the first run of a name
-opens the session. Follow-ups by run id are :mod:`.send`'s.
+run of that name and continues its ACP session (:mod:`.followups.chain`); the first run of a
+name opens the session. Follow-ups by run id are :mod:`.followups.send`'s.
 """
 
 from __future__ import annotations
@@ -24,15 +24,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.runner import check_task_id, check_text
-from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import lanes, policy, procs, turns
-from acp_bridge._runs.bell import ring
+from acp_bridge._os import proc
+from acp_bridge._runs import lanes
 from acp_bridge._runs.budget import Budget
+from acp_bridge._runs.followups.chain import follows_for_name
 from acp_bridge._runs.handle import RunHandle
-from acp_bridge._runs.launch import env_key, launch
-from acp_bridge._runs.records import NewRun, RunRecord
-from acp_bridge._runs.store import Store, open_store
+from acp_bridge._runs.store import rules
+from acp_bridge._runs.store.records import NewRun, RunRecord
+from acp_bridge._runs.store.store import Store, open_store
+from acp_bridge._runs.supervisor.detach import env_key, launch
+from acp_bridge._runs.wakeups import wake
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import new_task_id
 from acp_bridge.errors import ConfigError
@@ -86,26 +89,6 @@ def _check_name(name: str, what: str) -> None:
         ) from None
 
 
-def _session_head(store: Store, name: str, request: EntryRequest) -> str | None:
-    """The run a new run of session ``name`` follows (None: it opens the session)."""
-    if request.entry != "acp_spawn":
-        raise ConfigError(f"session: only acp_spawn runs have an ACP session, not {request.entry}")
-    if request.resume is not None:
-        raise ConfigError("session and resume both say which session to continue: give one")
-    head = turns.session_head(store, name)
-    if head is None:
-        return None
-    if head.agent != request.agent:
-        raise ConfigError(
-            f"session {name!r} belongs to agent {head.agent!r} (its latest run: {head.id}); a "
-            f"session goes on with the agent that opened it: use another name for "
-            f"{request.agent!r}"
-        )
-    if head.finished and turns.session_of(store, head.id) is None:
-        return None  # no run of the name ever opened a session: this one opens it
-    return head.id
-
-
 def start_run_sync(
     request: EntryRequest,
     *,
@@ -121,7 +104,13 @@ def start_run_sync(
     store = open_store(options.store)
     follows = None
     if options.session is not None:
-        follows = _session_head(store, options.session, request)
+        follows = follows_for_name(
+            store.db,
+            options.session,
+            entry=request.entry,
+            agent=request.agent,
+            resume=request.option("resume"),
+        )
     return queue_run(store, request, options, loaded, follows=follows, session_name=options.session)
 
 
@@ -153,7 +142,7 @@ def queue_run(
     caller_cwd = os.getcwd()  # noqa: PTH109
     # Absolute now: the supervisor may carry runs of other directories too.
     cwd = os.path.normpath(os.path.join(caller_cwd, request.cwd or "."))  # noqa: PTH118
-    data = request.model_copy(update={"task_id": run_id, "cwd": cwd})
+    data = request.replace(task_id=run_id, cwd=cwd)
     lane = lanes.lane_for(request.entry, request.agent)
     run = NewRun(
         id=run_id,
@@ -177,17 +166,17 @@ def queue_run(
         store.create(
             run,
             supervisor,
-            limits=policy.lane_limits(loaded, lane, request.agent),
+            limits=rules.lane_limits(loaded, lane, request.agent),
             group_budget=options.group_budget,
-            settings=policy.store_settings(loaded.config.runs),
+            settings=rules.store_settings(loaded.config.runs),
         )
     except BaseException:  # not queued after all: its supervisor has nothing to carry
-        procs.kill_process(supervisor)
+        proc.kill_process(supervisor)
         with contextlib.suppress(OSError):
             (store.logs_dir / f"{run.id}.log").unlink()
         raise
     if follows is not None:
-        ring(store, [follows])  # a supervisor holding its agent takes this one at once
+        wake(store, [follows])  # a supervisor holding its agent takes this one at once
     return RunHandle(run.id, store.path)
 
 

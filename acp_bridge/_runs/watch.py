@@ -14,11 +14,12 @@ import os
 from collections.abc import Sequence
 from types import TracebackType
 
-from acp_bridge._runs import liveness, procs
-from acp_bridge._runs.bell import Bell
-from acp_bridge._runs.procs import Identity
-from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.store import Store
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import liveness
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError
 
 FALLBACK = 1.0
@@ -46,7 +47,7 @@ class Watch:
         self.store = store
         self.run_ids = list(run_ids)
         self._pidfds: dict[Identity, int] = {}
-        self.bell = Bell(store, self.run_ids)
+        self.wakeup = Wakeup(store, self.run_ids)
 
     def look(self) -> list[RunRecord]:
         """The runs now (lost ones marked), and pidfds for the supervisors of active ones."""
@@ -55,23 +56,23 @@ class Watch:
         for who in set(self._pidfds) - wanted:
             os.close(self._pidfds.pop(who))
         for who in wanted - set(self._pidfds):
-            fd = procs.open_pidfd(who)
+            fd = proc.open_pidfd(who)
             if fd is not None:
                 self._pidfds[who] = fd
         return runs
 
     def wait_sync(self, timeout: float) -> None:
-        self.bell.wait_sync(min(timeout, FALLBACK), list(self._pidfds.values()))
+        self.wakeup.wait_sync(min(timeout, FALLBACK), list(self._pidfds.values()))
 
     async def wait(self, timeout: float) -> None:
-        await self.bell.wait(min(timeout, FALLBACK), list(self._pidfds.values()))
+        await self.wakeup.wait(min(timeout, FALLBACK), list(self._pidfds.values()))
 
     def close(self) -> None:
         for fd in self._pidfds.values():
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._pidfds.clear()
-        self.bell.close()
+        self.wakeup.close()
 
     def __enter__(self) -> Watch:
         return self

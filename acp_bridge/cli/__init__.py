@@ -45,8 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from acp_bridge.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
     from acp_bridge.cli._parser import build_parser
+    from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
     from acp_bridge.errors import BridgeError, ConfigError
 
     entry = entry_of(argv)
@@ -55,7 +55,7 @@ def _main(argv: list[str]) -> int:
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    parser = build_parser(entry)
+    parser = build_parser(entry, every_option=False)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:
@@ -78,7 +78,7 @@ def _main(argv: list[str]) -> int:
 
 def __getattr__(name: str) -> Any:
     if name == "exit_code_for":  # loaded on use: it imports the envelope (pydantic)
-        from acp_bridge.cli._output import exit_code_for
+        from acp_bridge.cli._printing import exit_code_for
 
         return exit_code_for
     raise AttributeError(f"module 'acp_bridge.cli' has no attribute {name!r}")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from acp_bridge.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, err, out
+from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, err, out
 from acp_bridge.cli._profiles import load
 from acp_bridge.errors import ConfigError
 
@@ -158,7 +158,7 @@ class _InOrder:
 def cmd_batch(args: argparse.Namespace) -> int:
     from acp_bridge._batch.results_file import ResultsFile
     from acp_bridge._batch.runner import run_batch
-    from acp_bridge._runs import ledger
+    from acp_bridge._runs.store import foreground
 
     tasks = read_tasks(args.tasks)
     results = ResultsFile(args.out) if args.out else None
@@ -169,7 +169,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     todo = [task for task in tasks if task.key not in done_keys]
     executor = executor_from(args)
     loaded = load(args)
-    ledger.install()
+    foreground.install()
     progress = BatchProgress(sys.stderr, len(todo))
     on_result = results.append if results is not None else _InOrder(todo)
     interrupted = False

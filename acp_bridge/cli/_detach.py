@@ -18,12 +18,12 @@ import signal
 import sys
 from types import FrameType
 
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_TASK_BYTES
+from acp_bridge._runs.followups.send import send_sync
 from acp_bridge._runs.handle import RunHandle, stop_run
-from acp_bridge._runs.send import send_sync
 from acp_bridge._runs.start import RunOptions, start_run_sync
-from acp_bridge.cli._output import EXIT_INTERRUPTED, EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._printing import EXIT_INTERRUPTED, EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.envelope import SubtaskResult

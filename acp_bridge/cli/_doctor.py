@@ -8,7 +8,7 @@ import json
 import anyio
 
 from acp_bridge._entries.doctor import diagnose
-from acp_bridge.cli._output import EXIT_FAILED, EXIT_OK, out
+from acp_bridge.cli._printing import EXIT_FAILED, EXIT_OK, out
 from acp_bridge.cli._profiles import load
 
 

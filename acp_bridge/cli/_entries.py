@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._entries.table import EntryRequest, run_entry
-from acp_bridge._runs import ledger
+from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._runs.store import foreground
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
-from acp_bridge.cli._output import EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._options import request_from
+from acp_bridge.cli._printing import EXIT_OK, err, out, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error
+from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
 from acp_bridge.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def run_request(
             envelope = failed("interrupted before the run started", ErrorCode.CANCELLED, meta=meta)
             return print_envelope(envelope, pretty=args.pretty)
         return run_through_store(args, request)
-    ledger.install()  # recorded in the run store as a foreground run
+    foreground.install()  # recorded in the run store as a foreground run
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:
@@ -95,77 +96,35 @@ def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, Elicitation
     return hooks_for(yes=args.yes, no=args.no, ask_timeout=args.ask_timeout)
 
 
-def _request(args: argparse.Namespace, entry: Entry, task: str, **fields: object) -> EntryRequest:
-    return EntryRequest(
-        entry=entry,
-        task=task,
-        timeout=args.timeout,
-        cwd=str(args.cwd) if args.cwd is not None else None,
-        observe_profile=args.observe,
-        **fields,
-    )
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.fork and args.resume is None:
-        raise ConfigError("--fork needs --resume SESSION_ID: the session to fork")
     if args.session is not None and args.resume is not None:
         raise ConfigError("--session NAME and --resume both say which session to continue")
     if args.ask_timeout is not None and not args.ask_timeout > 0:
         raise ConfigError(
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
-    return run_request(
-        args,
-        _request(
-            args,
-            "acp_spawn",
-            read_task(args.task),
-            agent=args.agent,
-            output_schema=args.output_schema,
-            isolation=args.isolation,
-            mode=args.mode,
-            model=args.model,
-            config_options=dict(args.config_options) if args.config_options else None,
-            resume=args.resume,
-            fork=args.fork,
-            unstable=args.unstable,
-        ),
-        _hooks(args),
-    )
+    request = request_from(args, "acp_spawn", read_task(args.task), agent=args.agent)
+    return run_request(args, request, _hooks(args))
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
     command = " ".join(args.command)  # like ssh: the words make one shell line
-    return run_request(
-        args, _request(args, "bash", command, max_output_bytes=args.max_output_bytes)
-    )
+    return run_request(args, request_from(args, "bash", command))
 
 
 def cmd_spawn(args: argparse.Namespace) -> int:
-    return run_request(
-        args,
-        _request(
-            args,
-            "spawn",
-            read_task(args.task),
-            tools=names(args.tools) or [],
-            model=args.model,
-            output_schema=args.output_schema,
-        ),
-    )
+    task = read_task(args.task)
+    return run_request(args, request_from(args, "spawn", task, tools=names(args.tools) or []))
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    return run_request(
-        args,
-        _request(args, "ask", read_task(args.prompt), tools=names(args.tools), model=args.model),
-    )
+    task = read_task(args.prompt)
+    return run_request(args, request_from(args, "ask", task, tools=names(args.tools)))
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from acp_bridge._entries.tools import ToolRegistry
-    from acp_bridge._loop.registry import ToolSet
+    from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._loop.toolset import ToolSet
 
     registry: ToolSet = ToolRegistry(load(args))
     wanted = names(args.tools)

@@ -10,7 +10,7 @@ import argparse
 
 from acp_bridge._os.limits import MAX_SECONDS
 from acp_bridge.cli._entries import names
-from acp_bridge.cli._output import EXIT_OK, err
+from acp_bridge.cli._printing import EXIT_OK, err
 from acp_bridge.cli._profiles import load
 from acp_bridge.errors import ConfigError
 
@@ -33,8 +33,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     config = load(args)
 
     # The SDK (over a second to import) only once everything given was checked.
-    from acp_bridge._mcp.serve import REQUEST_TIMEOUT, serve_http, serve_stdio
     from acp_bridge._mcp.server import DEFAULT_ASK_TIMEOUT, Settings
+    from acp_bridge._mcp.transports import REQUEST_TIMEOUT, serve_http, serve_stdio
 
     ask_timeout = DEFAULT_ASK_TIMEOUT if args.ask_timeout is None else args.ask_timeout
     settings = Settings(config=config, tools=tools, ask_timeout=ask_timeout)

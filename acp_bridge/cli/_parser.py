@@ -14,7 +14,7 @@ from typing import Any
 
 from acp_bridge._version import __version__
 from acp_bridge.cli import _batch_parser, _runs
-from acp_bridge.cli._argtypes import MAX_BYTES, count, key_value, seconds
+from acp_bridge.cli._argtypes import count, seconds
 from acp_bridge.cli._usage import EntryParser, for_entry
 
 
@@ -46,9 +46,11 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
+def build_parser(entry: str | None = None, *, every_option: bool = True) -> argparse.ArgumentParser:
     """The parser; ``entry``: the entry path the command line runs, if any (its usage errors
-    then print an envelope too)."""
+    then print an envelope too). Without ``every_option`` the options of the other entry
+    commands are left out: they come from the options models (pydantic), which commands
+    that only read the run store (``wait``, ``ps``) must start without."""
     parser = EntryParser(
         prog="acp-bridge",
         formatter_class=_Formatter,
@@ -110,17 +112,9 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("agent", metavar="AGENT", help="profile name (see: acp-bridge profiles list)")
     p.add_argument("task", metavar="TASK", help="the prompt; '-' reads it from stdin")
-    p.add_argument(
-        "--output-schema", metavar="LABEL", help="require a JSON answer under this contract label"
-    )
-    p.add_argument(
-        "--isolation",
-        choices=["none", "worktree"],
-        help="worktree: run in a fresh git worktree on branch acp-bridge/<task_id> "
-        "(default: the profile's isolation)",
-    )
-    _session_options(p)
-    _run_options(p, observe_default="default", loop=False)
+    _entry_options(p, "acp_spawn", every_option or entry == "acp_spawn")
+    _answer_options(p)
+    _runs.add_output_options(p)
     _runs.add_detach_options(p, session=True)
     p.set_defaults(handler=_entries.cmd_run)
     for_entry(p, "acp_spawn")
@@ -200,7 +194,7 @@ def build_parser(entry: str | None = None) -> argparse.ArgumentParser:
         "started by acp-bridge, not by people.",
     )
     p.set_defaults(handler=_entries.cmd_demo_agent)
-    _add_entry_commands(commands)
+    _add_entry_commands(commands, entry, every_option)
     _runs.add_commands(commands)
     _batch_parser.add_commands(commands, _Formatter)
     return parser
@@ -264,36 +258,16 @@ def _add_mcp_command(commands: Any) -> None:
     p.set_defaults(handler=_mcp.cmd_mcp)
 
 
-def _session_options(p: argparse.ArgumentParser) -> None:
-    """``run``'s per-call session settings and answers (errors when the agent can't)."""
-    g = p.add_argument_group(
-        "session",
-        "Per-call settings replace the profile's; a value the agent does not offer is an "
-        "error that lists what it offers.",
-    )
-    g.add_argument("--mode", metavar="MODE", help="session mode id to set (e.g. plan)")
-    g.add_argument("--model", metavar="MODEL", help="the agent's model id to select")
-    g.add_argument(
-        "--set",
-        dest="config_options",
-        type=key_value,
-        action="append",
-        metavar="KEY=VALUE",
-        help="set a session config option (repeatable; true/false for boolean options)",
-    )
-    g.add_argument(
-        "--resume",
-        metavar="SESSION_ID",
-        help="continue this earlier session (session/resume, else session/load)",
-    )
-    g.add_argument(
-        "--fork",
-        action="store_true",
-        help="continue --resume's session in a copy (session/fork; needs --unstable)",
-    )
-    g.add_argument(
-        "--unstable", action="store_true", help="allow unstable ACP methods (session/fork)"
-    )
+def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None:
+    """The flags of ``entry``'s options (from its options model), when ``wanted``."""
+    if wanted:
+        from acp_bridge.cli._options import add_options
+
+        add_options(p, entry)  # type: ignore[arg-type]
+
+
+def _answer_options(p: argparse.ArgumentParser) -> None:
+    """``run``'s answers to the agent's ``ask`` permissions and questions."""
     a = p.add_argument_group(
         "answers",
         "On a terminal, `ask` permission decisions and the agent's questions are prompted; "
@@ -310,33 +284,7 @@ def _session_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_options(p: argparse.ArgumentParser, *, observe_default: str, loop: bool = True) -> None:
-    """The options of every entry command; ``loop``: those of a model loop too."""
-    if loop:
-        p.add_argument("--model", metavar="M", help="a model name from the config's models")
-    p.add_argument(
-        "--timeout",
-        type=seconds,
-        metavar="S",
-        help="seconds the run may take; it ends by S + 5 s whatever the worker does",
-    )
-    p.add_argument(
-        "--cwd",
-        type=Path,
-        metavar="DIR",
-        help="working directory (default: the profile's for run, else the current directory)",
-    )
-    p.add_argument(
-        "--observe",
-        choices=["default", "long_shell", "web_extract", "verbose"],
-        metavar="PROFILE",
-        help=f"live events on stderr: default, long_shell, web_extract, verbose (every kind, "
-        f"the worker's thoughts and stderr too; default: {observe_default})",
-    )
-    _runs.add_output_options(p)
-
-
-def _add_entry_commands(commands: Any) -> None:
+def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) -> None:
     envelope_note = (
         "Prints the SubtaskResult envelope (JSON) on stdout; live progress goes to stderr."
     )
@@ -349,13 +297,8 @@ def _add_entry_commands(commands: Any) -> None:
         epilog="example: acp-bridge bash --timeout 10 -- 'make test | tail -n 20'",
     )
     p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
-    p.add_argument(
-        "--max-output-bytes",
-        type=count(2, MAX_BYTES),
-        metavar="N",
-        help="bytes kept per stream (head + tail)",
-    )
-    _run_options(p, observe_default="long_shell", loop=False)
+    _entry_options(p, "bash", every_option or entry == "bash")
+    _runs.add_output_options(p)
     _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_bash)
     for_entry(p, "bash")
@@ -369,8 +312,8 @@ def _add_entry_commands(commands: Any) -> None:
     )
     p.add_argument("task", metavar="TASK")
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
-    p.add_argument("--output-schema", metavar="LABEL", help="require a JSON answer under LABEL")
-    _run_options(p, observe_default="default")
+    _entry_options(p, "spawn", every_option or entry == "spawn")
+    _runs.add_output_options(p)
     _runs.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_spawn)
     for_entry(p, "spawn")
@@ -384,7 +327,8 @@ def _add_entry_commands(commands: Any) -> None:
     )
     p.add_argument("prompt", metavar="PROMPT")
     p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
-    _run_options(p, observe_default="default")
+    _entry_options(p, "ask", every_option or entry == "ask")
+    _runs.add_output_options(p)
     p.set_defaults(handler=_entries.cmd_ask)
     for_entry(p, "ask")
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_bridge._os.redact import Redactor, shown
-from acp_bridge.cli._output import EXIT_OK, EXIT_USAGE, err, out
+from acp_bridge.cli._printing import EXIT_OK, EXIT_USAGE, err, out
 from acp_bridge.config import (
     LoadedConfig,
     config_json_schema,

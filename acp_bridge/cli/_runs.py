@@ -17,11 +17,11 @@ from typing import Any
 
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge._runs.handle import list_runs, open_run, stop_run, wait_all_sync
-from acp_bridge._runs.records import RunRecord
-from acp_bridge._runs.store import open_store
+from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.store.store import open_store
 from acp_bridge._runs.watch import get_checked
 from acp_bridge.cli._argtypes import count, number, seconds
-from acp_bridge.cli._output import (
+from acp_bridge.cli._printing import (
     EXIT_OK,
     EXIT_TIMEOUT,
     err,
@@ -284,7 +284,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    from acp_bridge._runs import retention
+    from acp_bridge._runs.store import retention
 
     store = open_store()
     if args.older_than is None and args.keep is None:
@@ -300,7 +300,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def _apply_config_retention(args: argparse.Namespace, store: Any) -> None:
     """The config's ``runs.retention`` into the store first (prune by what the config says
     now, not by what the last run's start wrote)."""
-    from acp_bridge._runs.policy import store_settings
+    from acp_bridge._runs.store.rules import store_settings
     from acp_bridge.config import load_config
 
     for key, value in store_settings(load_config(args.config).config.runs).items():

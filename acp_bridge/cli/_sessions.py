@@ -11,8 +11,8 @@ import json
 
 import anyio
 
-from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
-from acp_bridge.cli._output import EXIT_OK, err, out
+from acp_bridge._entries.acp_spawn.admin import agent_logout, agent_sessions, delete_agent_session
+from acp_bridge.cli._printing import EXIT_OK, err, out
 from acp_bridge.cli._profiles import load
 
 

@@ -12,7 +12,7 @@ import anyio
 
 from acp_bridge._os.race import race
 from acp_bridge.cli._entries import names
-from acp_bridge.cli._output import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
 from acp_bridge.cli._profiles import load
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

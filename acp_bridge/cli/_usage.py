@@ -20,7 +20,7 @@ class EntryParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if self.entry is None:
             super().error(message)
-        from acp_bridge.cli._output import EXIT_USAGE, print_envelope
+        from acp_bridge.cli._printing import EXIT_USAGE, print_envelope
         from acp_bridge.envelope import Meta, failed
         from acp_bridge.errors import ErrorCode
 

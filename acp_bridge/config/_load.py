@@ -135,7 +135,7 @@ def load_config(
 def schema_problems(loaded: LoadedConfig, doc: YamlDocument | None = None) -> list[Problem]:
     """The registered output-schema files that cannot be used (unreadable, not JSON, not a
     JSON Schema), each at the config line that names it."""
-    from acp_bridge._output import SchemaRegistry  # jsonschema only for those who check
+    from acp_bridge._output_schema import SchemaRegistry  # jsonschema only for those who check
 
     doc = doc or (load_yaml(loaded.path) if loaded.path else None)
     problems = []

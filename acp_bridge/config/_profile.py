@@ -108,6 +108,11 @@ class PermissionRule(StrictModel):
     rule matches if any command of the line does."""
 
     kind: ToolKind | None = Field(None, description="ACP tool kind the rule applies to")
+    name: str | None = Field(
+        None,
+        description="glob on the tool's programmatic name (ACP ToolCall.name, e.g. "
+        "'mcp__acp_bridge__*'), case-sensitive; a tool call without a name never matches",
+    )
     title: str | None = Field(
         None, description="glob on the tool call title, case-insensitive (e.g. 'git *')"
     )
@@ -224,6 +229,11 @@ class McpServer(StrictModel):
 class SessionSettings(StrictModel):
     mode: str | None = Field(None, description="session mode id to switch to, if advertised")
     model: str | None = Field(None, description="model id to select, if advertised")
+    system_prompt: str | None = Field(
+        None,
+        description="instructions added to the agent's own (ACP systemPrompt, append mode), "
+        "sent only to an agent that advertises it; one that does not fails the run",
+    )
     config_options: dict[str, str | bool | int | float] = Field(
         default_factory=dict, description="session config option id → value, if advertised"
     )
@@ -293,8 +303,19 @@ class AgentProfile(StrictModel):
     )
     unstable: bool = Field(
         False,
-        description="allow unstable ACP methods the agent advertises (today: session/fork); "
-        "off by default, like --unstable",
+        description="allow unstable ACP methods and capabilities the agent advertises "
+        "(session/fork, subagent sessions, plan operations); off by default, like --unstable",
+    )
+    protocol: Literal["auto", "1", "2"] = Field(
+        "auto",
+        description="ACP wire version: auto (ask for 2, the v2 Preview, take 1 when that is "
+        "what the agent speaks), 1, or 2 (a v1-only agent is then an error)",
+    )
+    services: Literal["acp", "mcp", "both"] = Field(
+        "acp",
+        description="how a v1 agent gets the bridge's files and terminals: acp (the fs/* and "
+        "terminal/* methods), mcp (an MCP server in session/new), or both; a v2 agent always "
+        "gets the MCP server (v2 has no fs/* or terminal/*)",
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
     min_version: str | None = Field(

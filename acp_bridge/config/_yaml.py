@@ -27,7 +27,7 @@ from pydantic_core import ErrorDetails
 from acp_bridge.config import _yamlcache as yamlcache
 from acp_bridge.config._yamlbounds import (
     MAX_DEPTH,
-    Budget,
+    YamlSizeBudget,
     flow_depth_exceeds,
     read_yaml_bytes,
     tag_of,
@@ -120,11 +120,11 @@ def parse_yaml(text: str, path: Path) -> YamlDocument:
     doc.values[()] = (
         SourceLocation(path, lc.line + 1, lc.col + 1) if lc else SourceLocation(path, 1, 1)
     )
-    doc.data = _plain(root, (), doc, Budget())
+    doc.data = _plain(root, (), doc, YamlSizeBudget())
     return doc
 
 
-def _plain(node: Any, path: DataPath, doc: YamlDocument, budget: Budget) -> Any:
+def _plain(node: Any, path: DataPath, doc: YamlDocument, budget: YamlSizeBudget) -> Any:
     """ruamel's round-trip node as plain Python data, recording positions on the way;
     within the budget of _yamlbounds.py (depth, values, tags)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar

@@ -102,7 +102,7 @@ def tag_of(node: Any) -> str | None:
 
 
 @dataclass
-class Budget:
+class YamlSizeBudget:
     """How much plain data one document may become (counted as it is built)."""
 
     nodes: int = 0

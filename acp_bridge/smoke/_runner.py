@@ -27,8 +27,8 @@ import anyio
 from acp_bridge._batch.executor import Executor, LocalExecutor
 from acp_bridge._batch.runner import TaskOutcome, run_batch
 from acp_bridge._batch.tasks import BatchTask, Keyed, Workspace
-from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import ledger
+from acp_bridge._entries.request import EntryRequest
+from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ErrorCode
@@ -79,7 +79,7 @@ class SmokeRunner:
         """Finished cases by index; kept here so an outright cancel still leaves them."""
 
     async def run(self, runs: list[CaseRun], cancel: anyio.Event) -> list[CaseOutcome]:
-        ledger.install()  # every case's run is recorded in the run store, like any other
+        foreground.install()  # every case's run is recorded in the run store, like any other
         tasks: list[Keyed] = []
         executor = self.settings.executor or LocalExecutor()
         here = isinstance(executor, LocalExecutor)  # where --skip-missing can look

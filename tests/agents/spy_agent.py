@@ -13,12 +13,15 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
     hang          methods never answered
     errors        method → JSON-RPC error object to answer instead
     prompt        steps of a prompt turn, in order:
-                  {"update": {...}}                  send this session/update
+                  {"update": {...}, "session"?: ID}  send this session/update (of ID)
                   {"say": "text", "messageId": "m"}  an agent_message_chunk
                   {"request": M, "params": {...}, "cancel": true?}
                       ask the client; with cancel, send $/cancel_request for it at once
                   {"wait_cancel": true}              until session/cancel: stopReason cancelled
     answer        the turn's last message (default: the JSON list of replies to requests)
+    prompt_reply  v2: the prompt is acknowledged at once with this result ({} or
+                  {"messageId": …}); the turn then ends with a state_update idle whose stop
+                  reason is ``stop`` (default end_turn), not with a reply
 
 Unknown methods are answered -32601; every request the client sends is still recorded.
 """
@@ -84,11 +87,20 @@ def call(method: str, params: dict[str, Any], request_id: Any, cancel: bool) -> 
         _pending.append(message)
 
 
+def end_turn(request_id: Any, session_id: str, stop: str) -> None:
+    if "prompt_reply" in SCRIPT:  # v2: the reply went out first; idle ends the turn
+        update(session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})
+    else:
+        send({"id": request_id, "result": {"stopReason": stop}})
+
+
 def prompt(request_id: Any, session_id: str) -> None:
     replies: list[Any] = []
+    if "prompt_reply" in SCRIPT:
+        send({"id": request_id, "result": SCRIPT["prompt_reply"]})
     for number, step in enumerate(SCRIPT.get("prompt", [])):
-        if "update" in step:
-            update(session_id, step["update"])
+        if "update" in step:  # "session": another session's update (a child's)
+            update(step.get("session", session_id), step["update"])
         elif "say" in step:
             chunk = {"sessionUpdate": "agent_message_chunk"}
             chunk["content"] = {"type": "text", "text": step["say"]}
@@ -102,14 +114,15 @@ def prompt(request_id: Any, session_id: str) -> None:
         elif step.get("wait_cancel"):
             while (message := read()) is not None:
                 if message.get("method") == "session/cancel":
-                    send({"id": request_id, "result": {"stopReason": "cancelled"}})
+                    if message["params"]["sessionId"] != session_id:
+                        continue  # a child's cancel: recorded, the parent goes on waiting
+                    end_turn(request_id, session_id, "cancelled")
                     return
     answer = SCRIPT.get("answer", json.dumps(replies))
-    update(
-        session_id,
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": answer}},
-    )
-    send({"id": request_id, "result": {"stopReason": "end_turn"}})
+    if answer:
+        text = {"type": "text", "text": answer}
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text})
+    end_turn(request_id, session_id, SCRIPT.get("stop", "end_turn"))
 
 
 def result_for(method: str, params: dict[str, Any]) -> Any:

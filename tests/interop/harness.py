@@ -29,8 +29,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._entries.acp_agent import acp_spawn
-from acp_bridge._entries.acp_turns import FollowUps
+from acp_bridge._entries.acp_spawn.entry import acp_spawn
+from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import Event

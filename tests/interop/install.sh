@@ -14,6 +14,8 @@
 #   qwen         npm @qwen-code/qwen-code (idem; 0.15.x is the last line for node 20)
 #   ts-example   npm @zed-industries/agent-client-protocol: its TypeScript example agent,
 #                bundled once with esbuild into agent.mjs for plain node
+#   ts-v2        tests/agents/ts_v2: our test agent on npm @agentclientprotocol/sdk (v1 and
+#                the v2 Preview behind its protocol router), npm ci from its lockfile
 set -euo pipefail
 
 FAST_AGENT_VERSION=0.10.45
@@ -108,8 +110,20 @@ install_ts_example() {
   stamp ts-example "$TS_SDK_VERSION"
 }
 
+install_ts_v2() {
+  local source version
+  source=$(cd "$(dirname "${BASH_SOURCE[0]}")/../agents/ts_v2" && pwd)
+  version=$(sha256sum "$source/package-lock.json" "$source/agent.mjs" | sha256sum | cut -c1-16)
+  installed ts-v2 "$version" && { log "ts-v2 $version already installed"; return; }
+  log "installing the ts-v2 test agent (@agentclientprotocol/sdk from its lockfile)"
+  rm -rf "$DIR/ts-v2" && mkdir -p "$DIR/ts-v2"
+  cp "$source/package.json" "$source/package-lock.json" "$source/agent.mjs" "$DIR/ts-v2/"
+  (cd "$DIR/ts-v2" && npm ci --no-audit --no-fund --loglevel=error)
+  stamp ts-v2 "$version"
+}
+
 agents=("$@")
-[ ${#agents[@]} -gt 0 ] || agents=(fast-agent chuk gemini qwen ts-example)
+[ ${#agents[@]} -gt 0 ] || agents=(fast-agent chuk gemini qwen ts-example ts-v2)
 status=0
 for agent in "${agents[@]}"; do
   case $agent in
@@ -118,7 +132,8 @@ for agent in "${agents[@]}"; do
     gemini) install_gemini || status=1 ;;
     qwen) install_qwen || status=1 ;;
     ts-example) install_ts_example || status=1 ;;
-    *) log "unknown agent: $agent (known: fast-agent chuk gemini qwen ts-example)"; status=2 ;;
+    ts-v2) install_ts_v2 || status=1 ;;
+    *) log "unknown agent: $agent (known: fast-agent chuk gemini qwen ts-example ts-v2)"; status=2 ;;
   esac
 done
 exit $status

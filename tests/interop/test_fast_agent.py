@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.acp_turns import FollowUp, Held
+from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge.envelope import SubtaskResult
 from tests.interop.harness import Run, installed, run
 

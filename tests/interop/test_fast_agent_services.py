@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._entries.acp_spawn.entry import acp_spawn
 from acp_bridge._os.reaper import marked_processes
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult

@@ -52,7 +52,9 @@ for name in modules:
 values = {n: getattr(acp_bridge, n) for n in names}
 print(json.dumps({
     "modules_as_exports": [n for n, v in values.items() if isinstance(v, types.ModuleType)],
-    "shadowing": [m for m in modules if m.rsplit(".", 1)[1] in names],
+    # Only a direct submodule can shadow an export (importing it sets an attribute of the
+    # package); acp_bridge._entries.bash may share the name of the function it holds.
+    "shadowing": [m for m in modules if m.count(".") == 1 and m.rsplit(".", 1)[1] in names],
     "callables": {n: callable(values[n]) for n in ("acp_spawn", "bash", "spawn", "ask")},
 }))
 """

@@ -17,10 +17,10 @@ import pytest
 
 from acp_bridge._batch.runner import batch
 from acp_bridge._batch.tasks import BatchTask, Workspace
-from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import ledger
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.handle import open_run
-from acp_bridge._runs.store import close_stores
+from acp_bridge._runs.store import foreground
+from acp_bridge._runs.store.store import close_stores
 from tests.conftest import AgentHarness
 from tests.helpers import run_bounded
 
@@ -31,7 +31,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(db))
     yield db
     close_stores()
-    ledger.close()
+    foreground.close()
 
 
 def test_one_envelope_per_task_in_order_and_recorded(harness: AgentHarness, store: Path) -> None:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from acp_bridge._entries.acp_agent import acp_spawn
+from acp_bridge._entries.acp_spawn.entry import acp_spawn
 from acp_bridge.config import load_config
 from acp_bridge.envelope import is_envelope
 from tests.helpers import run_bounded

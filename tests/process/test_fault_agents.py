@@ -169,7 +169,8 @@ def test_unknown_stop_reason_is_done_with_a_warning(harness: AgentHarness) -> No
 
 
 def test_other_protocol_version_is_a_clear_error(harness: AgentHarness) -> None:
-    result = run_fault(harness, "version-2")
+    # Under `auto` an answer of 2 is v2 (test_spy_v2.py); a profile held to 1 refuses it.
+    result = run_fault(harness, "version-2", protocol="1")
     assert result.meta.error_code == ErrorCode.PROTOCOL_ERROR
     assert "protocol version 2" in result.error
 
@@ -211,7 +212,7 @@ def test_missing_command_is_spawn_failed(harness: AgentHarness) -> None:
 def test_caller_cancel_is_graceful(harness: AgentHarness) -> None:
     import anyio
 
-    from acp_bridge._entries.acp_agent import acp_spawn
+    from acp_bridge._entries.acp_spawn.entry import acp_spawn
 
     config = harness.fault("cancel-aware", timeouts=FAST)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 
-from acp_bridge._entries.acp_turns import FollowUp, Held
+from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import Event
 from tests.conftest import AgentHarness

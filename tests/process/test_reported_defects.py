@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_bridge._output import parse_structured_output
+from acp_bridge._output_schema import parse_structured_output
 from acp_bridge.cli import main
 from acp_bridge.config import load_config, profile_json_schema
 from acp_bridge.errors import ErrorCode, ProfileError

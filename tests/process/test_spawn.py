@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from acp_bridge._entries.inner import spawn, spawn_sync
-from acp_bridge._entries.tools import ToolRegistry
+from acp_bridge._entries.builtin_tools import ToolRegistry
+from acp_bridge._entries.spawn import spawn, spawn_sync
 from acp_bridge._loop.passthrough import call_tool_directive as call
 from acp_bridge._os.environment import DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config

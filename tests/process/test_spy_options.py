@@ -101,7 +101,11 @@ def test_boolean_options_are_advertised_and_set_as_booleans(spy: Spy) -> None:
     result = spy.harness.run("spy", "hi", config, config_options={"brave": "true"})
     assert result.status == "done", result.error
     caps = spy.request("initialize")["params"]["clientCapabilities"]
-    assert caps["session"] == {"configOptions": {"boolean": {}}}
+    assert caps["session"] == {
+        "configOptions": {"boolean": {}},
+        "notices": {},
+        "compaction": {},
+    }
     assert _sent(spy, "session/set_config_option") == [
         {"sessionId": "spy-session-1", "configId": "brave", "value": True, "type": "boolean"}
     ]

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
+from acp_bridge._entries.acp_spawn.admin import agent_logout, agent_sessions, delete_agent_session
 from acp_bridge.errors import ErrorCode, NotOffered
 from tests.spy import Spy
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_bridge._entries.shell import bash_sync
-from acp_bridge._entries.table import EntryRequest, run_entry
+from acp_bridge._entries.bash import bash_sync
+from acp_bridge._entries.request import EntryRequest, run_entry
 from tests.helpers import default_config, run_bounded
 
 

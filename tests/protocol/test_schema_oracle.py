@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 
 from acp_bridge._acp.services.elicitation import ElicitationAnswer, ElicitationQuestion
 from acp_bridge._acp.services.permissions import PermissionQuestion
-from acp_bridge._entries.acp_admin import agent_logout, agent_sessions, delete_agent_session
+from acp_bridge._entries.acp_spawn.admin import agent_logout, agent_sessions, delete_agent_session
 from tests.conftest import AGENTS, AgentHarness
 from tests.spy import Spy
 
@@ -84,6 +84,9 @@ def validate(model: Any, data: dict[str, Any], where: str) -> None:
     _kept(data, adapter.dump_python(value, mode="json", by_alias=True, exclude_none=True), where)
 
 
+_NEWER_SESSION_CAPS = {"notices", "compaction"}
+
+
 def validate_request(method: str, params: dict[str, Any]) -> None:
     if method == "session/set_model":
         jsonschema.validate(params, SET_MODEL_SCHEMA)
@@ -96,6 +99,21 @@ def validate_request(method: str, params: dict[str, Any]) -> None:
             else S.SetSessionConfigOptionSelectRequest
         )
         validate(model, params, method)
+    elif method == "initialize" and _NEWER_SESSION_CAPS & set(
+        params.get("clientCapabilities", {}).get("session") or {}
+    ):
+        # The Python SDK (0.12.1) predates notices and compaction (schema 1.22+): those two
+        # are checked against the TypeScript SDK's v1 schema by tests/interop/test_ts_v2.py.
+        caps = dict(params["clientCapabilities"])
+        caps["session"] = {k: v for k, v in caps["session"].items() if k not in _NEWER_SESSION_CAPS}
+        validate_request(method, {**params, "clientCapabilities": caps})
+    elif method == "initialize" and params.get("protocolVersion") == 2:
+        # Under `protocol: auto` one initialize asks for v2 and keeps the v1 keys for a v1
+        # agent: the v1 part must be v1 (the v2 part is read by the official TypeScript SDK
+        # in tests/interop/test_ts_v2.py); the v2 keys are exactly the v2 schema's.
+        v1 = {k: v for k, v in params.items() if k not in ("info", "capabilities")}
+        validate(REQUESTS[method], {**v1, "protocolVersion": 1}, method)
+        assert set(params) - set(v1) == {"info", "capabilities"}
     else:
         validate(REQUESTS[method], params, method)
 

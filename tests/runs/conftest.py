@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.table import EntryRequest
-from acp_bridge._runs import ledger, liveness
+from acp_bridge._entries.request import EntryRequest
+from acp_bridge._runs import liveness
 from acp_bridge._runs.handle import RunHandle, stop_run
 from acp_bridge._runs.start import RunOptions, start_run_sync
-from acp_bridge._runs.store import Store, close_stores
+from acp_bridge._runs.store import foreground
+from acp_bridge._runs.store.store import Store, close_stores
 from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
@@ -117,7 +118,7 @@ def _clean_up(env: RunsEnv) -> None:
     """Stop whatever a test left running (even a failing one), then insist nothing is left:
     no active run, and no supervisor still alive a few seconds after its run ended."""
     close_stores()
-    ledger.close()
+    foreground.close()
     store = env.store() if env.db.exists() else None
     leftover_runs = []
     if store is not None:

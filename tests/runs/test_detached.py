@@ -152,7 +152,8 @@ def test_detaching_skips_the_acp_layer(runs: RunsEnv) -> None:
         "import sys, json\n"
         "from acp_bridge.cli import main\n"
         "assert main(['run', '--detach', 'demo', 'hello']) == 0\n"
-        "heavy = ('acp_bridge._acp', 'acp_bridge.cli._prompts', 'acp_bridge._entries.acp_agent')\n"
+        "heavy = ('acp_bridge._acp', 'acp_bridge.cli._prompts',"
+        " 'acp_bridge._entries.acp_spawn.entry')\n"
         "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

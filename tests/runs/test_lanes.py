@@ -7,7 +7,7 @@ import signal
 import time
 
 from acp_bridge._runs.handle import RunHandle, wait_all_sync
-from acp_bridge._runs.records import RunRecord
+from acp_bridge._runs.store.records import RunRecord
 from tests.runs.conftest import RunsEnv
 
 

@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 
 from acp_bridge import EntryRequest, RunHandle, RunOptions, start_run_sync
+from acp_bridge._os import proc
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._runs import procs, retention, turns
+from acp_bridge._runs import start as start_module
+from acp_bridge._runs.followups import send as send_module
+from acp_bridge._runs.store import retention
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
@@ -96,11 +99,11 @@ def test_two_sends_that_saw_the_same_latest_turn_still_run_one_after_the_other(
     runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
     first = runs.demo("remember PEAR")
     assert ended(first).status == "done"
-    head = turns.conversation_head
-    monkeypatch.setattr(turns, "conversation_head", lambda store, run_id: run_id)  # stale
+    head = send_module.chain_tail
+    monkeypatch.setattr(send_module, "chain_tail", lambda db, run_id: run_id)  # stale
     slow = first.send_sync("sleep 0.5")
     quick = first.send_sync("recall")
-    monkeypatch.setattr(turns, "conversation_head", head)
+    monkeypatch.setattr(send_module, "chain_tail", head)
     assert quick.record().follows == slow.id  # decided when it was queued, not before
     done_slow, done_quick = ended(slow), ended(quick)
     assert done_slow.status == done_quick.status == "done", (done_slow, done_quick)
@@ -116,9 +119,9 @@ def test_two_first_runs_of_a_new_session_name_open_one_session(
 ) -> None:
     """Both looked up the name before either queued: the second continues the first."""
     runs.config({"other": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
-    monkeypatch.setattr(turns, "session_head", lambda store, name: None)  # both saw none
+    monkeypatch.setattr(start_module, "follows_for_name", lambda *a, **k: None)  # both saw none
     opener = runs.demo("remember PLUM", session="orchard")
-    with pytest.raises(ConfigError, match="session 'orchard' was just opened with agent 'demo'"):
+    with pytest.raises(ConfigError, match="session 'orchard' belongs to agent 'demo'"):
         runs.start("acp_spawn", "recall", "other", session="orchard")
     second = runs.demo("recall", session="orchard")
     assert second.record().follows == opener.id
@@ -146,17 +149,17 @@ def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
     holder = first.record().supervisor
     assert holder is not None and first.record().held_until is not None
     agents = runs.store().groups(first.id)
-    assert agents and all(procs.alive(agent) for agent in agents)
+    assert agents and all(proc.alive(agent) for agent in agents)
     os.kill(holder.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while procs.alive(holder) and time.monotonic() < deadline:
+    while proc.alive(holder) and time.monotonic() < deadline:
         time.sleep(0.02)
     # No ps, no waiting supervisor: the run itself, looked at, is no longer held.
     assert first.record().held_until is None
     deadline = time.monotonic() + 5
-    while any(procs.alive(agent) for agent in agents) and time.monotonic() < deadline:
+    while any(proc.alive(agent) for agent in agents) and time.monotonic() < deadline:
         time.sleep(0.02)  # SIGKILLed: gone in a moment
-    assert not any(procs.alive(agent) for agent in agents)  # the held agent went with it
+    assert not any(proc.alive(agent) for agent in agents)  # the held agent went with it
     follow_up = first.send_sync("recall")
     answer = ended(follow_up)
     assert answer.output == "LIME" and answer.meta.session_method == "session/resume"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._runs import procs
+from acp_bridge._os import proc
 from acp_bridge._runs.handle import RunHandle
 from acp_bridge.cli import main
 from tests.runs.conftest import RunsEnv, processes_running, wait_until_gone
@@ -26,7 +26,7 @@ def wait_for(what: Callable[[], bool], limit: float = 15.0) -> None:
         time.sleep(0.05)
 
 
-def started_processes(runs: RunsEnv, handle: RunHandle) -> list[procs.Identity]:
+def started_processes(runs: RunsEnv, handle: RunHandle) -> list[proc.Identity]:
     """Once the run runs and its supervisor recorded the process group it started."""
     store = runs.store()
     wait_for(lambda: handle.status == "running" and bool(store.groups(handle.id)))
@@ -35,7 +35,7 @@ def started_processes(runs: RunsEnv, handle: RunHandle) -> list[procs.Identity]:
     return groups
 
 
-def supervisor_of(handle: RunHandle) -> procs.Identity:
+def supervisor_of(handle: RunHandle) -> proc.Identity:
     who = handle.record().supervisor
     assert who is not None
     return who
@@ -124,5 +124,5 @@ def test_sigkill_of_the_supervisor_is_lost_within_5_s_and_leaves_nothing(
     envelope = seen["envelope"]
     assert envelope["status"] == "failed" and envelope["meta"]["error_code"] == "lost"
     assert "supervisor" in envelope["error"]
-    wait_for(lambda: not any(procs.alive(group) for group in groups), limit=5)
+    wait_for(lambda: not any(proc.alive(group) for group in groups), limit=5)
     assert wait_until_gone(sleeper, limit=5) == []

@@ -11,12 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._runs import envelopes, lanes, policy, procs, retention
+from acp_bridge._os import proc
+from acp_bridge._runs import envelopes, lanes
 from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
-from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
-from acp_bridge._runs.records import NewRun, RunRecord
-from acp_bridge._runs.schema import VERSION
-from acp_bridge._runs.store import Store
+from acp_bridge._runs.store import retention, rules
+from acp_bridge._runs.store.migrations import VERSION
+from acp_bridge._runs.store.recorder import MAX_EVENT_CHARS, EventRecorder, encode
+from acp_bridge._runs.store.records import NewRun, RunRecord
+from acp_bridge._runs.store.store import Store
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, ErrorCode, RunStoreError
@@ -58,11 +60,11 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
 
 def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
-    me = procs.own_identity()
+    me = proc.own_identity()
     store.create(new_run("sub_000000000001"), me)
     run = store.get("sub_000000000001")
     assert run is not None and run.supervisor == me and run.status == "queued"
-    other = procs.Identity(me.pid, me.start + 1, me.boot)
+    other = proc.Identity(me.pid, me.start + 1, me.boot)
     outcome = envelopes.ended(run, "gone", ErrorCode.LOST)
     with store.write() as db:
         assert not store.finish(db, run.id, outcome, supervisor=other)
@@ -80,7 +82,7 @@ def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:
 
 def test_prune_by_age_and_count_never_touches_active_runs(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
-    me = procs.own_identity()
+    me = proc.own_identity()
     for n in range(6):
         store.create(new_run(f"sub_00000000000{n}"), me)
     for n in range(4):
@@ -96,7 +98,7 @@ def test_prune_by_age_and_count_never_touches_active_runs(tmp_path: Path) -> Non
 
 def test_the_event_log_is_capped_with_a_marker(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
-    store.create(new_run("sub_0000000000aa"), procs.own_identity())
+    store.create(new_run("sub_0000000000aa"), proc.own_identity())
 
     async def record() -> None:
         recorder = EventRecorder(store, "sub_0000000000aa", max_events=5)
@@ -197,7 +199,7 @@ def test_sqlite_errors_are_run_store_errors(tmp_path: Path) -> None:
 
 def test_foreground_runs_never_take_a_lane_slot(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
-    me = procs.own_identity()
+    me = proc.own_identity()
     store.set_limit(lanes.GLOBAL, 1)
     store.create(new_run("sub_0000000000f1"), me, detached=False)  # running, in the caller
     store.create(new_run("sub_0000000000d1"), me)  # queued
@@ -213,11 +215,11 @@ def test_the_config_is_written_into_the_store_as_limits_and_settings(tmp_path: P
         "acp: {agents: [{name: demo, max_concurrent: 2}]}\n"
     )
     loaded = load_config(path, search=False)
-    assert policy.lane_limits(loaded, "agent:demo", "demo") == {"*": 3, "agent:demo": 2}
-    assert policy.lane_limits(loaded, "entry:bash", None) == {"*": 3}
+    assert rules.lane_limits(loaded, "agent:demo", "demo") == {"*": 3, "agent:demo": 2}
+    assert rules.lane_limits(loaded, "entry:bash", None) == {"*": 3}
     store = Store(tmp_path / "runs.db")
-    store.create(new_run("sub_0000000000c1"), procs.own_identity(),
-                 settings=policy.store_settings(loaded.config.runs))  # fmt: skip
+    store.create(new_run("sub_0000000000c1"), proc.own_identity(),
+                 settings=rules.store_settings(loaded.config.runs))  # fmt: skip
     assert retention.retention(store) == (2.5, 9)
     assert store.setting("max_events") == "50"
     store.close()

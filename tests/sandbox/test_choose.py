@@ -15,7 +15,8 @@ import anyio
 import pytest
 
 from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode, probe_modes
-from acp_bridge._os.sandbox import shim as shim_module
+from acp_bridge._os.sandbox import landlock_shim as shim_module
+from acp_bridge._os.sandbox import probe as probe_module
 from acp_bridge._os.sandbox.choose import SandboxChoice
 from acp_bridge._os.sandbox.probe import forget_probes
 from acp_bridge._os.sandbox.spec import Mode
@@ -34,7 +35,8 @@ def choose(mode: Mode, network: bool = True) -> SandboxChoice:
 
 @pytest.fixture
 def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A PATH with `true` and `env` but no bwrap."""
+    """A PATH with `true` and `env` but no bwrap, and no bundled bwrap either."""
+    monkeypatch.setattr(probe_module, "_bundled_bwrap", lambda: "")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("true", "env"):

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from acp_bridge._acp.schema import INVALID_PARAMS
-from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.file_service import FileService
 from acp_bridge._acp.services.terminals import TerminalService
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.roots import Roots

@@ -11,7 +11,7 @@ from acp_bridge._batch.placement import NodeView, requirements, why_not
 from acp_bridge._batch.results_file import ResultsFile
 from acp_bridge._batch.tasks import keyed, task_from_json
 from acp_bridge._batch.workspace import pack
-from acp_bridge._entries.table import EntryRequest
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge.envelope import done, failed
 from acp_bridge.errors import ConfigError, ErrorCode, LimitExceeded
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,36 @@ def test_relative_links_resolve(page: Path) -> None:
         if target.startswith(("http://", "https://", "mailto:")):
             continue
         assert (page.parent / target).exists(), f"{page.name}: broken link {target}"
+
+
+ARCHITECTURE = DOCS / "explanation" / "architecture.md"
+
+
+def test_the_architecture_page_draws_the_layers_of_the_import_contract() -> None:
+    """One source per fact: the layer list lives in pyproject.toml; the page repeats it."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in contracts["contracts"] if c["type"] == "layers")["layers"]
+    page = ARCHITECTURE.read_text()
+    drawn = page.split("<!-- layers:", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert drawn == layers
+
+
+def test_every_module_and_test_the_architecture_page_names_exists() -> None:
+    """The where-is-it table names modules (``_os/proc.py``) and tests (``unit/test_x.py``)."""
+    page = ARCHITECTURE.read_text().split("## What moved where", 1)[0]
+    named = set(re.findall(r"`([\w/]+\.py)`", page))
+    assert len(named) > 150
+    package, tests = ROOT / "acp_bridge", ROOT / "tests"
+    missing = sorted(n for n in named if not any((d / n).exists() for d in (package, tests, ROOT)))
+    assert missing == []
+
+
+def test_every_module_has_a_row_in_the_architecture_page() -> None:
+    page = ARCHITECTURE.read_text().split("## What moved where", 1)[0]
+    package = ROOT / "acp_bridge"
+    modules = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py", "_version.py")
+    }
+    assert sorted(m for m in modules if f"`{m}`" not in page) == []

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from acp_bridge import envelope
-from acp_bridge._entries.shell import CommandResult
-from acp_bridge._output import (
+from acp_bridge._entries.bash import CommandResult
+from acp_bridge._output_schema import (
     SchemaRegistry,
     parse_structured_output,
     strip_code_fence,

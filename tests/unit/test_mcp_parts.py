@@ -30,11 +30,11 @@ def problems(error: ConfigError) -> list[tuple[str, str]]:
 
 def test_entry_arguments_become_the_one_request_shape() -> None:
     request = parse(AcpSpawnArgs, {"agent": "demo", "task": "hi", "timeout": 5}).request()
-    assert (request.entry, request.agent, request.task, request.timeout) == (
+    assert (request.entry, request.agent, request.task, request.option("timeout")) == (
         "acp_spawn", "demo", "hi", 5,
     )  # fmt: skip
     bash = parse(BashArgs, {"command": "ls", "max_output_bytes": 100}).request()
-    assert (bash.entry, bash.task, bash.max_output_bytes) == ("bash", "ls", 100)
+    assert (bash.entry, bash.task, bash.option("max_output_bytes")) == ("bash", "ls", 100)
 
 
 def test_every_bad_argument_is_named() -> None:

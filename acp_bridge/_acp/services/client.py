@@ -41,7 +41,7 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationHook,
     ElicitationService,
 )
-from acp_bridge._acp.services.files import FileService
+from acp_bridge._acp.services.file_service import FileService
 from acp_bridge._acp.services.permissions import (
     PermissionHook,
     PermissionLedger,
@@ -66,15 +66,15 @@ Described = tuple[str, str, tuple[str, ...], Command | None]
 """A served request as the policy judges it: title, target, locations, command."""
 
 
-def _describe_read(request: ReadTextFileParams) -> Described:
+def describe_read(request: ReadTextFileParams) -> Described:
     return f"Read {request.path}", request.path, (request.path,), None
 
 
-def _describe_write(request: WriteTextFileParams) -> Described:
+def describe_write(request: WriteTextFileParams) -> Described:
     return f"Write {request.path}", request.path, (request.path,), None
 
 
-def _describe_command(request: CreateTerminalParams) -> Described:
+def describe_command(request: CreateTerminalParams) -> Described:
     line = " ".join([request.command, *request.args])
     # Judged as it will run: an argv as it is, a shell line by what the shell will run.
     argv = shell_argv(request.command, request.args)
@@ -131,16 +131,27 @@ class ClientServices:
         self._announced = announced
         self.refusals: list[RefusalRecord] = []
         """File and terminal requests refused (permission refusals are in the ledger)."""
+        self._mcp_calls = 0
+
+    @property
+    def acp_methods(self) -> bool:
+        """Whether files and terminals are served as ACP methods (``services: acp | both``)."""
+        return self.profile.services != "mcp"
 
     def capabilities(self) -> ClientCapabilities:
-        fs = self.profile.fs
+        fs, acp = self.profile.fs, self.acp_methods
+        unstable = Empty() if self.profile.unstable else None
         return ClientCapabilities(
-            fs=FsCapabilities(read_text_file=fs.read, write_text_file=fs.write),
-            terminal=self.profile.terminal.enabled,
+            fs=FsCapabilities(read_text_file=fs.read and acp, write_text_file=fs.write and acp),
+            terminal=self.profile.terminal.enabled and acp,
             session=ClientSessionCapabilities(
-                config_options=ConfigOptionsCapabilities(boolean=Empty())
+                config_options=ConfigOptionsCapabilities(boolean=Empty()),
+                notices=Empty(),
+                compaction=Empty(),
             ),
             elicitation=self.elicitation.capabilities(),
+            subagents=unstable,
+            plan=unstable,
         )
 
     def notification(self, method: str, params: Any) -> None:
@@ -156,25 +167,25 @@ class ClientServices:
             Route("session/request_permission", RequestPermissionParams, self.request_permission),
             Route("elicitation/create", CreateElicitationParams, self.elicitation.create),
         ]
-        if self.profile.fs.read:
+        if self.profile.fs.read and self.acp_methods:
             routes.append(
                 self._served(
-                    "fs/read_text_file", "read", ReadTextFileParams, _describe_read,
+                    "fs/read_text_file", "read", ReadTextFileParams, describe_read,
                     self.files.read_text_file,
                 )
             )  # fmt: skip
-        if self.profile.fs.write:
+        if self.profile.fs.write and self.acp_methods:
             routes.append(
                 self._served(
-                    "fs/write_text_file", "edit", WriteTextFileParams, _describe_write,
+                    "fs/write_text_file", "edit", WriteTextFileParams, describe_write,
                     self.files.write_text_file,
                 )
             )  # fmt: skip
-        if self.profile.terminal.enabled:
+        if self.profile.terminal.enabled and self.acp_methods:
             terminals = self.terminals
             routes += [
                 self._served(
-                    "terminal/create", "execute", CreateTerminalParams, _describe_command,
+                    "terminal/create", "execute", CreateTerminalParams, describe_command,
                     terminals.create,
                 ),
                 Route("terminal/output", TerminalIdParams, terminals.output),
@@ -212,6 +223,40 @@ class ClientServices:
 
         return Route(method, params, judged)
 
+    async def serve_tool(
+        self,
+        tool: str,
+        kind: str,
+        request: ParamsT,
+        describe: Callable[[ParamsT], Described],
+        serve: Callable[[ParamsT], Awaitable[Reply]],
+    ) -> Reply:
+        """``serve`` for a call of the bridge's MCP tool ``tool``: judged by the same policy
+        and rules as the ACP method it mirrors, and — since the agent asked nobody first —
+        recorded in the ledger (``meta.permissions``) by the service itself."""
+        title, target, locations, command = describe(request)
+        allowed, reason = await self.policy.judge_served(kind, title, locations, command, tool)
+        self._mcp_calls += 1
+        record = PermissionRecord(
+            tool_call_id=f"mcp-{self._mcp_calls}",
+            title=title,
+            name=tool,
+            kind=kind,
+            decision="allowed" if allowed else "rejected",
+            reason=reason,
+        )
+        self.ledger.records.append(record)
+        self._decided({}, record)
+        method = f"mcp {tool}"
+        if not allowed:
+            self.refusals.append(RefusalRecord(method=method, target=target, reason=reason))
+            raise RequestError(INVALID_PARAMS, f"refused by the permission policy: {reason}")
+        try:
+            return await serve(request)
+        except (SandboxViolation, LimitExceeded) as exc:
+            self.refusals.append(RefusalRecord(method=method, target=target, reason=str(exc)))
+            raise
+
     async def request_permission(self, request: RequestPermissionParams) -> Reply:
         if self._announced is not None:
             # Judge the whole tool call: the request laid over what the turn announced of it
@@ -240,6 +285,7 @@ class ClientServices:
             tool_call_id=record.tool_call_id,
             title=record.title,
             tool_kind=record.kind,
+            tool_name=record.name,
             decision=record.decision,
             reason=record.reason,
         )

@@ -67,7 +67,7 @@ from acp_bridge._acp.schema import (
     ToolCallUpdate,
     permission_selected,
 )
-from acp_bridge._acp.services.linked import Decisions, command_keys, path_keys
+from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
 from acp_bridge._acp.toolcalls import RAW_PATH_KEYS, command_of, unquoted
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
 from acp_bridge._os.roots import Roots
@@ -94,6 +94,8 @@ class PermissionQuestion:
     command: str = ""
     """The command line it runs, as judged ("" when it names no command)."""
     parsed: Command | None = field(default=None, repr=False, compare=False)
+    name: str = ""
+    """The tool's programmatic name (ACP ``ToolCall.name``; "" when not given)."""
 
 
 PermissionHook = Callable[[PermissionQuestion], Awaitable[bool | str]]
@@ -131,6 +133,10 @@ def _pattern(command: str) -> tuple[str, ...]:
 
 def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
     if rule.kind is not None and rule.kind != question.kind:
+        return False
+    if rule.name is not None and not (
+        question.name and fnmatch.fnmatchcase(question.name, rule.name)
+    ):
         return False
     command, allow = question.parsed, rule.decision == "allow"
     whole = command is None or command.simple or (rule.compound and command.only_operators)
@@ -274,15 +280,17 @@ class PermissionPolicy:
         title: str,
         locations: tuple[str, ...],
         command: Command | None = None,
+        name: str = "",
     ) -> tuple[bool, str]:
         """(allow?, reason) for a request the bridge is about to serve, asked for or not:
-        the decision of the permission request it follows, if any, else the policy."""
+        the decision of the permission request it follows, if any, else the policy
+        (``name``: the MCP tool it came through, for rules by tool name)."""
         keys = command_keys(command) if command is not None else path_keys(kind, locations)
         linked = self.decisions.decide(keys)
         if linked is not None:
             return linked
         line = command.line if command is not None else ""
-        question = PermissionQuestion("", title, kind, locations, (), None, line, command)
+        question = PermissionQuestion("", title, kind, locations, (), None, line, command, name)
         decision, reason = self.static_verdict(question)
         if decision != "ask":
             return decision == "allow", reason
@@ -323,6 +331,7 @@ class PermissionPolicy:
             raw_input=tool.raw_input,
             command=command.line if command is not None else "",
             parsed=command,
+            name=tool.name or "",
         )
 
     async def answer(
@@ -369,6 +378,7 @@ class PermissionPolicy:
         record = PermissionRecord(
             tool_call_id=question.tool_call_id,
             title=question.title,
+            name=question.name or None,
             kind=question.kind,
             decision=decision,
             option_id=option_id,

@@ -38,6 +38,7 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+from acp_bridge._os import proc
 from acp_bridge._os.sandbox.plan import Access, PathPlan
 
 TMP = Path("/tmp")
@@ -77,31 +78,18 @@ def bwrap_argv(
     return [*args, "--chdir", str(cwd), "--", *command]
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):
-        return []
-
-
 def _namespace_pid(pid: int) -> int | None:
-    """``pid``'s number in its innermost PID namespace (the last ``NSpid`` field)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NSpid:"):
-                return int(line.split()[-1])
-    except (OSError, ValueError):
-        return None
-    return None
+    """``pid``'s number in its innermost PID namespace."""
+    numbers = proc.namespace_pids(pid)
+    return numbers[-1] if numbers else None
 
 
 def command_pid(bwrap_pid: int) -> int | None:
     """The host pid of the command bwrap runs (PID 2 of the sandbox: bwrap's init is 1),
     or ``None`` when it is gone."""
-    for init in _children(bwrap_pid):
-        for child in _children(init):
-            if _namespace_pid(child) == 2:
-                return child
+    for child in _children_of_init(bwrap_pid):
+        if _namespace_pid(child) == 2:
+            return child
     return None
 
 
@@ -132,4 +120,4 @@ def signal_command(bwrap_pid: int, sig: signal.Signals = signal.SIGTERM) -> bool
 
 
 def _children_of_init(bwrap_pid: int) -> list[int]:
-    return [child for init in _children(bwrap_pid) for child in _children(init)]
+    return [child for init in proc.children(bwrap_pid) for child in proc.children(init)]

@@ -25,7 +25,7 @@ to leave out ``/tmp``. Every split directory pays for it, and these are the exac
 - with ABI ≥ 6 the run cannot signal processes outside it (so cannot kill the shim that
   keeps it) nor reach abstract unix sockets outside it; below ABI 6 it can.
 
-The shim (``shim.py``) applies the grants and keeps the processes; this module runs in the
+The shim (``landlock_shim.py``) applies the grants and keeps the processes; this module runs in the
 bridge and only computes.
 """
 
@@ -37,12 +37,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from acp_bridge._os.sandbox import shim
+from acp_bridge._os.sandbox import landlock_shim
 from acp_bridge._os.sandbox.plan import Access, PathPlan, PathRule
 
-SHIM = Path(shim.__file__)
+SHIM = Path(landlock_shim.__file__)
 
-READ = shim.FS_EXECUTE | shim.FS_READ_FILE | shim.FS_READ_DIR
+READ = landlock_shim.FS_EXECUTE | landlock_shim.FS_READ_FILE | landlock_shim.FS_READ_DIR
 # Devices a program may write or drive even though /dev is read-only: the bit buckets and
 # terminals. /dev/shm is the host's (no mount namespace to give a private one) but POSIX
 # shared memory and multiprocessing need it.
@@ -56,11 +56,11 @@ def fs_rights(abi: int) -> int:
     denied, so a right the kernel adds later cannot leak through an old bridge)."""
     rights = (1 << 13) - 1  # ABI 1: EXECUTE … MAKE_SYM
     if abi >= 2:
-        rights |= shim.FS_REFER
+        rights |= landlock_shim.FS_REFER
     if abi >= 3:
-        rights |= shim.FS_TRUNCATE
+        rights |= landlock_shim.FS_TRUNCATE
     if abi >= 5:
-        rights |= shim.FS_IOCTL_DEV
+        rights |= landlock_shim.FS_IOCTL_DEV
     return rights
 
 
@@ -83,7 +83,12 @@ def landlock_rules(
     if private_tmp is not None:
         rules.append(PathRule(Path(os.path.realpath(private_tmp)), Access.WRITE, "tmp", True))
     grants, split = _grants(rules, write)
-    device = shim.FS_READ_FILE | shim.FS_WRITE_FILE | shim.FS_TRUNCATE | shim.FS_IOCTL_DEV
+    device = (
+        landlock_shim.FS_READ_FILE
+        | landlock_shim.FS_WRITE_FILE
+        | landlock_shim.FS_TRUNCATE
+        | landlock_shim.FS_IOCTL_DEV
+    )
     grants += [(device & write, path) for path in (*DEVICE_FILES, *DEVICE_DIRS)]
     grants += [(write, path) for path in SHARED_DIRS]
     warnings = list(plan.warnings)
@@ -95,9 +100,13 @@ def landlock_rules(
             )
     handled_net = 0
     if not network and abi >= 4:
-        handled_net = shim.NET_BIND_TCP | shim.NET_CONNECT_TCP  # no net rule: all denied
+        handled_net = (
+            landlock_shim.NET_BIND_TCP | landlock_shim.NET_CONNECT_TCP
+        )  # no net rule: all denied
         warnings.append("landlock: network off blocks TCP only (UDP and unix sockets work)")
-    scoped = shim.SCOPE_ABSTRACT_UNIX_SOCKET | shim.SCOPE_SIGNAL if abi >= 6 else 0
+    scoped = (
+        landlock_shim.SCOPE_ABSTRACT_UNIX_SOCKET | landlock_shim.SCOPE_SIGNAL if abi >= 6 else 0
+    )
     return LandlockRules(abi, write, handled_net, scoped, tuple(grants), tuple(warnings))
 
 
@@ -155,10 +164,10 @@ def shim_argv(
     parent: int | None = None,
     python: str = sys.executable,
 ) -> list[str]:
-    """The argv that runs ``command`` under the shim. ``parent`` is the pid that will start
+    """The argv that runs ``command`` under the landlock_shim. ``parent`` is the pid that will start
     it (default: this process); ``grace`` is how long the shim lets the command handle
     SIGTERM before it kills everything — keep it below the bridge's own grace."""
-    config = shim.encode_config(
+    config = landlock_shim.encode_config(
         abi=rules.abi,
         handled_fs=rules.handled_fs,
         handled_net=rules.handled_net,

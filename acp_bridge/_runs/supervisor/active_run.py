@@ -1,0 +1,162 @@
+"""One run a supervisor carries: its doorbell, its events, its budget, and how it is stopped.
+
+A supervisor carries runs one after another (:mod:`.running`), and while it holds an agent
+several runs go through one entry call: each follow-up turn is a run of its own. So what
+belongs to a run — the events it records, the budget it is held to, a stop request, the
+process groups recorded for it — is a :class:`ActiveRun`, begun when the run starts and ended
+when its outcome is committed, whatever the entry call around it does.
+
+Stopping (a request, a signal, a budget exceeded) sets the run's ``cancel`` event: the entry
+ends the turn gracefully with its partial output. A run that does not end within
+``HARD_GRACE`` seconds of that is cut off: the entry call's scope, shared by every run of
+the call, gets that deadline.
+"""
+
+from __future__ import annotations
+
+import anyio
+from anyio.abc import TaskGroup
+
+from acp_bridge._os import proc
+from acp_bridge._os.proc import Identity
+from acp_bridge._runs import envelopes
+from acp_bridge._runs.budget import Budget, BudgetGuard
+from acp_bridge._runs.store.recorder import MAX_EVENTS, EventRecorder
+from acp_bridge._runs.store.records import Outcome, RunRecord
+from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.wakeups import Wakeup
+from acp_bridge.envelope import SubtaskResult
+from acp_bridge.errors import ErrorCode
+from acp_bridge.events import Event
+
+HARD_GRACE = 30.0
+"""Seconds a run asked to stop (or over budget) gets to end before its call is cut off."""
+STOP_LOOK = 1.0
+"""Seconds between looks for a stop request when no doorbell rang (a missed ring)."""
+GROUP_LOOK = 0.25
+"""Seconds between looks for new child process groups. The kernel tells an unprivileged
+process nothing when its child forks, so this is sampled; the PID-namespace sandbox will make
+it unnecessary."""
+
+
+class Control:
+    """How the running entry is asked to stop, and why it was."""
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.reason: str | None = None  # "stop" or "budget"
+        self.message = ""
+        self.cancel = anyio.Event()
+        self.scope = scope
+        """The entry call's scope (shared by the runs of one call): cut HARD_GRACE after a stop."""
+
+    def stop(self, reason: str, message: str) -> None:
+        if self.reason is None:
+            self.reason, self.message = reason, message
+        self.cancel.set()  # the entry winds down gracefully, keeping its partial output
+        self.scope.deadline = min(self.scope.deadline, anyio.current_time() + HARD_GRACE)
+
+
+class ActiveRun:
+    """One run being carried by this process (a context manager: its doorbell)."""
+
+    def __init__(self, store: Store, run: RunRecord, me: Identity, scope: anyio.CancelScope):
+        self.store = store
+        self.run = run
+        self.wakeup = Wakeup(store, [run.id])
+        self.control = Control(scope)
+        self.ended = False
+        """Its outcome is committed (or being committed): nothing more of it is recorded."""
+        self.tasks = anyio.CancelScope()
+        self._groups: set[Identity] = set()
+        self._tasks_started = False
+        group_max = store.group_budget(run.group) if run.group else (None, None)
+        self.guard = BudgetGuard(
+            Budget(run.max_tokens, run.max_cost),
+            group=run.group,
+            group_budget=Budget(*group_max),
+            spent_by_others=lambda: store.group_spent(run.group or "", besides=run.id),
+        )
+        max_events = int(store.setting("max_events") or MAX_EVENTS)
+        self.recorder = EventRecorder(
+            store,
+            run.id,
+            already=run.events_count,
+            max_events=max_events,
+            wakeup_name=self.wakeup.name,
+        )
+        status = {"phase": "running", "supervisor_pid": me.pid}
+        if run.follows:
+            status["follows"] = run.follows
+        self.recorder.add({"kind": "status", "task_id": run.id, "elapsed": 0, **status})
+
+    def close(self) -> None:
+        """Close the doorbell, unless the side tasks still use it (they close it as they end:
+        a socket closed under a waiting task could see its number reused)."""
+        if not self._tasks_started:
+            self.wakeup.close()
+
+    def on_event(self, event: Event) -> None:
+        if self.ended:  # e.g. the agent's late updates while it is held: no run's any more
+            return
+        self.recorder.add(event.to_dict())
+        if event.kind == "status" and event.data.get("session_id"):
+            self.recorder.note(session_id=str(event.data["session_id"]))
+        elif event.kind == "usage":
+            reason = self.guard.observe(event.data)
+            self.recorder.note(tokens=self.guard.tokens, cost=self.guard.cost)
+            if reason:
+                self.control.stop("budget", reason)
+
+    def start(self, tg: TaskGroup) -> None:
+        """Beside the entry, until :meth:`end`: flush events, watch for a stop request,
+        record the process groups (the liveness rule kills them if this process dies)."""
+        self._tasks_started = True
+        tg.start_soon(self._side_tasks)
+
+    async def _side_tasks(self) -> None:
+        try:
+            with self.tasks:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self.recorder.run)
+                    tg.start_soon(self._watch_stop)
+                    tg.start_soon(self._track_groups)
+        finally:
+            self.wakeup.close()
+
+    def end(self, result: SubtaskResult | None) -> Outcome:
+        """Stop recording (every event in the store before the envelope is) and say how the
+        run ended: ``result`` as the budget and a stop request make it (None: cut off)."""
+        self.ended = True
+        self.tasks.cancel()
+        self.recorder.flush()
+        run, control, guard = self.run, self.control, self.guard
+        if result is None:  # cut off after HARD_GRACE: stopped, or over budget
+            code = ErrorCode.BUDGET if control.reason == "budget" else ErrorCode.CANCELLED
+            result = envelopes.run_failed(run, control.message or "stopped", code)
+        if control.reason == "budget":
+            result = envelopes.over_budget(result, control.message)
+        elif (reason := guard.observe(result.meta.usage or {})) and result.status == "done":
+            # The agent reported its usage only as the turn ended: too late to cancel.
+            result = envelopes.over_budget(result, f"{reason} (reported as the turn ended)")
+        stopped = control.reason == "stop"
+        return envelopes.outcome(result, stopped=stopped, tokens=guard.tokens, cost=guard.cost)
+
+    async def _watch_stop(self) -> None:
+        while not self.store.stop_requested(self.run.id):
+            await self.wakeup.wait(STOP_LOOK)
+        self.control.stop("stop", "stopped on request")
+
+    def record_groups(self) -> None:
+        """Record the process groups of this process not recorded for the run yet (the
+        groups of earlier turns too: this run's now). Called once more as the run's agent is
+        held: a turn quicker than GROUP_LOOK would leave the held agent unrecorded, and a
+        killed holder's agent then unkillable by the liveness rule."""
+        new = [leader for leader in proc.group_leaders() if leader not in self._groups]
+        if new:
+            self.store.add_groups(self.run.id, new)
+            self._groups.update(new)
+
+    async def _track_groups(self) -> None:
+        while True:
+            self.record_groups()
+            await anyio.sleep(GROUP_LOOK)

@@ -1,0 +1,107 @@
+"""The entries' options as command-line flags, made from each entry's options model.
+
+Every option an entry's model offers on the command line (:class:`Offer` ``cli``) becomes a
+flag here — its name, type check, choices and help from the model — and the parsed flags
+become that entry's :class:`~acp_bridge.EntryRequest`, checked by the same model. A new
+option appears in ``--help`` and in ``docs/reference/cli.md`` without a line written here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from acp_bridge._entries.options import Option, offered, options_error
+from acp_bridge._entries.request import EntryRequest
+from acp_bridge.cli._argtypes import count, key_value, number
+from acp_bridge.envelope import Entry
+
+GROUPS = {
+    "session": (
+        "session",
+        "Per-call settings replace the profile's; a value the agent does not offer is an "
+        "error that lists what it offers.",
+    )
+}
+"""The ``--help`` groups options may be listed in (:attr:`Offer.group`)."""
+
+
+def add_options(parser: argparse.ArgumentParser, entry: Entry) -> None:
+    """Add a flag for each option of ``entry`` offered on the command line."""
+    groups: dict[str, Any] = {}
+    for option in offered(entry, "cli"):
+        target: Any = parser
+        if option.offer.group:
+            if option.offer.group not in groups:
+                groups[option.offer.group] = parser.add_argument_group(*GROUPS[option.offer.group])
+            target = groups[option.offer.group]
+        target.add_argument(option.offer.cli, dest=option.name, **_argument(option))
+
+
+def _argument(option: Option) -> dict[str, Any]:
+    """What argparse needs for ``option``: its type check (or action) and help."""
+    kind = _plain_type(option)
+    spec: dict[str, Any] = {"help": option.description}
+    if option.offer.metavar:
+        spec["metavar"] = option.offer.metavar
+    if kind is bool:
+        spec = {"help": option.description, "action": "store_true"}
+    elif typing.get_origin(kind) is Literal:
+        spec["choices"] = list(typing.get_args(kind))  # with a metavar: listed in the help
+    elif typing.get_origin(kind) is dict:
+        spec.update(type=key_value, action="append", help=f"{option.description} (repeatable)")
+    elif kind is float:
+        spec["type"] = number(_bound(option, "le"), "a positive number of seconds")
+    elif kind is int:
+        spec["type"] = count(int(_bound(option, "ge")), int(_bound(option, "le")))
+    elif Path in _members(kind):
+        spec["type"] = Path
+    return spec
+
+
+def _members(kind: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | None`` is a ``typing.Union`` when X is a ``Literal``)."""
+    union = typing.get_origin(kind) in (typing.Union, types.UnionType)
+    return typing.get_args(kind) if union else (kind,)
+
+
+def _plain_type(option: Option) -> Any:
+    """The option's type without its checks and without ``None``: ``float`` for
+    ``Annotated[float | None, …]``."""
+    kind = typing.get_args(option.annotation)[0]
+    members = [member for member in _members(kind) if member is not type(None)]
+    if len(members) == 1:
+        return members[0]
+    return typing.Union[tuple(members)]  # noqa: UP007 - built from a tuple at run time
+
+
+def _bound(option: Option, name: str) -> float:
+    for extra in option.annotation.__metadata__:
+        for item in getattr(extra, "metadata", ()):
+            if hasattr(item, name):
+                return float(getattr(item, name))
+    raise LookupError(f"{option.name} has no {name} bound")
+
+
+def request_from(args: argparse.Namespace, entry: Entry, task: str, **top: Any) -> EntryRequest:
+    """The request the parsed flags of ``entry`` make (``top``: its agent or tools). Raises
+    :class:`~acp_bridge.ConfigError` naming the flag of each bad option."""
+    options: dict[str, Any] = {}
+    for option in offered(entry, "cli"):
+        value = getattr(args, option.name, None)
+        if isinstance(value, list) and typing.get_origin(_plain_type(option)) is dict:
+            value = dict(value)  # --set KEY=VALUE, repeated
+        elif isinstance(value, Path):
+            value = str(value)
+        if value is not None and value is not False:
+            options[option.name] = value
+    try:
+        return EntryRequest(entry=entry, task=task, **top, **options)
+    except ValidationError as exc:
+        flags = {option.name: option.offer.cli for option in offered(entry, "cli")}
+        raise options_error(exc, renamed=flags) from None

@@ -1,0 +1,267 @@
+"""The one parse boundary (inbound.py), the collector behind it, the outbox and the request
+pool: whatever the agent sends, nothing raises past them, and everything is bounded.
+Property-based: hypothesis feeds them arbitrary JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acp_bridge._acp.connection import JsonRpcConnection
+from acp_bridge._acp.inbound import (
+    MAX_DEPTH,
+    InboundStats,
+    NotificationMessage,
+    ReplyMessage,
+    RequestMessage,
+    Skipped,
+    classify,
+    decode_line,
+)
+from acp_bridge._acp.outbox import Outbox
+from acp_bridge._acp.request_pool import RequestPool
+from acp_bridge._acp.router import Route, Router
+from acp_bridge._acp.schema import ReadTextFileParams
+from acp_bridge._acp.transcript import Transcript
+from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge.envelope import Meta
+from acp_bridge.errors import BridgeError, RunTimeout
+from acp_bridge.events import EventSink
+from tests.helpers import ChunkStream, NullSink
+
+# --- classify: one table of what is what -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"id": True, "result": {}}, Skipped),  # bool is an int in Python, not an id
+        ({"id": 1.0, "result": {}}, Skipped),
+        ({"id": "1", "result": {}}, Skipped),  # ours are integers
+        ({"id": 7, "result": {}}, ReplyMessage),
+        ({"id": 7, "error": "text"}, ReplyMessage),
+        ({"id": [1], "method": "x"}, Skipped),
+        ({"id": {"a": 1}, "method": "x"}, Skipped),
+        ({"id": None, "method": "x"}, Skipped),
+        ({"id": "a", "method": "x", "params": {}}, RequestMessage),
+        ({"id": 3, "method": "x", "params": [1]}, RequestMessage),  # answered -32602
+        ({"method": ["session/update"]}, Skipped),
+        ({"method": "session/update", "params": "x"}, Skipped),
+        ({"method": "session/update"}, NotificationMessage),
+        ({"jsonrpc": "2.0"}, Skipped),
+    ],
+)
+def test_classify(message: dict[str, Any], expected: type) -> None:
+    assert type(classify(message)) is expected
+
+
+def test_replies_carry_a_checked_error() -> None:
+    reply = classify({"id": 2, "error": {"code": "x", "message": ["no"], "data": 1}})
+    assert isinstance(reply, ReplyMessage) and reply.error is not None
+    assert type(reply.error["code"]) is int and isinstance(reply.error["message"], str)
+    long = classify({"id": 2, "error": {"code": 1, "message": "m" * 100_000}})
+    assert isinstance(long, ReplyMessage) and long.error is not None
+    assert len(long.error["message"]) < 3000
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"n":NaN}',
+        b'{"n":-Infinity}',
+        b'{"n":1e999}',
+        b'{"n":1' + b"0" * 5000 + b"}",
+        b'{"t":"\xff"}',
+        b'{"a":1} trailing',
+    ],
+    ids=["100000 deep", "NaN", "-Infinity", "1e999", "5000 digits", "not UTF-8", "trailing"],
+)
+def test_lines_that_are_not_usable_json_are_counted_not_raised(line: bytes) -> None:
+    stats = InboundStats()
+    assert decode_line(line, stats) is None
+    assert stats.non_json == 1
+
+
+def test_nesting_past_the_limit_is_skipped_and_lone_surrogates_repaired() -> None:
+    stats = InboundStats()
+    deep = b'{"method":"x","params":{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}}"
+    assert isinstance(decode_line(deep, stats), Skipped)
+    fixed = decode_line(b'{"method":"x","params":{"t":"a\\ud800b","\\udfff":1}}', stats)
+    assert isinstance(fixed, NotificationMessage) and fixed.params is not None
+    assert fixed.params == {"t": "a\ufffdb", "\ufffd": 1} and stats.repaired == 1
+    emoji = decode_line(b'{"method":"x","params":{"t":"\\ud83d\\ude00"}}', stats)
+    assert isinstance(emoji, NotificationMessage) and emoji.params == {"t": "\U0001f600"}
+    assert stats.repaired == 1  # a valid pair is not a repair
+
+
+# --- fuzzing the line handler and the collector --------------------------------------------
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+TEXT = st.text(min_size=1, max_size=10)
+# Each field is either of the shape ACP says or anything at all: the collector must take
+# both (a valid chunk with a list as its messageId, a tool call with an object as its title).
+FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "content": st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}) | JSON,
+    "messageId": TEXT | JSON,
+    "toolCallId": TEXT | JSON,
+    "title": TEXT | JSON,
+    "kind": st.sampled_from(["execute", "edit", "read"]) | JSON,
+    "status": TEXT | JSON,
+    "locations": st.lists(st.fixed_dictionaries({"path": TEXT}) | JSON, max_size=3) | JSON,
+    "rawInput": st.fixed_dictionaries({"command": TEXT}) | JSON,
+    "entries": st.lists(st.fixed_dictionaries({"content": TEXT}) | JSON, max_size=3) | JSON,
+    "used": st.integers() | JSON,
+    "cost": st.fixed_dictionaries({"amount": st.floats(), "currency": TEXT}) | JSON,
+    "currentModeId": TEXT | JSON,
+}
+KINDS = st.sampled_from(
+    ["agent_message_chunk", "tool_call", "tool_call_update", "plan", "usage_update",
+     "agent_thought_chunk", "current_mode_update", "unknown_kind"]
+)  # fmt: skip
+UPDATE = st.builds(
+    lambda kind, fields: {"sessionUpdate": kind, **fields},
+    KINDS | JSON,
+    st.fixed_dictionaries({}, optional=FIELDS),
+) | st.fixed_dictionaries(  # a valid chunk but for one field: where the hot path must hold
+    {
+        "sessionUpdate": st.just("agent_message_chunk"),
+        "content": st.fixed_dictionaries({"type": st.just("text"), "text": TEXT}),
+        "messageId": JSON,
+    }
+)
+MESSAGE = st.one_of(
+    JSON,
+    st.dictionaries(
+        st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), JSON
+    ),
+    UPDATE.map(lambda u: {"jsonrpc": "2.0", "method": "session/update", "params": {"update": u}}),
+    JSON.map(lambda p: {"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file", "params": p}),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(MESSAGE, max_size=12), st.binary(max_size=40))
+def test_the_line_handler_survives_any_json(messages: list[Any], noise: bytes) -> None:
+    data = b"\n".join([json.dumps(m).encode() for m in messages] + [noise]) + b"\n"
+    collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.begin_turn()
+
+    async def read(params: ReadTextFileParams) -> dict[str, Any]:
+        return {"content": params.path}
+
+    async def main() -> JsonRpcConnection:
+        conn = JsonRpcConnection(
+            ChunkStream([data[: len(data) // 2], data[len(data) // 2 :]]),
+            NullSink(),
+            on_update=collector,
+            router=Router([Route("fs/read_text_file", ReadTextFileParams, read)]),
+        )
+        with anyio.fail_after(10):
+            async with conn:
+                await conn.wait_closed()
+        return conn
+
+    conn = anyio.run(main)
+    assert conn.failure is None or isinstance(conn.failure, BridgeError)
+    assert conn.stats.lines == data.count(b"\n")
+    assert not conn.stats.skipped.get("a NotificationMessage the bridge could not use")
+    assert isinstance(collector.answer(), str)
+    meta = Meta(tool_calls=collector.tool_call_records(), usage=collector.usage or None)
+    json.dumps(meta.model_dump(mode="json"), allow_nan=False).encode()
+    assert all(isinstance(w, str) for w in collector.warnings() + conn.stats.warnings())
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(
+        UPDATE.map(lambda update: {"sessionId": "s", "update": update})
+        | st.dictionaries(st.sampled_from(["update", "sessionId"]), JSON),
+        max_size=30,
+    )
+)
+def test_the_collector_survives_any_update(params: list[dict[str, Any]]) -> None:
+    collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.begin_turn()
+    for item in params:
+        collector(item)
+    collector.add_prompt_usage({"inputTokens": math.inf, "outputTokens": True, "totalTokens": 3})
+    assert collector.usage.get("total_tokens", 3) == 3 and "input_tokens" not in collector.usage
+    json.dumps([r.model_dump() for r in collector.tool_call_records()], allow_nan=False)
+
+
+# --- the outbox and the pool ---------------------------------------------------------------
+
+
+class Blocked:
+    """An agent's stdin that is never read again: every send waits forever."""
+
+    async def send(self, item: bytes) -> None:
+        await anyio.sleep_forever()
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_write_that_misses_its_deadline_stalls_the_outbox(tmp_path: Path) -> None:
+    transcript = Transcript(tmp_path / "t.jsonl")
+    dropped: list[str] = []
+    outbox = Outbox(Blocked(), transcript, on_drop=lambda m, _why: dropped.append(m.label))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(outbox.run)
+            outbox.set_deadline(anyio.current_time() + 0.2)
+            await outbox.put(b'{"big":1}', "session/prompt (id 3)", request_id=3)
+            assert not await outbox.put(b"{}", "session/cancel", written_within=2)
+            with pytest.raises(RunTimeout, match="stopped reading its stdin"):
+                await outbox.put(b"{}", "anything later")
+
+    anyio.run(main)
+    transcript.close()
+    lines = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [line["dir"] for line in lines] == ["note", "note"]  # nothing logged as sent
+    assert lines[0]["note"].startswith("not sent: session/prompt (id 3)")
+    assert dropped == ["session/prompt (id 3)", "session/cancel"]
+
+
+def test_the_request_pool_bounds_workers_and_backlog() -> None:
+    running, peak = 0, 0
+    release = anyio.Event()
+
+    async def handle(_: int) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await release.wait()
+        running -= 1
+
+    async def main() -> list[bool]:
+        async with anyio.create_task_group() as tg:
+            pool = RequestPool(tg, handle, workers=2, backlog=3)
+            offered = [pool.offer(n) for n in range(8)]
+            await anyio.wait_all_tasks_blocked()
+            release.set()
+        return offered
+
+    offered = anyio.run(main)
+    # Two are taken by workers only once they run: up to backlog are queued before that.
+    assert offered.count(True) == 3 and not all(offered)
+    assert peak <= 2

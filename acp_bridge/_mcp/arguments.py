@@ -13,7 +13,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from acp_bridge._entries.options import Option, arguments_model, offered, options_error
+from acp_bridge._entries.option_errors import options_error
+from acp_bridge._entries.options import Option, arguments_model, offered
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS

@@ -263,7 +263,7 @@ def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None
     if wanted:
         from acp_bridge.cli._options import add_options
 
-        add_options(p, entry)  # type: ignore[arg-type]
+        add_options(p, entry)
 
 
 def _answer_options(p: argparse.ArgumentParser) -> None:

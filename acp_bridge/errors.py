@@ -11,9 +11,11 @@ purpose from inside the package.
     ├── ConfigError                 config_error      bad config file, profile or argument
     │   ├── ProfileError            config_error      a problem inside one agent profile
     │   ├── UnknownProfileError     config_error      no profile of that name
-    │   └── NotOffered              config_error      the caller asked explicitly for what the
-    │                                                 agent does not offer (a method, a mode,
-    │                                                 a model, an option value)
+    │   ├── NotOffered              config_error      the caller asked explicitly for what the
+    │   │                                             agent does not offer (a method, a mode,
+    │   │                                             a model, an option value)
+    │   └── DirtyWorkingTree        config_error      changes were to be applied to a working
+    │                                                 tree that has changes of its own
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
@@ -134,6 +136,11 @@ class NotOffered(ConfigError):
     """The caller asked explicitly for something the agent does not offer: a session method
     (``session/resume`` …), or a mode, model or config option value. The message lists what
     the agent does offer. (The same setting from a profile is only a warning.)"""
+
+
+class DirtyWorkingTree(ConfigError):
+    """``compare`` was asked to apply the winner's changes to a working tree that is not
+    clean: the message names its changed and untracked files."""
 
 
 class DepthLimitError(BridgeError):

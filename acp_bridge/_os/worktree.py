@@ -223,3 +223,35 @@ async def _remove(wt: Worktree, timeout: float) -> list[str]:
     except GitError as exc:
         notes.append(f"branch not deleted: {exc}")
     return notes
+
+
+async def discard_worktrees(
+    cwd: Path, task_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> list[str]:
+    """Remove whatever runs ``task_ids`` left in the repository at ``cwd``: their worktrees
+    and their branches ``acp-bridge/<id>`` (kept on purpose, or left by a run that could not
+    finish). What could not be removed is said in the notes returned."""
+    branches = {BRANCH_PREFIX + task_id for task_id in task_ids}
+    listed = await git("worktree", "list", "--porcelain", cwd=cwd, timeout=timeout, check=False)
+    notes: list[str] = []
+    path: Path | None = None
+    for line in listed.text.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line.removeprefix("worktree "))
+        elif line.removeprefix("branch refs/heads/") in branches and path is not None:
+            gone = await git(
+                "worktree", "remove", "--force", str(path), cwd=cwd, timeout=timeout, check=False
+            )
+            if gone.returncode != 0:
+                notes.append(f"worktree {path} not removed: {gone.stderr.strip()}")
+    await git("worktree", "prune", cwd=cwd, timeout=timeout, check=False)
+    heads = await git(
+        "for-each-ref", "--format=%(refname:short)", "refs/heads/" + BRANCH_PREFIX,
+        cwd=cwd, timeout=timeout, check=False,
+    )  # fmt: skip
+    left = [name for name in heads.text.splitlines() if name in branches]
+    if left:
+        deleted = await git("branch", "-D", "--quiet", *left, cwd=cwd, timeout=timeout, check=False)
+        if deleted.returncode != 0:
+            notes.append(f"branches not deleted: {deleted.stderr.strip()}")
+    return notes

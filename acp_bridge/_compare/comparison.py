@@ -183,6 +183,7 @@ class _Comparison:
     async def run(
         self, executor: Executor | None, cancel: anyio.Event, on_attempt: OnAttempt | None
     ) -> CompareResult:
+        tasks = keyed(self._tasks())
         try:
             async with anyio.create_task_group() as watching:
                 watching.start_soon(self._watch, cancel)
@@ -192,7 +193,7 @@ class _Comparison:
                         settling.start_soon(self._settle, outcome, on_attempt)
 
                     await run_batch(
-                        keyed(self._tasks()),
+                        tasks,
                         executor=executor,
                         config=self.loaded,
                         on_outcome=settle,

@@ -142,12 +142,10 @@ def check_compare_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def attempt_options(checked: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``acp_spawn`` options every attempt runs with (those given)."""
-    return {
-        name: value
-        for name, value in checked.items()
-        if name not in OWN and name not in NOT_FOR_COMPARE and value is not None
-    }
+    """The ``acp_spawn`` options every attempt runs with (those given; not ``cwd``, which
+    compare resolves to the caller's place in the repository)."""
+    own = (*OWN, *NOT_FOR_COMPARE, "cwd")
+    return {name: value for name, value in checked.items() if name not in own and value is not None}
 
 
 def pick_of(checked: Mapping[str, Any]) -> Pick:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, OptionsOf, offered
 from acp_bridge._entries.request import EntryRequest
@@ -92,6 +93,11 @@ def _bound(option: Option, name: str) -> float:
             if hasattr(item, name):
                 return float(getattr(item, name))
     raise LookupError(f"{option.name} has no {name} bound")
+
+
+def add_compare_options(parser: argparse.ArgumentParser) -> None:
+    """``compare``'s flags: its own, and ``acp_spawn``'s that every attempt runs with."""
+    add_options(parser, CompareOptions, NOT_FOR_COMPARE)
 
 
 def options_from(

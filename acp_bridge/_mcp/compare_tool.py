@@ -22,6 +22,7 @@ from acp_bridge._compare.result import AttemptResult, CompareResult
 from acp_bridge._mcp.arguments import CompareArgsBase
 from acp_bridge._mcp.host import Host
 from acp_bridge.config import LoadedConfig
+from acp_bridge.errors import BridgeError
 
 
 @cache
@@ -35,7 +36,8 @@ async def call_compare(
 ) -> types.CallToolResult:
     """Run the comparison ``args`` asks for; its result."""
     sent = 0
-    async with anyio.create_task_group() as tg:
+    refused: BridgeError | None = None
+    async with anyio.create_task_group() as tg:  # the progress lines are sent beside it
 
         def settled(attempt: AttemptResult) -> None:
             nonlocal sent
@@ -45,7 +47,14 @@ async def call_compare(
 
         agents: list[str] = getattr(args, "agents")  # noqa: B009 - a field of the derived model
         task: str = getattr(args, "task")  # noqa: B009
-        result = await compare(agents, task, config=config, on_attempt=settled, **args.options())
+        try:
+            result = await compare(
+                agents, task, config=config, on_attempt=settled, **args.options()
+            )
+        except BridgeError as exc:  # refused before anything ran: raised as itself
+            refused = exc
+    if refused is not None:
+        raise refused
     text = "\n".join([*table(result), "", result.to_json()])
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],

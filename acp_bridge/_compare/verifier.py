@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
@@ -50,6 +51,7 @@ class VerifierResult(BaseModel):
     truncated: bool = False
     duration_ms: int = 0
     error: str = Field("", description="why it did not run, or did not end by itself")
+    sandbox: dict[str, Any] | None = Field(None, description="how it was confined (meta.sandbox)")
 
     @property
     def shown(self) -> str:
@@ -100,6 +102,7 @@ async def verify(
             deadline=deadline,
         ) as confinement:
             result = await _in_worktree(command, confinement, base, diff, env, profile, cancel)
+            result.sandbox = confinement.box.meta()
     except BridgeError as exc:  # no worktree or sandbox: the command never ran
         result = VerifierResult(command=command, passed=False, error=str(exc))
     duration_ms = int((time.monotonic() - began) * 1000)

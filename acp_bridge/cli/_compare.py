@@ -43,8 +43,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     def settled(attempt: AttemptResult) -> None:
         seen.append(attempt)
-        err(f"[{len(seen)}/{total}] {attempt.key} {status_of(attempt)} in {wall_of(attempt)}"
-            f" · verifier {verifier_of(attempt)}")  # fmt: skip
+        checked = "" if attempt.verifier is None else f" · verifier {verifier_of(attempt)}"
+        ended = f"{status_of(attempt)} in {wall_of(attempt)}{checked}"
+        err(f"[{len(seen)}/{total}] {attempt.key} {ended}")
 
     async def main() -> CompareResult:
         cancel = anyio.Event()

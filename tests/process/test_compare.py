@@ -183,6 +183,25 @@ def test_a_verifier_that_hangs_is_ended_by_the_terminal_timeout(
     assert leftovers(repo) == ([], [])
 
 
+def test_the_verifier_runs_in_the_agents_sandbox_on_a_worktree(
+    config: LoadedConfig, repo: Path
+) -> None:
+    outside = repo / "written-by-the-verifier"
+    command = f"pwd; cat expected.txt; echo x > {outside} 2>/dev/null; echo $ACP_BRIDGE_DEPTH"
+    result = run_bounded(compare, "writer", TASK, verify=command, cwd=repo, config=config)
+    (attempt,) = result.attempts
+    verifier = attempt.verifier
+    assert verifier is not None and verifier.passed
+    where, content, *rest = verifier.output.splitlines()
+    assert where != str(repo) and where.endswith(f"{attempt.task_id}-verify")
+    assert content == "written by the writer"  # the attempt's diff, applied
+    assert rest[-1] == "1"  # the agent's level, like the agent's own terminals
+    assert verifier.sandbox is not None and attempt.envelope.meta.sandbox is not None
+    assert verifier.sandbox["mode"] == attempt.envelope.meta.sandbox["mode"] != "off"
+    assert not outside.exists()  # the caller's working tree is not the verifier's to change
+    assert leftovers(repo) == ([], [])
+
+
 def test_keep_leaves_each_attempts_worktree_and_branch(config: LoadedConfig, repo: Path) -> None:
     result = run_bounded(
         compare, "plain,writer", TASK, n=2, cwd=repo, config=config, keep=True, limit=90

@@ -38,8 +38,10 @@ from acp_bridge.errors import BridgeError, ExecutorError
 
 NAMESPACE = "acp-bridge"
 NODES_EVERY = 2.0
-"""Seconds between looks at the cluster's nodes while tasks wait for one. Ray offers no
-notification of node changes to a driver, so the batch asks; only while something waits."""
+"""Seconds between looks at the cluster's nodes while the batch has tasks in Ray. Ray offers
+a driver no notification of node changes, so the batch asks (one small GCS call), and wakes
+the tasks still queued when the nodes changed: one whose agent no live node offers any
+more is refused instead of waiting for ever."""
 
 
 class RayExecutor:

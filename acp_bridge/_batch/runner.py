@@ -151,7 +151,7 @@ class _Batch:
             refusal = session.refusal(item.task)
             if refusal is not None:
                 envelope = from_error(refusal, task_id=task_id, meta=_meta(item))
-                return TaskOutcome(item, _stamp(envelope, item, None, attempts + 1, began))
+                return TaskOutcome(item, _stamp(envelope, item, None, attempts, began))
             attempts += 1
 
             def started(node: str, cwd: str) -> None:

@@ -165,7 +165,7 @@ _reporter = StoreReporter()
 
 
 def record_run(run: RunStart) -> _Record:
-    """A record of ``run`` in the run store, installed reporter or not, carried or not: a
+    """A record of ``run`` in the run store, reporter installed or not, carried or not: a
     batch records each of its tasks itself, with where it ran (see ``acp_bridge._batch``)."""
     return _Record(_reporter, run)
 

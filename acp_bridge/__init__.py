@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         SandboxViolation,
         SourceLocation,
         SpawnError,
+        StateDirError,
         TurnLimitError,
         UnknownProfileError,
     )
@@ -132,7 +133,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ConfigError", "DepthLimitError", "DirtyWorkingTree", "ErrorCode", "ExecutorError",
         "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
         "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
-        "SandboxViolation", "SourceLocation", "SpawnError", "TurnLimitError", "UnknownProfileError",
+        "SandboxViolation", "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
 }  # fmt: skip
@@ -214,6 +216,7 @@ __all__ = [
     "SourceLocation",
     "SpawnError",
     "SpawnOptions",
+    "StateDirError",
     "Status",
     "SubtaskResult",
     "TerminalRecord",

@@ -14,8 +14,11 @@ purpose from inside the package.
     │   ├── NotOffered              config_error      the caller asked explicitly for what the
     │   │                                             agent does not offer (a method, a mode,
     │   │                                             a model, an option value)
-    │   └── DirtyWorkingTree        config_error      changes were to be applied to a working
-    │                                                 tree that has changes of its own
+    │   ├── DirtyWorkingTree        config_error      changes were to be applied to a working
+    │   │                                             tree that has changes of its own
+    │   └── StateDirError           config_error      the bridge's own folder (the state
+    │                                                 directory) cannot be used: read-only,
+    │                                                 full, a file, a planted symlink
     ├── DepthLimitError             depth_limit       a subtask tried to open another level
     ├── OutputSchemaError           output_schema     structured output missing or invalid
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
@@ -141,6 +144,13 @@ class NotOffered(ConfigError):
 class DirtyWorkingTree(ConfigError):
     """``compare`` was asked to apply the winner's changes to a working tree that is not
     clean: the message names its changed and untracked files."""
+
+
+class StateDirError(ConfigError):
+    """The folder where the bridge keeps its own files (the state directory, its parse
+    cache) cannot be used: read-only, full, a file where a folder should be (``HOME`` is a
+    file), or a symlink planted inside it. The message names the path; the fix is the
+    environment (``XDG_STATE_HOME``) or the path itself."""
 
 
 class DepthLimitError(BridgeError):

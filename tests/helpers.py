@@ -178,3 +178,20 @@ async def serve(handler: Callable[..., Awaitable[Any]], **params: Any) -> Any:
         error = reply["error"]
         raise RpcFailure(error["code"], error["message"], error.get("data"))
     return reply["result"]
+
+
+_TERMINAL_SAFE = frozenset("\n\t\u200c\u200d")
+
+
+def terminal_controls(text: str) -> list[str]:
+    """The characters of ``text`` a terminal may take for a command, judged by their Unicode
+    category (independently of the sanitizer's own table): controls (Cc), format characters
+    (Cf: bidi, zero-width, tags), surrogates, line and paragraph separators — newline, tab,
+    ZWNJ and ZWJ aside."""
+    import unicodedata
+
+    return [
+        c
+        for c in text
+        if c not in _TERMINAL_SAFE and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+    ]

@@ -27,7 +27,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 from acp_bridge._os.buffers import TailBuffer
 from acp_bridge._os.procgroup import Graceful, ProcessGroup, signal_name
 from acp_bridge._os.race import race, wait_event
-from acp_bridge.errors import SpawnError
+from acp_bridge.errors import ConfigError, SpawnError
 from acp_bridge.events import EventSink
 
 STDERR_TAIL_BYTES = 64 * 1024
@@ -82,8 +82,8 @@ class AgentProcess:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""
             missing = self.argv[0] if exc.filename in (None, self.argv[0]) else exc.filename
             raise SpawnError(f"command not found: {missing}{self._origin}{hint}") from exc
-        except IsADirectoryError as exc:
-            raise SpawnError(
+        except IsADirectoryError as exc:  # the profile names a folder: its config is wrong
+            raise ConfigError(
                 f"cannot execute {exc.filename}: it is a directory{self._origin}"
             ) from exc
         except PermissionError as exc:

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import IO
 
 from acp_bridge._os.locations import state_dir
+from acp_bridge._os.private_files import create_private
 from acp_bridge._os.redact import Redactor
+from acp_bridge.errors import StateDirError
 
 RAW_LINE_LIMIT = 4096
 DEFAULT_MAX_BYTES = 64 << 20
@@ -60,11 +62,11 @@ class Transcript:
         if path is None:  # transcripts switched off
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Transcripts may hold file contents and prompts: private to the user.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            # Transcripts may hold file contents and prompts: private to the user (0600,
+            # never written through a link planted at its name).
+            fd = create_private(path)
             self._file = os.fdopen(fd, "wb", buffering=1 << 20)
-        except OSError as exc:
+        except (OSError, StateDirError) as exc:
             self.error = f"transcript disabled: {exc}"
 
     def _line(self, head: bytes, payload: bytes) -> None:

@@ -49,7 +49,7 @@ from acp_bridge._os.worktree import (
 )
 from acp_bridge.config import ResolvedSandbox
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
-from acp_bridge.errors import BridgeError, RunTimeout
+from acp_bridge.errors import BridgeError, RunTimeout, StateDirError
 
 SHIM_GRACE_SHARE = 0.5  # of the shutdown grace: the Landlock shim must finish before SIGKILL
 FINISH_RESERVE = 1.0
@@ -184,9 +184,12 @@ async def confined(
             # Never the bridge's own state: this process holds the run store open, and
             # reading its files would drop SQLite's locks (see run_store_files).
             skip = (state, *run_store_files())
-            baseline = await take_baseline(
-                writes, workdir=scratch / "changes", skip=skip, limits=_until(deadline)
-            )
+            try:
+                baseline = await take_baseline(
+                    writes, workdir=scratch / "changes", skip=skip, limits=_until(deadline)
+                )
+            except (StateDirError, OSError) as exc:  # no room for its scratch: the run goes on
+                conf.notes.append(f"files changed not measured: {exc}")
             if anyio.current_time() >= deadline:
                 raise RunTimeout("the run's timeout passed while its files were being recorded")
         try:

@@ -30,7 +30,7 @@ from typing import Any, Literal, get_type_hints
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge.config import LoadedConfig, ToolKind
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
@@ -94,7 +94,7 @@ class ToolSet:
         on_event: EventHandler | None = None,
     ) -> None:
         self.config = config
-        self.cwd = Path(cwd or Path.cwd()).resolve()
+        self.cwd = existing_directory(cwd or Path.cwd())
         self.on_event = on_event
         self._tools: dict[str, Tool] = {}
         self.origin: ToolSet = self

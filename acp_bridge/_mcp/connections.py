@@ -13,6 +13,14 @@ a long event stream — is never cut.
 It uses uvicorn's protocol hooks (``connection_made``, ``on_response_complete``,
 ``connection_lost``, and ``cycle``: the request in progress), which uvicorn's own shutdown
 relies on too.
+
+Framing is strict (:class:`StrictFraming`): a request that says both ``Content-Length`` and
+``Transfer-Encoding`` is the shape of request smuggling — a proxy in front may frame it one
+way and we the other — and RFC 9112 §6.1 says to close the connection after answering it.
+h11 alone would frame it by ``Transfer-Encoding`` and go on; here it is a protocol error like
+h11's own (a bad ``Content-Length``, a second one that differs, a ``Transfer-Encoding``
+other than ``chunked``, a malformed chunk): uvicorn answers 400 and closes the connection,
+and nothing after the error on that connection is read as a request.
 """
 
 from __future__ import annotations
@@ -20,7 +28,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+class StrictFraming(h11.Connection):
+    """h11's server side, refusing a request with both Content-Length and Transfer-Encoding."""
+
+    def next_event(self) -> Any:
+        event = super().next_event()
+        if isinstance(event, h11.Request):
+            names = {name for name, _ in event.headers}  # lower-cased by h11
+            if b"content-length" in names and b"transfer-encoding" in names:
+                raise h11.RemoteProtocolError(
+                    "both Content-Length and Transfer-Encoding (RFC 9112 6.1)", 400
+                )
+        return event
 
 
 class TimelyH11(H11Protocol):
@@ -29,6 +52,11 @@ class TimelyH11(H11Protocol):
 
     timeout: float = 30.0
     _due: asyncio.TimerHandle | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        limit = self.conn._max_incomplete_event_size  # as uvicorn configured it
+        self.conn = StrictFraming(h11.SERVER, max_incomplete_event_size=limit)
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)

@@ -22,6 +22,7 @@ in the diff as not kept.
 from __future__ import annotations
 
 import difflib
+import os
 import stat
 import time
 from collections import deque
@@ -33,6 +34,7 @@ from pathlib import Path
 import anyio
 
 from acp_bridge._os.git import GitError, compare_trees, git, git_tree
+from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 
 Fingerprint = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
 
@@ -179,7 +181,8 @@ def _keep(path: Path, keep_in: Path, snap: _Snapshot) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     copy = keep_in / str(len(snap.copies))
-    copy.write_bytes(data)
+    with os.fdopen(new_private_file(copy), "wb") as file:
+        file.write(data)
     snap.copies[path] = copy
     return True
 
@@ -256,8 +259,7 @@ async def take_baseline(
     outer = [r for r in resolved if not any(o in r.parents for o in resolved)]
     baseline = Baseline(workdir, limits, [])
     for number, root in enumerate(outer):
-        scratch = workdir / f"root-{number}"
-        scratch.mkdir(parents=True, exist_ok=True)
+        scratch = private_dir(workdir / f"root-{number}")
         try:
             found = await _git_root(root, scratch, limits.git_timeout)
         except GitError as exc:
@@ -290,6 +292,7 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
     for number, state in enumerate(baseline.roots):
         if isinstance(state, _GitRoot):
             part = state.scratch / "part.diff"
+            os.close(create_private(part))  # git writes it: private from the start
             try:
                 tree = await git_tree(state.root, state.scratch, timeout=timeout, index=None)
                 c, m, d = await compare_trees(
@@ -311,13 +314,14 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
             )
             truncated |= cut
             part = baseline.workdir / f"root-{number}" / "part.diff"
-            part.write_text("".join(text))
+            with os.fdopen(create_private(part), "w", encoding="utf-8") as file:
+                file.write("".join(text))
         created += c
         modified += m
         deleted += d
         parts.append(part)
     target = diff or baseline.workdir / "changes.diff"
-    with target.open("wb") as out:
+    with os.fdopen(create_private(target), "wb") as out:
         for part in parts:
             if part.exists():
                 out.write(part.read_bytes())

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import anyio
 
+from acp_bridge._os.private_files import private_dir
 from acp_bridge.errors import BridgeError, ErrorCode
 
 DEFAULT_TIMEOUT = 60.0
@@ -132,8 +133,12 @@ async def _objects_dir(root: Path, timeout: float) -> str:
 
 
 def _scratch_env(scratch: Path, objects: str) -> dict[str, str]:
-    (scratch / "objects").mkdir(parents=True, exist_ok=True)
+    private_dir(scratch / "objects")
     return {
+        # What git writes there (objects, the index) private whatever the umask.
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "core.sharedRepository",
+        "GIT_CONFIG_VALUE_0": "0600",
         "GIT_INDEX_FILE": str(scratch / "index"),
         "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,

@@ -50,8 +50,8 @@ def run_store_files(environ: Mapping[str, str] | None = None) -> tuple[Path, ...
     lose its commits. Readers of whole trees (change measurement) skip these; the sandbox
     hides them."""
     store = run_store_path(environ).absolute()
-    companions = (store.with_name(store.name + suffix) for suffix in _SQLITE_SUFFIXES)
+    companions = (store.with_name(store.name + suffix) for suffix in SQLITE_SUFFIXES)
     return (store, *companions, store.with_name(RUN_LOGS))
 
 
-_SQLITE_SUFFIXES = ("-wal", "-shm", "-journal")
+SQLITE_SUFFIXES = ("-wal", "-shm", "-journal")

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from acp_bridge.errors import SandboxViolation
+from acp_bridge.errors import ConfigError, SandboxViolation
 
 MAX_STEPS = 256  # symlinks followed + races retried + roots re-entered, per request (ELOOP)
 MAX_DEPTH = 256  # directories held open at once by one walk (an fd each): no fd exhaustion
@@ -148,6 +148,24 @@ class Roots:
                 f"{what} refused: the root {root} was replaced since the session began"
             )
         return fd
+
+
+def existing_directory(path: str | Path, what: str = "cwd") -> Path:
+    """``path`` (``~`` expanded) resolved to the existing directory it names — the working
+    directory a caller gave a run. A ConfigError that says why when it is not one: missing,
+    not a directory, a symlink loop, or a name the system refuses (a NUL)."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+        if resolved.is_dir():
+            return resolved
+        why = "it does not exist" if not resolved.exists() else "it is not a directory"
+    except ValueError:  # an embedded NUL
+        why = "it contains a NUL character"
+    except RuntimeError:  # a symlink loop (Python before 3.13)
+        why = "a symlink loop"
+    except OSError as exc:
+        why = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+    raise ConfigError(f"{what} {str(path)!r} is not an existing directory: {why}")
 
 
 def _inside(path: Path, roots: tuple[Path, ...], what: str) -> Path:

@@ -17,6 +17,7 @@ Concurrency: runs on one repository race for git's lock files (``packed-refs.loc
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ import anyio
 
 from acp_bridge._os.changes import FilesChanged
 from acp_bridge._os.git import DEFAULT_TIMEOUT, GitError, compare_trees, git, git_tree
+from acp_bridge._os.private_files import create_private, private_dir
 from acp_bridge.errors import ConfigError
 
 BRANCH_PREFIX = "acp-bridge/"
@@ -108,16 +110,16 @@ async def create_worktree(
     if head.returncode != 0:
         raise ConfigError(f"isolation worktree: {top} has no commit to start from")
     digest = hashlib.sha256(str(top).encode()).hexdigest()[:8]
-    path = (
-        Path(await anyio.Path(state_dir).resolve()) / "worktrees" / f"{top.name}-{digest}" / task_id
-    )
-    await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
+    state = Path(await anyio.Path(state_dir).resolve())
+    path = state / "worktrees" / f"{top.name}-{digest}" / task_id
+    private_dir(path.parent, top=state)
     branch = BRANCH_PREFIX + task_id
     # The branch first, then the worktree on it: each step alone is safe to retry (git's
     # retried errors include a concurrent `worktree add` seen half-way), unlike `add -b`,
     # which may have made the branch before it failed.
     await git("branch", branch, head.text, cwd=top, timeout=timeout)
     await git("worktree", "add", "--quiet", str(path), branch, cwd=top, timeout=timeout)
+    path.chmod(0o700)  # a checkout of the project, in the bridge's private folder
     admin = await git("rev-parse", "--absolute-git-dir", cwd=path, timeout=timeout)
     mapped = path / cwd.relative_to(top)
     await anyio.Path(mapped).mkdir(parents=True, exist_ok=True)  # an untracked cwd
@@ -165,7 +167,7 @@ async def reopen_worktree(
     mapped = path / cwd.relative_to(repo) if inside else path
     await anyio.Path(mapped).mkdir(parents=True, exist_ok=True)
     head = (await git("rev-parse", "HEAD", cwd=path, timeout=timeout)).text
-    await anyio.Path(scratch).mkdir(parents=True, exist_ok=True)
+    private_dir(scratch)
     index = Path((await git("rev-parse", "--git-path", "index", cwd=path)).text)
     start = await git_tree(path, scratch, timeout=timeout, index=path / index)
     return Worktree(repo, path, branch, head, mapped, common, Path(admin_text), start)
@@ -182,8 +184,9 @@ async def finish_worktree(
     """Measure the run's changes against the start commit (committed or not, ignored
     files excepted), write the diff to ``diff`` (default ``scratch/worktree.diff``), then
     keep or remove the worktree and its branch."""
-    await anyio.Path(scratch).mkdir(parents=True, exist_ok=True)
+    private_dir(scratch)
     target = diff or scratch / "worktree.diff"
+    os.close(create_private(target))  # git writes it: private, and never through a link
     index = Path((await git("rev-parse", "--git-path", "index", cwd=wt.path)).text)
     now = await git_tree(wt.path, scratch, timeout=timeout, index=wt.path / index)
     start = (

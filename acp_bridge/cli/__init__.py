@@ -4,8 +4,9 @@ Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
 130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
 spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (``--detach``
 and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
-events), ``_output``, ``_signals`` (Ctrl-C and friends, from the first line of :func:`main`
-on).
+events), ``_printing`` (every write to stdout and stderr), ``_safe_text`` (what text and
+JSON may carry to a terminal), ``_streams`` (closed, ASCII-only or unread standard streams),
+``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on).
 
 This module imports nothing heavy at its top: the signal handlers are installed before the
 rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from acp_bridge.cli._signals import interrupts
+from acp_bridge.cli._streams import open_streams
 
 __all__ = ["exit_code_for", "main"]
 
@@ -46,14 +48,24 @@ def entry_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     interrupts.install()
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        with open_streams():
+            return _main(list(sys.argv[1:] if argv is None else argv))
     finally:
         interrupts.restore()
 
 
 def _main(argv: list[str]) -> int:
     from acp_bridge.cli._parser import build_parser
-    from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err
+    from acp_bridge.cli._printing import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_USAGE,
+        StdoutError,
+        err,
+        flush_stdout,
+    )
+    from acp_bridge.cli._streams import stdout_gone
     from acp_bridge.errors import BridgeError, ConfigError
 
     entry = entry_of(argv)
@@ -66,7 +78,8 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:
-        return handler(args)
+        code = handler(args)
+        flush_stdout()  # here, not at exit: a failed write is reported like any other
     except ConfigError as exc:
         name = type(exc).__name__
         for problem in exc.problems:
@@ -79,8 +92,13 @@ def _main(argv: list[str]) -> int:
         err("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `acp-bridge … | head`: not an error worth a traceback
-        sys.stderr.close()
+        stdout_gone()
         return EXIT_OK
+    except StdoutError as exc:
+        stdout_gone()
+        err(f"acp-bridge: cannot write to stdout: {exc}")
+        return EXIT_FAILED
+    return code
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import signal
-import sys
 from datetime import UTC, datetime
 
 import anyio
@@ -25,15 +24,31 @@ from acp_bridge._compare.result import AttemptResult, CompareResult
 from acp_bridge.cli._batch_cli import executor_from
 from acp_bridge.cli._detach import read_task
 from acp_bridge.cli._options import flag_names, options_from
-from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, err, out
+from acp_bridge.cli._printing import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    err,
+    out,
+    out_data,
+    out_json,
+)
 from acp_bridge.cli._profiles import load
 from acp_bridge.errors import BridgeError, ConfigError, Problem
-from acp_bridge.smoke._report import JUnitCase, JUnitSuite, junit_document, write_report
+from acp_bridge.smoke._report import (
+    JUnitCase,
+    JUnitSuite,
+    check_report_path,
+    junit_document,
+    write_report,
+)
 from acp_bridge.smoke._runner import CaseVerdict
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     options = options_from(args, CompareOptions, NOT_FOR_COMPARE)
+    if args.junit is not None:
+        check_report_path(args.junit, "--junit")  # before the agents run, not after
     task = read_task(args.task)
     executor = executor_from(args)
     loaded = load(args)
@@ -81,7 +96,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for line in table(result):
         err(line)
     if args.junit is not None:
-        write_report(args.junit, junit_report(result, began))
+        write_report(args.junit, junit_report(result, began), "--junit")
     _print_result(result, args.json)
     if result.interrupted:
         return EXIT_INTERRUPTED
@@ -97,9 +112,9 @@ def _with_flags(exc: ConfigError) -> ConfigError:
 
 def _print_result(result: CompareResult, as_json: bool) -> None:
     if as_json:
-        out(result.to_json(indent=2 if sys.stdout.isatty() else None))
+        out_json(result.to_dict())
     elif result.apply is not None and result.apply.dry_run and result.apply.patch:
-        sys.stdout.write(result.apply.patch)  # the patch as it is: `> winner.patch`
+        out_data(result.apply.patch)  # the patch as it is: `> winner.patch`
     elif result.winner is not None:
         out(result.winner)
 

@@ -13,7 +13,6 @@ refused. ``send ID TEXT`` queues a follow-up turn (a run of its own) the same wa
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from types import FrameType
@@ -23,9 +22,10 @@ from acp_bridge._os.limits import MAX_TASK_BYTES
 from acp_bridge._runs.followups.send import send_sync
 from acp_bridge._runs.handle import RunHandle, stop_run
 from acp_bridge._runs.start import RunOptions, start_run_sync
-from acp_bridge.cli._printing import EXIT_INTERRUPTED, EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._printing import EXIT_INTERRUPTED, EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
+from acp_bridge.cli._streams import typed_text
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
 
@@ -57,11 +57,11 @@ def read_task(text: str) -> str:
     """A task or follow-up text as given, or read from stdin for ``-`` (bounded: stdin may
     be endless, ``< /dev/zero``)."""
     if text != "-":
-        return text
+        return typed_text(text)
     read = sys.stdin.read(MAX_TASK_BYTES + 1)  # characters: at most 4 bytes each
     if len(read) > MAX_TASK_BYTES:
         raise ConfigError(f"the text on stdin is longer than {MAX_TASK_BYTES} bytes")
-    return read
+    return typed_text(read)
 
 
 def send_follow_up(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def send_follow_up(args: argparse.Namespace) -> int:
 
 def _started(args: argparse.Namespace, handle: RunHandle) -> int:
     if args.detach:
-        out(json.dumps({"task_id": handle.id, "status": handle.status}))
+        out_json({"task_id": handle.id, "status": handle.status}, line=True)
         return EXIT_OK
     return _follow(args, handle)
 

@@ -11,7 +11,6 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 import anyio
@@ -20,10 +19,11 @@ from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._runs.store import foreground
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._options import request_from
-from acp_bridge.cli._printing import EXIT_OK, err, out, print_envelope
+from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._signals import interrupts
+from acp_bridge.cli._streams import typed_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
 from acp_bridge.errors import ConfigError, ErrorCode
@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_bash(args: argparse.Namespace) -> int:
-    command = " ".join(args.command)  # like ssh: the words make one shell line
+    command = typed_text(" ".join(args.command))  # like ssh: the words make one shell line
     return run_request(args, request_from(args, "bash", command))
 
 
@@ -133,7 +133,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         for note in selection.warnings():
             err(f"warning: {note}")
         registry = selection.registry
-    out(json.dumps(registry.specs(args.format), indent=2, ensure_ascii=False))
+    out_json(registry.specs(args.format), pretty=True)
     return EXIT_OK
 
 

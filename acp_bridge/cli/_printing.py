@@ -1,10 +1,18 @@
-"""What the CLI writes: stdout for results, stderr for everything else; exit codes."""
+"""What the CLI writes: stdout for results, stderr for everything else; exit codes.
+
+Every printer of the CLI writes through here: :func:`out` and :func:`err` for lines of
+human text, :func:`out_json` and :func:`err_json` for JSON, :func:`human_stream` for the
+printers that stream (live progress, ``logs``, the smoke progress block). Human text has its
+control characters made visible and JSON carries none raw (_safe_text.py); stderr never
+blocks a run (_streams.py).
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from acp_bridge.cli._safe_text import is_utf, json_text, visible
 from acp_bridge.errors import ErrorCode
 
 if TYPE_CHECKING:  # not at run time: wait, ps and logs must start without pydantic
@@ -17,12 +25,105 @@ EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 
 
-def out(text: str = "", stream: TextIO | None = None) -> None:
-    print(text, file=stream or sys.stdout)
+class StdoutError(Exception):
+    """stdout took no more (a full disk, an I/O error): the CLI says so on stderr, exit 1.
+    (A reader that went away, ``… | head``, is a BrokenPipeError and no error.)"""
+
+
+def _to_stdout(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutError(exc.strerror or str(exc)) from exc
+
+
+def flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutError(exc.strerror or str(exc)) from exc
+
+
+def out(text: str = "") -> None:
+    """A line of human text on stdout."""
+    _to_stdout(visible(text) + "\n")
+
+
+def out_data(text: str) -> None:
+    """Text a program reads as it is (a patch): exact into a file or a pipe; on a terminal,
+    as human text (its control characters shown, as :func:`out` does)."""
+    if _isatty(sys.stdout):
+        _to_stdout(visible(text))
+    else:
+        _to_stdout(text)
 
 
 def err(text: str) -> None:
-    print(text, file=sys.stderr)
+    """A line of human text on stderr."""
+    sys.stderr.write(visible(text) + "\n")
+
+
+def _json_for(stream: TextIO, data: Any, indent: int | None) -> str:
+    return json_text(data, indent=indent, ascii_only=not is_utf(stream))
+
+
+def out_json(data: Any, *, pretty: bool = False, line: bool = False) -> None:
+    """``data`` as JSON on stdout: indented with ``pretty`` or on a terminal, else one
+    line; always one line with ``line`` (one JSON value per line, for programs)."""
+    indent = None if line else 2 if pretty or _isatty(sys.stdout) else None
+    _to_stdout(_json_for(sys.stdout, data, indent) + "\n")
+
+
+def err_json(data: Any) -> None:
+    """``data`` as one line of JSON on stderr (NDJSON events)."""
+    sys.stderr.write(_json_for(sys.stderr, data, None) + "\n")
+    sys.stderr.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or replaced
+        return False
+
+
+class HumanStream:
+    """A stream for printers that write as they go: their text with its controls made
+    visible; :meth:`control` for the printer's own escape sequences (on a terminal only)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> None:
+        if self._stream is sys.stdout:
+            _to_stdout(visible(text))
+        else:
+            self._stream.write(visible(text))
+
+    def control(self, sequence: str) -> None:
+        own = getattr(self._stream, "control", None)  # stderr's: not sanitized again
+        if own is not None:
+            own(sequence)
+        else:
+            self._stream.write(sequence)
+
+    def flush(self) -> None:
+        if self._stream is sys.stdout:
+            flush_stdout()
+        else:
+            self._stream.flush()
+
+    def isatty(self) -> bool:
+        return _isatty(self._stream)
+
+
+def human_stream(which: str = "stderr") -> HumanStream:
+    """The process's stderr (or ``"stdout"``) for a streaming printer."""
+    return HumanStream(sys.stdout if which == "stdout" else sys.stderr)
 
 
 def exit_code_for(result: SubtaskResult, *, interrupted: bool = True) -> int:
@@ -46,5 +147,5 @@ def exit_code_of(status: str, code: str | None, *, interrupted: bool = True) -> 
 
 def print_envelope(result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True) -> int:
     """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
-    out(result.to_json(indent=2 if pretty or sys.stdout.isatty() else None))
+    out_json(result.to_dict(), pretty=pretty)
     return exit_code_for(result, interrupted=interrupted)

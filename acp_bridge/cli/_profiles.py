@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from acp_bridge._os.redact import Redactor, shown
-from acp_bridge.cli._printing import EXIT_OK, EXIT_USAGE, err, out
+from acp_bridge.cli._printing import EXIT_OK, EXIT_USAGE, err, out, out_json
+from acp_bridge.cli._safe_text import one_line
 from acp_bridge.config import (
     LoadedConfig,
     config_json_schema,
@@ -48,16 +49,16 @@ def cmd_profiles_list(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        out(json.dumps(rows, indent=2))
+        out_json(rows, pretty=True)
         return EXIT_OK
     width = max((len(r["name"]) for r in rows), default=4)
     out(f"{'NAME':<{width}}  {'READY':<5}  DESCRIPTION")
     for row in rows:
         if "error" in row:
-            out(f"{row['name']:<{width}}  {'ERROR':<5}  {row['error']}")
+            out(f"{row['name']:<{width}}  {'ERROR':<5}  {one_line(row['error'])}")
             continue
         ready = "yes" if row["installed"] else "no"
-        out(f"{row['name']:<{width}}  {ready:<5}  {row['description']}")
+        out(f"{row['name']:<{width}}  {ready:<5}  {one_line(row['description'])}")
     for problem in loaded.problems:
         err(f"warning: {problem}")
     config = loaded.path or "none (built-in profiles only)"
@@ -86,18 +87,18 @@ def cmd_profiles_show(args: argparse.Namespace) -> int:
         display = shown(value) if secrets.is_secret(value) else value
         rows.append((field_name(path), display, str(source)))
     if args.json:
-        out(
-            json.dumps(
-                {"profile": {k: v for k, v, _ in rows}, "sources": {k: s for k, _, s in rows}},
-                indent=2,
-            )
+        out_json(
+            {"profile": {k: v for k, v, _ in rows}, "sources": {k: s for k, _, s in rows}},
+            pretty=True,
         )
         return EXIT_OK
-    out(f"# profile {resolved.profile.name}; config: {loaded.path or 'none'}")
+    out(f"# profile {resolved.profile.name}; config: {one_line(str(loaded.path or 'none'))}")
     key_width = max(len(k) for k, _, _ in rows)
     value_width = min(48, max(len(json.dumps(v)) for _, v, _ in rows))
     for key, value, where in rows:
-        out(f"{key:<{key_width}}  {json.dumps(value):<{value_width}}  # {where}")
+        out(
+            f"{one_line(key):<{key_width}}  {json.dumps(value):<{value_width}}  # {one_line(where)}"
+        )
     return EXIT_OK
 
 
@@ -135,5 +136,5 @@ def cmd_profiles_validate(args: argparse.Namespace) -> int:
 
 def cmd_profiles_schema(args: argparse.Namespace) -> int:
     schema = profile_json_schema() if args.profile else config_json_schema()
-    out(json.dumps(schema, indent=2))
+    out_json(schema, pretty=True)
     return EXIT_OK

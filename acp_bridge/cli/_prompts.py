@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 
@@ -30,6 +30,8 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationQuestion,
 )
 from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+from acp_bridge.cli._printing import HumanStream, human_stream
+from acp_bridge.cli._safe_text import one_line
 
 DEFAULT_ASK_TIMEOUT = 60.0
 _YES = frozenset({"y", "yes"})
@@ -46,12 +48,14 @@ def fixed_answer(allow: bool) -> PermissionHook:
 
 
 class TerminalPrompter:
-    """Prompts on ``out`` and reads answers from the terminal file descriptor ``fd``."""
+    """Prompts on ``out`` and reads answers from the terminal file descriptor ``fd``. What
+    the agent wrote (titles, options, messages, URLs) is shown on one line each, its control
+    characters made visible."""
 
-    def __init__(self, *, timeout: float, fd: int = 0, out: TextIO | None = None) -> None:
+    def __init__(self, *, timeout: float, fd: int = 0, out: HumanStream | None = None) -> None:
         self.timeout = timeout
         self._fd = fd
-        self._out = out or sys.stderr
+        self._out = out or human_stream()
         self._lock = anyio.Lock()
         self._buffer = b""
 
@@ -80,12 +84,14 @@ class TerminalPrompter:
             return await self._permission(question)
 
     async def _permission(self, question: PermissionQuestion) -> bool | str:
-        kind = f" [{question.kind}]" if question.kind else ""
-        lines = [f"\n⚑ the agent asks permission: {question.title or question.tool_call_id}{kind}"]
+        kind = f" [{one_line(question.kind)}]" if question.kind else ""
+        title = one_line(question.title or question.tool_call_id)
+        lines = [f"\n⚑ the agent asks permission: {title}{kind}"]
         if question.locations:
-            lines.append(f"  at: {', '.join(question.locations)}")
+            lines.append(f"  at: {one_line(', '.join(question.locations))}")
         for number, option in enumerate(question.options, 1):
-            lines.append(f"  {number}) {option.name or option.option_id} ({option.kind})")
+            name = one_line(option.name or option.option_id)
+            lines.append(f"  {number}) {name} ({one_line(option.kind)})")
         choices = f"1-{len(question.options)}, " if question.options else ""
         lines.append(f"  answer {choices}y = allow, n = reject [default: n in {self.timeout:g}s]: ")
         self._say("\n".join(lines))
@@ -107,8 +113,8 @@ class TerminalPrompter:
 
         host = urlsplit(question.url or "").hostname or "?"
         self._say(
-            f"\n? the agent asks you to open a web page: {question.message}\n"
-            f"  host: {host}\n  url:  {question.url}\n"
+            f"\n? the agent asks you to open a web page: {one_line(question.message)}\n"
+            f"  host: {one_line(host)}\n  url:  {one_line(question.url or '')}\n"
             f"  open it yourself in a browser? y/n [default: cancel in {self.timeout:g}s]: "
         )
         return _choice(await self._line())
@@ -117,9 +123,9 @@ class TerminalPrompter:
         schema = question.requested_schema or {}
         properties: dict[str, Any] = schema.get("properties") or {}
         required = set(schema.get("required") or [])
-        names = ", ".join(properties) or "nothing"
+        names = one_line(", ".join(properties) or "nothing")
         self._say(
-            f"\n? the agent asks: {question.message}\n  fields: {names}\n"
+            f"\n? the agent asks: {one_line(question.message)}\n  fields: {names}\n"
             f"  answer? y/n [default: cancel in {self.timeout:g}s]: "
         )
         start = _choice(await self._line())
@@ -142,7 +148,8 @@ class TerminalPrompter:
         hint = f" one of {' | '.join(choices)}" if choices else f" ({kind})"
         default = field.get("default")
         shown = f" [default: {default}]" if default is not None else ""
-        label = field.get("title") or name
+        label = f"{field.get('title') or name}"
+        hint, shown, label = one_line(hint), one_line(shown), one_line(label)
         for _ in range(2):  # one more try after a value that does not convert
             self._say(f"  {label}{'*' if required else ''}{hint}{shown}: ")
             line = await self._line()

@@ -10,8 +10,6 @@ when their handler runs). ``--detach``, ``--session`` and the budget options of 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from typing import Any
 
@@ -26,8 +24,12 @@ from acp_bridge.cli._printing import (
     EXIT_TIMEOUT,
     err,
     exit_code_of,
+    flush_stdout,
+    human_stream,
     out,
+    out_json,
 )
+from acp_bridge.cli._safe_text import one_line
 
 # Budgets and ages are checked as typed: nan, inf and negatives are usage errors.
 _MAX_TOKENS = MAX_TOKENS
@@ -182,11 +184,6 @@ def add_commands(commands: Any) -> None:
 # --- handlers ------------------------------------------------------------------------
 
 
-def _json(data: Any, pretty: bool = False) -> str:
-    indent = 2 if pretty or sys.stdout.isatty() else None
-    return json.dumps(data, indent=indent, ensure_ascii=False)
-
-
 def cmd_wait(args: argparse.Namespace) -> int:
     for run_id in args.ids:
         open_run(run_id)  # an unknown id is a usage error before any waiting
@@ -194,10 +191,10 @@ def cmd_wait(args: argparse.Namespace) -> int:
     code = EXIT_OK
     for run in runs:
         if run.envelope is None:
-            out(_json({"task_id": run.id, "status": run.status}, args.pretty))
+            out_json({"task_id": run.id, "status": run.status}, pretty=args.pretty)
             code = code or EXIT_TIMEOUT
             continue
-        out(_json(run.envelope, args.pretty))
+        out_json(run.envelope, pretty=args.pretty)
         if code == EXIT_OK:
             code = exit_code_of(run.envelope["status"], run.envelope["meta"].get("error_code"))
     return code
@@ -215,22 +212,23 @@ def _row(run: RunRecord, now: float) -> list[str]:
     took = (run.ended_at or now) - run.started_at if run.started_at else None
     what = run.summary if run.finished and run.summary else run.task
     what = " ".join(what.split())
+    what = what if len(what) <= 60 else what[:59] + "…"
     return [
         run.id,
         run.status,
         run.entry if run.detached else f"{run.entry}*",
-        run.agent or "-",
-        run.group or "-",
+        one_line(run.agent or "-"),
+        one_line(run.group or "-"),
         _ago(now - run.created_at),
         "-" if took is None else _ago(took),
-        what if len(what) <= 60 else what[:59] + "…",
+        one_line(what),
     ]
 
 
 def cmd_ps(args: argparse.Namespace) -> int:
     runs = list_runs(include_ended=args.all)
     if args.json:
-        out(json.dumps([run.to_dict() for run in runs], ensure_ascii=False))
+        out_json([run.to_dict() for run in runs], line=True)
         return EXIT_OK
     now = time.time()
     rows = [["TASK_ID", "STATUS", "ENTRY", "AGENT", "GROUP", "CREATED", "TOOK", "TASK/SUMMARY"]]
@@ -245,7 +243,7 @@ def cmd_ps(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     run = get_checked(open_store(), args.id)
-    out(json.dumps(run.to_dict(), indent=2, ensure_ascii=False))
+    out_json(run.to_dict(), pretty=True)
     return EXIT_OK
 
 
@@ -256,12 +254,12 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if not handle.record().detached:
         err(f"{args.id} is a foreground run: its events are not recorded (its envelope: "
             f"acp-bridge show {args.id})")  # fmt: skip
-    human = None if args.json else HumanProgress(sys.stdout)
+    human = None if args.json else HumanProgress(human_stream("stdout"))
     try:
         for item in handle.events_sync(follow=args.follow):
             if human is None:
-                out(json.dumps({"seq": item.seq, **item.event.to_dict()}, ensure_ascii=False))
-                sys.stdout.flush()
+                out_json({"seq": item.seq, **item.event.to_dict()}, line=True)
+                flush_stdout()
             else:
                 human(item.event)
     finally:
@@ -273,7 +271,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     for run_id in args.ids:
         run = stop_run(run_id)
-        out(json.dumps({"task_id": run.id, "status": run.status}))
+        out_json({"task_id": run.id, "status": run.status}, line=True)
     return EXIT_OK
 
 
@@ -293,7 +291,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     else:
         days, keep = args.older_than, args.keep
     pruned = retention.prune(store, older_than_days=days, keep=keep)
-    out(json.dumps({"pruned": len(pruned), "older_than_days": days, "keep": keep}))
+    out_json({"pruned": len(pruned), "older_than_days": days, "keep": keep}, line=True)
     return EXIT_OK
 
 

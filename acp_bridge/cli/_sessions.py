@@ -7,13 +7,13 @@ A listed session id continues with ``acp-bridge run AGENT TASK --resume SESSION_
 from __future__ import annotations
 
 import argparse
-import json
 
 import anyio
 
 from acp_bridge._entries.acp_spawn.admin import agent_logout, agent_sessions, delete_agent_session
-from acp_bridge.cli._printing import EXIT_OK, err, out
+from acp_bridge.cli._printing import EXIT_OK, err, out, out_json
 from acp_bridge.cli._profiles import load
+from acp_bridge.cli._safe_text import one_line
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -28,16 +28,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     )
     if args.json:
         rows = [s.model_dump(mode="json", exclude_none=True) for s in sessions]
-        out(json.dumps(rows, indent=2, ensure_ascii=False))
+        out_json(rows, pretty=True)
         return EXIT_OK
     if not sessions:
         err(f"{args.agent} lists no sessions" + ("" if args.all else " here (try --all)"))
         return EXIT_OK
-    width = max(len(s.session_id) for s in sessions)
+    width = max(len(one_line(s.session_id)) for s in sessions)
     for session in sessions:
-        stamp = session.updated_at or "-"
-        where = f"  {session.cwd}" if args.all and session.cwd else ""
-        out(f"{session.session_id:<{width}}  {stamp:<20}  {session.title or '(untitled)'}{where}")
+        stamp = one_line(session.updated_at or "-")
+        where = f"  {one_line(session.cwd)}" if args.all and session.cwd else ""
+        title = one_line(session.title or "(untitled)")
+        out(f"{one_line(session.session_id):<{width}}  {stamp:<20}  {title}{where}")
     return EXIT_OK
 
 

@@ -4,25 +4,36 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 
 from acp_bridge._os.race import race
 from acp_bridge.cli._entries import names
-from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, err, out
+from acp_bridge.cli._printing import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    HumanStream,
+    err,
+    human_stream,
+    out,
+)
 from acp_bridge.cli._profiles import load
+from acp_bridge.cli._safe_text import json_text, one_line
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
 
 
 class _SmokeProgress:
-    """One line per finished case; on a terminal, also a live block of running cases."""
+    """One line per finished case; on a terminal, also a live block of running cases. Case
+    names and reasons are shown on one line each (``one_line``): the live block counts its
+    lines to redraw them."""
 
-    def __init__(self, stream: TextIO, total: int, live: bool) -> None:
+    def __init__(self, stream: HumanStream, total: int, live: bool) -> None:
         self.stream = stream
         self.total = total
         self.live = live
@@ -40,15 +51,17 @@ class _SmokeProgress:
         self.done += 1
         self._clear()
         mark = _MARKS[outcome.verdict] if self.live else outcome.verdict.upper()
-        detail = f": {outcome.reason}" if outcome.verdict != "passed" and outcome.reason else ""
+        failed = outcome.verdict != "passed" and outcome.reason
+        detail = f": {one_line(outcome.reason)}" if failed else ""
+        name = one_line(run.id)
         self.stream.write(
-            f"{mark} [{self.done}/{self.total}] {run.id} ({outcome.duration:.2f}s){detail}\n"
+            f"{mark} [{self.done}/{self.total}] {name} ({outcome.duration:.2f}s){detail}\n"
         )
         self._redraw()
 
     def _clear(self) -> None:
         if self.live and self._drawn:
-            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")  # up N lines, clear below
+            self.stream.control(f"\x1b[{self._drawn}F\x1b[J")  # up N lines, clear below
             self._drawn = 0
 
     def _redraw(self) -> None:
@@ -59,7 +72,7 @@ class _SmokeProgress:
         now = time.monotonic()
         spinner = _SPINNER[self._frame % len(_SPINNER)]
         for case_id, since in self.running.items():
-            self.stream.write(f"{spinner} {case_id}  {now - since:.1f}s\n")
+            self.stream.write(f"{spinner} {one_line(case_id)}  {now - since:.1f}s\n")
         self._drawn = len(self.running)
         self.stream.flush()
 
@@ -82,12 +95,16 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     from acp_bridge.smoke._runner import SmokeRunner, SmokeSettings
     from acp_bridge.smoke._suite import expand, load_suite
 
+    for option, path in (("--junit", args.junit), ("--json", args.json)):
+        if path is not None:
+            report.check_report_path(path, option)  # before an hour of cases, not after
     suites = [load_suite(path) for path in args.suites]
     runs, filtered = expand(suites, names(args.agents))
     if not runs:
         err("no case to run" + (f" ({filtered} left out by --agents)" if filtered else ""))
         return EXIT_USAGE
-    progress = _SmokeProgress(sys.stderr, len(runs), live=sys.stderr.isatty())
+    stream = human_stream()
+    progress = _SmokeProgress(stream, len(runs), live=stream.isatty())
     settings = SmokeSettings(
         parallel=args.parallel,
         model=args.model,
@@ -128,10 +145,11 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         outcomes = runner.results(runs)
         info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
         if args.junit:
-            report.write_report(args.junit, report.junit_xml(outcomes, info))
+            report.write_report(args.junit, report.junit_xml(outcomes, info), "--junit")
         if args.json:
-            report.write_report(args.json, report.report_json_bytes(outcomes, info))
-    for line in report.summary_lines(outcomes, info):
+            data = (json_text(report.json_report(outcomes, info), indent=2) + "\n").encode()
+            report.write_report(args.json, data, "--json")
+    for line in report.summary_lines(outcomes, info, shown=one_line):
         out(line)
     if interrupted:
         return EXIT_INTERRUPTED

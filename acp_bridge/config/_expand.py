@@ -6,6 +6,7 @@ load; relative path fields are resolved against the directory of the file that w
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -135,8 +136,19 @@ def _matches(pattern: DataPath, path: DataPath) -> bool:
 
 
 def _resolve_path(raw: str, base: Path) -> str:
+    """``raw`` made absolute, symlinks resolved. Raises ValueError saying why it cannot be
+    (a symlink loop, a path the system refuses): the caller locates it."""
     path = Path(raw).expanduser()
-    return str((path if path.is_absolute() else base / path).resolve())
+    try:
+        return str((path if path.is_absolute() else base / path).resolve())
+    except RuntimeError:  # Python before 3.13 on a symlink loop
+        raise ValueError(f"{raw}: a symlink loop") from None
+    except OSError as exc:
+        why = "a symlink loop" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise ValueError(f"{raw}: {why}") from None
+
+
+_NUL = "must not contain a NUL character (\\0): no program, argument, path or variable can"
 
 
 def expand_and_resolve(
@@ -152,14 +164,35 @@ def expand_and_resolve(
     for path, text in list(_walk_strings(data)):
         if path == ("name",):
             continue
+        is_path = any(_matches(pattern, path) for pattern in path_fields)
         try:
-            value, used = expand_vars(text, environ)
+            value, used = _expanded(text, environ, base_dir_of(path) if is_path else None)
         except ValueError as exc:
             problems.append(problem_at(path, str(exc)))
             continue
         if used:
             env_used[path] = tuple(used)
-        if any(_matches(pattern, path) for pattern in path_fields):
-            value = _resolve_path(value, base_dir_of(path))
         _set(data, path, value)
+    problems += [problem_at(path, f"this key {_NUL} carry one") for path in _nul_keys(data)]
     return problems, env_used
+
+
+def _expanded(text: str, environ: Mapping[str, str], base: Path | None) -> tuple[str, list[str]]:
+    """``text`` with its variables expanded (and resolved against ``base``, for a path
+    field), and the variables it used. ValueError says why it cannot be used."""
+    value, used = expand_vars(text, environ)
+    if "\0" in value:  # the OS takes none in a path, an argument or the environment
+        raise ValueError(f"{_NUL} carry one")
+    return (value if base is None else _resolve_path(value, base)), used
+
+
+def _nul_keys(data: Any, path: DataPath = ()) -> Iterator[DataPath]:
+    """The paths of the mapping keys that hold a NUL character."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and "\0" in key:
+                yield (*path, key)
+            yield from _nul_keys(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _nul_keys(value, (*path, index))

@@ -41,6 +41,15 @@ def _existing_dir(path: Path) -> Path:
     return path
 
 
+def _program(command: str) -> str:
+    """A command that names a directory by its absolute path is refused here, at its line
+    (a name found on PATH, or a relative path, is looked up when the agent starts)."""
+    path = Path(command).expanduser()
+    if path.is_absolute() and path.is_dir():
+        raise ValueError(f"{command} is a directory, not a program to run")
+    return command
+
+
 def _existing_file(path: Path) -> Path:
     if not path.is_file():
         raise ValueError(f"file does not exist: {path}")
@@ -250,7 +259,9 @@ class AgentProfile(StrictModel):
     type: Literal["stdio"] = Field(
         "stdio", description="transport to the agent: stdio, the only one (Mistermorph's key)"
     )
-    command: str = Field(min_length=1, description="executable to start; no shell is used")
+    command: Annotated[str, AfterValidator(_program)] = Field(
+        min_length=1, description="executable to start; no shell is used"
+    )
     args: list[str] = Field(default_factory=list, description="its arguments (a list: no shell)")
     env: dict[EnvName, str] = Field(
         default_factory=dict, description="variables set for the agent; ${VAR} expands at load"

@@ -92,11 +92,19 @@ def load_yaml(path: Path) -> YamlDocument:
     return doc
 
 
+def _location_at(text: str, position: int, path: Path) -> SourceLocation:
+    """The line and column of character index ``position`` of ``text``."""
+    before = text[: max(0, position)]
+    line = before.count("\n") + 1
+    return SourceLocation(path, line, position - (before.rfind("\n") + 1) + 1)
+
+
 def parse_yaml(text: str, path: Path) -> YamlDocument:
     """Parse YAML text that came from ``path`` (used in error positions)."""
     # Imported here, not at module top: the CLI's fast paths never read YAML twice.
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     if flow_depth_exceeds(text):
         top = SourceLocation(path, 1, 1)
@@ -109,6 +117,21 @@ def parse_yaml(text: str, path: Path) -> YamlDocument:
         where = SourceLocation(path, mark.line + 1, mark.column + 1) if mark else None
         message = (exc.problem or exc.context or "invalid YAML").strip()
         raise ConfigError([Problem(f"invalid YAML: {message}", where)]) from exc
+    except ReaderError as exc:  # a character YAML does not allow: a control character
+        where = _location_at(text, exc.position, path)
+        char = (
+            exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or " ")
+        )
+        message = (
+            f"invalid YAML: the control character U+{char:04X} is not allowed in a YAML "
+            "file (write it as an escape in a double-quoted string)"
+        )
+        raise ConfigError([Problem(message, where)]) from exc
+    except YAMLError as exc:  # any other complaint of the parser, without a position
+        message = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
+        raise ConfigError(
+            [Problem(f"invalid YAML: {message}", SourceLocation(path, 1, 1))]
+        ) from exc
     except RecursionError as exc:  # the composer recurses once per level
         where = SourceLocation(path, 1, 1)
         raise ConfigError([Problem("invalid YAML: nested far too deeply", where)]) from exc

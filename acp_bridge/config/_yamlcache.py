@@ -20,7 +20,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from acp_bridge.errors import SourceLocation
+from acp_bridge._os.private_files import write_private
+from acp_bridge.errors import SourceLocation, StateDirError
 
 FORMAT = 2  # 2: documents parsed under the limits of _yamlbounds.py
 Positions = dict[tuple[str | int, ...], SourceLocation]
@@ -78,10 +79,5 @@ def store(path: Path, content: bytes, data: Any, values: Positions, keys: Positi
         )
     except (TypeError, ValueError):  # not plain JSON data (e.g. a YAML timestamp)
         return
-    temp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp.write_text(payload, encoding="utf-8")
-        temp.replace(entry)
-    with contextlib.suppress(OSError):
-        temp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError, StateDirError):  # private, like the state directory
+        write_private(entry, payload.encode())

@@ -19,6 +19,10 @@ Usage: ``python unruly_agent.py MODE [N]``. Modes:
   ``READ: <the environment>`` or ``REFUSED: <why>``.
 - ``chores``: a thought, a line on stderr, a served read of ``hello.txt``, and a terminal
   (``sleep 30``) that outlives ``terminal.timeout``; answers with what it was told.
+- ``painted``: every text of the JSON list in the file ``UNRULY_TEXTS`` goes into each
+  field a printer shows — a thought, a tool call's title and status, a plan entry, a
+  permission request's title and option, a line on stderr — and the answer is them all,
+  one per line (for the terminal sanitizer).
 - ``zed``: like zed's claude-code-acp: a ``tool_call`` update says ``kind: execute``, title
   ``run echo hello`` and (unless N is 0) ``rawInput.command``; the permission request that
   follows leaves ``kind`` out; then ``terminal/create`` runs ``echo hello`` (or the line in
@@ -244,6 +248,27 @@ def zed(prompt_id: Any) -> None:
     send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
 
 
+def painted(prompt_id: Any) -> None:
+    with open(os.environ["UNRULY_TEXTS"], encoding="utf-8") as file:
+        texts: list[str] = json.load(file)
+    for n, text in enumerate(texts):
+        update("agent_thought_chunk", content={"type": "text", "text": text + "\n"})
+        tool = {"toolCallId": f"call_{n}", "title": text}
+        update("tool_call", kind="other", status="pending", **tool)
+        update("tool_call_update", toolCallId=f"call_{n}", status="completed", title=text)
+        update("plan", entries=[{"content": text, "priority": "low", "status": "pending"}])
+        options = [{"optionId": "no", "name": text, "kind": "reject_once"}]
+        call(
+            "session/request_permission",
+            {"sessionId": SESSION, "toolCall": tool, "options": options},
+            f"p{n}",
+        )
+        sys.stderr.buffer.write(text.encode("utf-8", "surrogatepass") + b"\n")
+        sys.stderr.flush()
+    chunk("\n".join(texts), messageId="answer")
+    send({"id": prompt_id, "result": {"stopReason": "end_turn"}})
+
+
 def chores(prompt_id: Any) -> None:
     update("agent_thought_chunk", content={"type": "text", "text": "pondering"})
     sys.stderr.write("a line on stderr\n")
@@ -286,6 +311,8 @@ def main() -> None:
         zed(rid)
     elif MODE == "chores":
         chores(rid)
+    elif MODE == "painted":
+        painted(rid)
     elif MODE == "snoop":
         try:
             with open(f"/proc/{os.getppid()}/environ", "rb") as file:

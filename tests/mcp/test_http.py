@@ -223,3 +223,58 @@ def test_what_cannot_serve_is_refused_at_once(bridge: Bridge, args: list[str], s
     assert done.returncode == 2
     assert says in done.stderr
     assert done.stdout == ""
+
+
+PING = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+CHUNKED = f"{len(PING):x}\r\n{PING}\r\n0\r\n\r\n"  # the same request, chunked
+N = len(CHUNKED)  # a Content-Length that frames the chunked body exactly: valid both ways
+# Request framings a server must refuse: (headers, body). Each is followed on the same
+# connection by a well-formed request, which must never be answered (RFC 9112 6.1: answer,
+# then close the connection).
+BAD_FRAMING = {
+    "cl-then-te": (f"Content-Length: {N}\r\nTransfer-Encoding: chunked\r\n", CHUNKED),
+    "te-then-cl": (f"Transfer-Encoding: chunked\r\nContent-Length: {N}\r\n", CHUNKED),
+    "cl-zero-and-te": ("Content-Length: 0\r\nTransfer-Encoding: chunked\r\n", CHUNKED),
+    "shouted-names": (f"CONTENT-LENGTH: {N}\r\nTRANSFER-ENCODING: CHUNKED\r\n", CHUNKED),
+    "te-with-tab-and-cl": (f"Transfer-Encoding:\tchunked\r\nContent-Length: {N}\r\n", CHUNKED),
+    "te-and-cl-mid-headers": (
+        f"Transfer-Encoding: chunked\r\nX-Between: 1\r\ncontent-length: {N}\r\n",
+        CHUNKED,
+    ),
+    "two-lengths": (f"Content-Length: {len(PING)}\r\nContent-Length: 7\r\n", PING),
+    "length-list": (f"Content-Length: {len(PING)}, 7\r\n", PING),
+    "signed-length": (f"Content-Length: +{len(PING)}\r\n", PING),
+    "negative-length": ("Content-Length: -1\r\n", PING),
+    "te-not-chunked-last": ("Transfer-Encoding: chunked, gzip\r\n", CHUNKED),
+    "te-identity": ("Transfer-Encoding: identity\r\n", PING),
+    "te-xchunked": ("Transfer-Encoding: xchunked\r\n", CHUNKED),
+    "two-te": ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", CHUNKED),
+    "space-before-colon": (f"Content-Length : {len(PING)}\r\n", PING),
+    "bad-chunk-size": ("Transfer-Encoding: chunked\r\n", "zz\r\n" + PING + "\r\n0\r\n\r\n"),
+}
+
+
+@pytest.mark.parametrize("shape", list(BAD_FRAMING))
+async def test_a_bad_framing_is_refused_and_the_connection_closed(
+    server: str, clients: dict[str, Client], shape: str
+) -> None:
+    url = httpx2.URL(server)
+    head = (
+        f"POST {url.path} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\n"
+    )
+    headers, body = BAD_FRAMING[shape]
+    smuggled = (  # a complete, valid request: answering it would be reading past the error
+        f"GET {url.path} HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    reply = b""
+    async with await anyio.connect_tcp(url.host, url.port) as stream, bounded(10):
+        await stream.send((head + headers + "\r\n" + body + smuggled).encode())
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+            while True:  # to the end: the server closes the connection
+                reply += await stream.receive()
+    assert reply.startswith(b"HTTP/1.1 400 "), reply
+    assert reply.count(b"HTTP/1.1 ") == 1, reply  # the smuggled request got no answer
+    assert (await clients["legacy"].list_tools()).tools  # and the server goes on

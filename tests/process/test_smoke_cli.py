@@ -157,3 +157,54 @@ def test_demo_suite_passes_offline(harness: AgentHarness) -> None:
     )
     assert process.returncode == 0, process.stdout + process.stderr
     SCHEMA.validate(harness.root / "demo.xml")
+
+
+HOSTILE_NAMES = r"""
+name: "suite\e]0;title\a"
+defaults: {agents: [demo2], timeout: 30}
+cases:
+  - name: "clip\e]52;c;aGk=\a"
+    task: Reply with exactly OK
+    expect: {output: "\e[2J"}
+  - name: "c1\x9b2J \u202eevil"
+    entry: bash
+    command: printf 'out\001\033[31m\377'
+    expect: {status: failed}
+  - name: "nul\0 and \x7f del, cr\r, newline\n"
+    entry: bash
+    command: "true"
+    expect: {status: done}
+"""
+
+
+def test_hostile_case_names_and_output_make_safe_text_and_well_formed_xml(
+    harness: AgentHarness,
+) -> None:
+    from tests.helpers import terminal_controls
+
+    suite = write_suite(harness, HOSTILE_NAMES)
+    process = smoke(harness, suite)
+    out, err = process.communicate(timeout=90)
+    assert process.returncode == 1, err  # two cases fail their expectations
+    assert not terminal_controls(out.replace("\n", "")) and not terminal_controls(err), (out, err)
+    assert "clip\\x1b]52;c;aGk=\\x07" in out and "c1\\x9b2J \\u202eevil" in out
+    SCHEMA.validate(harness.root / "out.xml")
+    names = {c["case"] for c in json.loads((harness.root / "out.json").read_text())["cases"]}
+    assert "clip\x1b]52;c;aGk=\x07" in names  # the JSON report keeps the data, escaped
+    assert not terminal_controls((harness.root / "out.json").read_text().replace("\n", ""))
+
+
+def test_a_report_path_that_cannot_be_written_is_refused_before_any_case(
+    harness: AgentHarness,
+) -> None:
+    suite = write_suite(harness, MIXED)
+    (harness.root / "a-file").write_text("")
+    for bad in (harness.root, harness.root / "a-file" / "out.xml"):
+        process = subprocess.run(
+            [sys.executable, "-m", "acp_bridge", "--config", str(harness.root / "acp-bridge.yaml"),
+             "smoke", str(suite), "--junit", str(bad)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert process.returncode == 2, process.stderr
+        assert f"--junit {bad}: " in process.stderr and "Traceback" not in process.stderr
+        assert process.stdout == "" and harness.leftovers() == []  # nothing ran

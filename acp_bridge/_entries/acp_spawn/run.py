@@ -41,7 +41,7 @@ from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeo
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
@@ -194,6 +194,8 @@ class AcpRun:
             return confinement.launch(argv, self.env, self.cwd)
         except SpawnError as exc:
             where = f" ({self.origin})" if self.origin else ""
+            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
+                raise ConfigError(f"{exc}{where}") from exc
             hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
             raise SpawnError(f"{exc}{where}{hint}") from exc
 
@@ -375,11 +377,7 @@ class AcpRun:
 
 
 def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
-    chosen = Path(cwd) if cwd is not None else (profile.cwd or Path.cwd())
-    resolved = chosen.expanduser().resolve()
-    if not resolved.is_dir():
-        raise ConfigError(f"cwd {chosen} is not an existing directory")
-    return resolved
+    return existing_directory(cwd if cwd is not None else (profile.cwd or Path.cwd()))
 
 
 def _open_transcript(loaded: LoadedConfig, task_id: str, redactor: Redactor) -> Transcript:

@@ -24,13 +24,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from acp_bridge._os.private_files import private_dir
 from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.plan import plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
-from acp_bridge.errors import SpawnError
+from acp_bridge.errors import SpawnError, StateDirError
 
 DEFAULT_SHIM_GRACE = 1.0
 
@@ -72,12 +73,24 @@ class RunSandbox:
 
     def __enter__(self) -> Self:
         if self.choice.mode != "off" and self.spec.private_tmp:
-            parent = self._tmp_parent
-            if parent is not None:
-                parent.mkdir(parents=True, exist_ok=True)
-            made = tempfile.mkdtemp(prefix="acp-bridge-tmp-", dir=parent)  # mode 0700
-            self.private_tmp = Path(os.path.realpath(made))
+            self.private_tmp = self._make_private_tmp()
         return self
+
+    def _make_private_tmp(self) -> Path:
+        """A new 0700 folder in ``tmp_parent``; in the system's temp folder (with a warning)
+        when that cannot take one — a read-only or full state directory."""
+        parent = self._tmp_parent
+        try:
+            if parent is not None:
+                private_dir(parent)
+            made = tempfile.mkdtemp(prefix="acp-bridge-tmp-", dir=parent)
+        except (StateDirError, OSError) as exc:
+            if parent is None:
+                raise
+            self.warnings.append(f"private /tmp made in the system's temp folder: {exc}")
+            made = tempfile.mkdtemp(prefix="acp-bridge-tmp-")
+        os.chmod(made, stat.S_IRWXU)  # noqa: PTH101 (0700 whatever the umask)
+        return Path(os.path.realpath(made))
 
     def __exit__(
         self,

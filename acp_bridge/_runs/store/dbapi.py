@@ -1,5 +1,7 @@
 """SQLite errors as library errors: the one place where ``sqlite3.Error`` (and an unusable
-store folder) becomes :class:`~acp_bridge.errors.RunStoreError`.
+store folder) becomes :class:`~acp_bridge.errors.RunStoreError` — or, when the folder or
+the disk is what fails (read-only, full, cannot be opened), a
+:class:`~acp_bridge.errors.StateDirError` that says so.
 
 The run store's connection is made with :class:`Connection` as its factory, and its cursors
 with :class:`Cursor`, so every statement, every row fetched and every commit raises our
@@ -28,13 +30,38 @@ def store_error(where: str | Path, problem: object) -> Exception:
     return RunStoreError(f"run store {where}: {problem}")
 
 
+# SQLite's own words for a store whose folder or disk cannot take it (the extended codes
+# start with these: SQLITE_READONLY_DIRECTORY, SQLITE_CANTOPEN_ISDIR, …).
+_FOLDER_PROBLEMS = {
+    "SQLITE_CANTOPEN": "cannot be opened (a missing or read-only folder?)",
+    "SQLITE_READONLY": "is read-only",
+    "SQLITE_FULL": "cannot be written: the disk is full",
+    "SQLITE_IOERR": "cannot be written or read (a full disk, a failing one?)",
+}
+
+
+def sqlite_error(where: str | Path, exc: sqlite3.Error) -> Exception:
+    """The library error for ``exc``: a StateDirError (a config error naming the store) when
+    the folder or disk is the problem, a RunStoreError otherwise."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    for code, why in _FOLDER_PROBLEMS.items():
+        if name.startswith(code):
+            from acp_bridge.errors import StateDirError
+
+            return StateDirError(
+                f"the run store {where} {why}: {exc} (set ACP_BRIDGE_RUNS_DB or XDG_STATE_HOME "
+                "to a writable place)"
+            )
+    return store_error(where, f"{type(exc).__name__}: {exc}")
+
+
 @contextmanager
 def translated(where: str | Path) -> Iterator[None]:
-    """Raise :class:`~acp_bridge.errors.RunStoreError` for any ``sqlite3.Error`` inside."""
+    """Raise a library error (:func:`sqlite_error`) for any ``sqlite3.Error`` inside."""
     try:
         yield
     except sqlite3.Error as exc:
-        raise store_error(where, f"{type(exc).__name__}: {exc}") from exc
+        raise sqlite_error(where, exc) from exc
 
 
 class Cursor(sqlite3.Cursor):
@@ -44,7 +71,7 @@ class Cursor(sqlite3.Cursor):
         try:  # not `with translated(...)`: a context manager per row doubles a listing's cost
             return super().__next__()
         except sqlite3.Error as exc:
-            raise store_error(self.where, f"{type(exc).__name__}: {exc}") from exc
+            raise sqlite_error(self.where, exc) from exc
 
     def fetchone(self) -> Any:
         with translated(self.where):

@@ -34,10 +34,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from acp_bridge._os.locations import RUN_LOGS, run_store_path
+from acp_bridge._os.locations import RUN_LOGS, SQLITE_SUFFIXES, run_store_path
+from acp_bridge._os.private_files import new_private_file, private_dir, refuse_links
 from acp_bridge._os.proc import Identity
 from acp_bridge._runs.followups import chain
-from acp_bridge._runs.store.dbapi import connect, store_error
+from acp_bridge._runs.store.dbapi import connect
 from acp_bridge._runs.store.migrations import migrate
 from acp_bridge._runs.store.records import (
     FULL_COLUMNS,
@@ -63,12 +64,11 @@ class Store:
     def __init__(self, path: str | Path | None = None, *, any_thread: bool = False) -> None:
         # Absolute: a supervisor changes directory to each run's caller's.
         self.path = (Path(path) if path is not None else default_path()).absolute()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not self.path.exists():  # private from the first byte (SQLite would use 0644)
-                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError as exc:
-            raise store_error(self.path, exc) from exc
+        private_dir(self.path.parent)  # StateDirError, naming the folder, when it cannot be
+        # SQLite opens the store and its companions by name, following links.
+        refuse_links(*(self.path.with_name(self.path.name + s) for s in ("", *SQLITE_SUFFIXES)))
+        if not self.path.exists():  # private from the first byte (SQLite would use 0644)
+            os.close(new_private_file(self.path))
         self.db = connect(self.path, timeout=BUSY_TIMEOUT, any_thread=any_thread)
         try:
             self.db.execute("PRAGMA journal_mode = WAL")

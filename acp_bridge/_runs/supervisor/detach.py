@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from acp_bridge._os import proc
+from acp_bridge._os.private_files import create_private
 from acp_bridge._os.proc import Identity
 from acp_bridge.errors import SpawnError
 
@@ -52,7 +53,7 @@ def env_key(environ: Mapping[bytes, bytes] | None = None) -> str:
 
 def launch(store_path: Path, run_id: str, log: Path) -> Identity:
     """Start the supervisor of ``run_id`` (detached); its identity."""
-    log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.close(create_private(log))  # the shell appends to it: private, and never a link
     argv = [
         "/bin/sh", "-c", _DETACH, str(log),
         sys.executable, "-m", SUPERVISOR_MODULE, "--db", str(store_path), run_id,

@@ -1,0 +1,118 @@
+"""The terminal sanitizer and the JSON rule (cli/_safe_text.py), over every character and
+generated text: nothing a terminal obeys gets through, and nothing else is changed."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_bridge.cli._safe_text import _CONTROL, json_text, one_line, visible
+from tests.helpers import terminal_controls
+
+# Any code point, lone surrogates included (they reach us from a broken agent or a command
+# line; hypothesis's characters() never draws them).
+ANY_CHAR = st.characters(codec=None, exclude_categories=()) | st.integers(0xD800, 0xDFFF).map(chr)
+TEXT = st.text(ANY_CHAR, max_size=200)
+HOSTILE = st.text(
+    st.one_of(
+        st.sampled_from(["\x1b", "\x9b", "\x07", "\r", "\n", "\t", "\u202e", "\U000e0041"]),
+        st.sampled_from("abc é✓😀\\[];"),
+        ANY_CHAR,
+    ),
+    max_size=200,
+)
+JSON_DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXT,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(TEXT, children, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_the_table_covers_every_control_and_format_character_of_this_python() -> None:
+    """Every code point of category Cc, Cf, Cs, Zl or Zp (but newline, tab, ZWNJ, ZWJ) is
+    matched, and nothing printable is (checked over all of Unicode, not a sample)."""
+    missed, extra = [], []
+    for point in range(sys.maxunicode + 1):
+        char = chr(point)
+        unsafe = bool(terminal_controls(char))
+        matched = _CONTROL.fullmatch(char) is not None
+        if unsafe and not matched:
+            missed.append(f"U+{point:04X}")
+        elif matched and not unsafe and unicodedata.category(char) != "Cn":
+            extra.append(f"U+{point:04X}")  # only newer Unicode's (unassigned here) may be
+    assert not missed, missed
+    assert not extra, extra
+
+
+@given(HOSTILE)
+@settings(max_examples=500)
+def test_visible_leaves_no_control_and_changes_nothing_else(text: str) -> None:
+    shown = visible(text)
+    assert not terminal_controls(shown)
+    # Only the controls changed: removing every escape of the output and every control of
+    # the input leaves the same text.
+    plain = text.replace("\r\n", "\n")
+    assert _strip_escapes(shown) == "".join(c for c in plain if not _CONTROL.fullmatch(c))
+    assert shown.count("\n") == plain.count("\n")
+
+
+@given(HOSTILE)
+@settings(max_examples=300)
+def test_one_line_stays_on_its_line(text: str) -> None:
+    shown = one_line(text)
+    assert "\n" not in shown and not terminal_controls(shown)
+
+
+_ESCAPE = re.compile(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|r|n)")
+
+
+def _strip_escapes(text: str) -> str:
+    return _ESCAPE.sub("", text)
+
+
+def test_each_shape_is_shown_as_repr_writes_it() -> None:
+    shapes = {
+        "\x1b]52;c;aGk=\x07": "\\x1b]52;c;aGk=\\x07",  # OSC 52: a clipboard write
+        "\x1b]0;title\x07": "\\x1b]0;title\\x07",  # the window's title
+        "\x1b[2J\x1b[H": "\\x1b[2J\\x1b[H",  # clear the screen
+        "\x9b2J": "\\x9b2J",  # the same, as one C1 control
+        "\x9d0;t\x9c": "\\x9d0;t\\x9c",  # OSC and ST as C1 controls
+        "a\u202eb": "a\\u202eb",  # right-to-left override
+        "\u2066x\u2069": "\\u2066x\\u2069",  # bidi isolates
+        "ok\rEVIL": "ok\\rEVIL",  # a carriage return that would overwrite the line
+        "ab\x08\x08": "ab\\x08\\x08",  # backspaces
+        "\x00\x7f": "\\x00\\x7f",  # NUL, DEL
+        "\x1bP+q\x1b\\": "\\x1bP+q\\x1b\\",  # a device control string
+        "\u200bx\U000e0041": "\\u200bx\\U000e0041",  # zero width, an invisible tag letter
+        "\x85\u2028\u2029": "\\x85\\u2028\\u2029",  # NEL, line and paragraph separators
+        "line\r\nnext\tcol": "line\nnext\tcol",  # a CRLF is a newline; tabs stay
+        "é ✓ 😀 👩\u200d💻": "é ✓ 😀 👩\u200d💻",  # text, emoji and ZWJ sequences stay
+    }
+    for raw, shown in shapes.items():
+        assert visible(raw) == shown, raw
+    assert one_line("a\nb") == "a\\nb"
+
+
+@given(JSON_DATA, st.booleans(), st.booleans())
+@settings(max_examples=300)
+def test_json_text_is_the_same_data_with_no_control_raw(
+    data: object, pretty: bool, ascii_only: bool
+) -> None:
+    text = json_text(data, indent=2 if pretty else None, ascii_only=ascii_only)
+    # The same data as the standard JSON of it (which, like any JSON, reads an escaped
+    # surrogate pair back as the one character it encodes).
+    assert json.loads(text) == json.loads(json.dumps(data))
+    assert not terminal_controls(text.replace("\n", ""))
+    assert "\n" not in text or pretty
+    if ascii_only:
+        assert text.isascii()
+
+
+def test_json_text_escapes_what_json_leaves_raw() -> None:
+    text = json_text({"k": "\x7f\x9b\u202e\U000e0041é"})
+    assert text == '{"k": "\\u007f\\u009b\\u202e\\udb40\\udc41é"}'

@@ -13,5 +13,6 @@ Modules:
 - :mod:`.ranking` — which attempt wins, and why;
 - :mod:`.patches` — the caller's repository: its commit, whether it is clean, diff sizes,
   applying a diff;
-- :mod:`.result` — the typed result (and the JSON document of ``acp-bridge compare``).
+- :mod:`.result` — the typed result (and the JSON document of ``acp-bridge compare``);
+- :mod:`.report` — the table people read (the CLI's stderr, the MCP tool's text).
 """

@@ -58,7 +58,7 @@ from acp_bridge._os.worktree import discard_worktrees
 from acp_bridge._runs.budget import usage_figures
 from acp_bridge.config import AgentProfile, LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult, new_task_id
-from acp_bridge.errors import ConfigError
+from acp_bridge.errors import BridgeError, ConfigError
 
 VERIFY_AT_ONCE = 4
 """Verifiers running at once (each a worktree and a sandboxed command)."""
@@ -243,8 +243,12 @@ class _Comparison:
         )
         diff = Path(meta.diff) if meta.diff else None
         if diff is not None and await anyio.Path(diff).is_file():
-            stats = await diff_stats(diff, self.repo.top)
-            attempt.diff, attempt.added, attempt.removed = str(diff), stats.added, stats.removed
+            attempt.diff = str(diff)
+            try:
+                stats = await diff_stats(diff, self.repo.top)
+                attempt.added, attempt.removed = stats.added, stats.removed
+            except BridgeError as exc:  # its size unknown: it may still be verified, win
+                self.warnings.append(f"{planned.key}: its diff could not be read: {exc}")
         elif not attempt.files:
             attempt.added = attempt.removed = 0
         return attempt
@@ -325,7 +329,10 @@ class _Comparison:
             why = "the winner's diff is not on this machine: nothing applied"
             return ApplyResult(dry_run=dry_run, applied=False, error=why)
         diff = Path(winner.diff)
-        paths = (await diff_stats(diff, self.repo.top)).paths
+        try:
+            paths = (await diff_stats(diff, self.repo.top)).paths
+        except BridgeError as exc:
+            return ApplyResult(dry_run=dry_run, applied=False, error=f"its diff: {exc}")
         if dry_run:
             patch = await anyio.Path(diff).read_text(encoding="utf-8", errors="replace")
             return ApplyResult(dry_run=True, applied=False, files=paths, patch=patch)

@@ -34,6 +34,7 @@ from acp_bridge._batch import faults
 from acp_bridge._batch.executor import Attempt, Started
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._os.locations import state_dir
+from acp_bridge._os.private_files import private_dir, write_private
 from acp_bridge._os.race import race
 from acp_bridge._version import __version__
 from acp_bridge.envelope import Meta, SubtaskResult, failed
@@ -223,7 +224,7 @@ class AttemptFollower:
 def _keep_artifact(task_id: str, name: str, envelope: SubtaskResult, content: bytes) -> Path:
     """A file the node sent back, written under this machine's state directory."""
     suffix = Path(str(getattr(envelope.meta, name))).suffix or ".txt"
-    path = state_dir() / "batches" / task_id / f"{name}{suffix}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(content)
+    folder = private_dir(state_dir() / "batches" / task_id)
+    path = folder / f"{name}{suffix}"
+    write_private(path, content)
     return path

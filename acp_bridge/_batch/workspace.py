@@ -31,6 +31,7 @@ from acp_bridge._batch.tasks import Inspect, Workspace
 from acp_bridge._os.changes import measure_changes, take_baseline
 from acp_bridge._os.git import GitError, git
 from acp_bridge._os.locations import state_dir
+from acp_bridge._os.private_files import private_dir
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, LimitExceeded
 
@@ -183,8 +184,8 @@ class Measured:
 
     async def finish(self, result: SubtaskResult, inspect: Inspect | None) -> Finished:
         """``result`` with the workspace's changes, and what ``inspect`` found there."""
-        diff = state_dir() / "batches" / f"{self.task_id}.diff"
-        await anyio.Path(diff.parent).mkdir(parents=True, exist_ok=True)
+        folder = await anyio.to_thread.run_sync(private_dir, state_dir() / "batches")
+        diff = folder / f"{self.task_id}.diff"
         with anyio.CancelScope(shield=True):
             changes = await measure_changes(self.baseline, diff=diff)
         root = self.prepared.path.resolve()

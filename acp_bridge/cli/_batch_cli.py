@@ -18,11 +18,21 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_bridge.cli._printing import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, err, out
+from acp_bridge.cli._printing import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HumanStream,
+    err,
+    flush_stdout,
+    human_stream,
+    out,
+    out_json,
+)
 from acp_bridge.cli._profiles import load
 from acp_bridge.errors import ConfigError
 
@@ -85,7 +95,7 @@ def read_tasks(path: Path) -> list[Keyed]:
 class BatchProgress:
     """One line on stderr per task that ends, with the batch's counts; a summary at the end."""
 
-    def __init__(self, stream: TextIO, total: int) -> None:
+    def __init__(self, stream: HumanStream, total: int) -> None:
         self.stream = stream
         self.total = total
         self.running: dict[str, str] = {}
@@ -150,9 +160,9 @@ class _InOrder:
     def __call__(self, result: SubtaskResult) -> None:
         self.waiting[self.position[(result.meta.batch or {})["key"]]] = result
         while self.next in self.waiting:
-            out(self.waiting.pop(self.next).to_json())
+            out_json(self.waiting.pop(self.next).to_dict(), line=True)
             self.next += 1
-        sys.stdout.flush()
+        flush_stdout()  # a reader downstream sees each envelope as soon as it can
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -170,7 +180,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     executor = executor_from(args)
     loaded = load(args)
     foreground.install()
-    progress = BatchProgress(sys.stderr, len(todo))
+    progress = BatchProgress(human_stream("stderr"), len(todo))
     on_result = results.append if results is not None else _InOrder(todo)
     interrupted = False
     outcomes: list[Any] = []
@@ -243,7 +253,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.dry_run:
         out(shlex.join(plan.argv))
         return EXIT_OK
-    sys.stdout.flush()
+    flush_stdout()
     sys.stderr.flush()
     start_worker(plan)
     return EXIT_OK  # not reached: the process became the node

@@ -203,3 +203,32 @@ def test_a_frozen_worker_is_lost_by_the_deadline(ray_cluster: RayTestCluster) ->
     assert result.meta.lost_reason == "deadline"
     assert result.meta.node == frozen_id
     assert took <= 5 + 3 + 2, f"node_lost after {took:.1f}s"
+
+
+def test_queued_tasks_are_refused_when_the_last_node_offering_their_agent_goes(
+    ray_cluster: RayTestCluster,
+) -> None:
+    only = ray_cluster.add_worker({"agent:demo-frozen": 1})  # one slot: one runs, two wait
+    only_id = ray_cluster.node_id(only)
+    running: list[str] = []
+
+    def progress(what: str, task: Keyed, where: str | None, envelope: Any) -> None:
+        if what == "started" and where == only_id and not running:
+            running.append(task.key)
+            threading.Thread(target=ray_cluster.remove, args=(only,)).start()
+
+    tasks = keyed(
+        [
+            {"key": f"q{i}", "entry": "acp_spawn", "agent": "demo-frozen", "task": "sleep 30"}
+            for i in range(3)
+        ]
+    )
+    started = time.monotonic()
+    results = envelopes(run(tasks, RayExecutor(ray_cluster.address), progress=progress))
+    assert time.monotonic() - started < 60  # not the 30 s sleeps, one after the other
+    by_key = {r.meta.batch["key"]: r for r in results}
+    (first,) = running
+    assert by_key[first].meta.error_code == "node_lost"
+    for key in set(by_key) - {first}:
+        assert by_key[key].meta.error_code == "executor_error", by_key[key].error
+        assert "no live node offers agent 'demo-frozen'" in by_key[key].error

@@ -16,9 +16,11 @@ in one prompt turn. In the same run, interleaved round by round, four clients re
 Each measurement runs in a fresh worker process (this script with ``--worker``), so the
 clients cannot share imports, caches or memory, and each reports its own peak RSS.
 ``turn`` is the prompt turn: from sending ``session/prompt`` to having its reply, every
-update before it handled. ``updates/s`` is N / turn. Every client must have received all N
-chunks: the limit counts them, the SDK and the bridge must produce the exact concatenation
-of the chunk texts (for the bridge: the envelope's ``output``).
+update before it handled. ``updates/s`` is N / turn. Each ratio is also given from the CPU
+time the clients spent in their turns (steadier than wall time on a loaded machine). Every
+client must have received all N chunks: the limit counts them, the SDK and the bridge must
+produce the exact concatenation of the chunk texts (for the bridge: the envelope's
+``output``).
 
 Ratios are taken within each round (the machine's speed drifts; a ratio of two runs made
 side by side drifts less), then the median over the rounds is printed. A last round runs
@@ -48,14 +50,22 @@ from stream_agent import chunk_text  # noqa: E402
 
 CLIENTS = ("limit", "sdk", "bridge", "bridge-nt")
 WORKER_TIMEOUT = 600.0  # seconds; a deadlocked client fails the benchmark instead of hanging
+WIDTH = int(os.environ.get("STREAM_WIDTH", "0"))
+"""Characters per chunk (0: token-sized); set by ``--width``, passed to workers."""
 
 
 # --- measurement helpers (run inside a worker) ---------------------------------------------
 
 
 def _rss_kb() -> int:
-    """Peak resident set size of this process so far (the kernel's own accounting)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Peak resident set size of this process so far, in KiB: the kernel's VmHWM. Not
+    ``ru_maxrss``, which Linux carries across ``exec``: a worker started by a parent of
+    56 MB would report 56 MB at least (the parent's, from before the exec)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:  # not Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
 
 
 def _report(
@@ -82,14 +92,14 @@ def chunks_in(output: str) -> tuple[int, bool]:
     all of ``output``. Checked piece by piece: building the expected text would itself cost
     memory in the worker whose peak RSS we report."""
     count, at = 0, 0
-    while output.startswith(text := chunk_text(count), at):
+    while output.startswith(text := chunk_text(count, WIDTH), at):
         at += len(text)
         count += 1
     return count, at == len(output)
 
 
 def _agent_argv(n: int) -> list[str]:
-    return [sys.executable, str(AGENT), str(n)]
+    return [sys.executable, str(AGENT), str(n), str(WIDTH)]
 
 
 # --- the four clients ----------------------------------------------------------------------
@@ -114,7 +124,7 @@ def run_limit(n: int) -> None:
         loads(readline())
         call(2, "session/new", {"cwd": str(HERE), "mcpServers": []})
         session_id = loads(readline())["result"]["sessionId"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         call(3, "session/prompt", {"sessionId": session_id, "prompt": []})
         updates = 0
         while True:
@@ -122,14 +132,15 @@ def run_limit(n: int) -> None:
             if "id" in message:
                 break
             updates += 1
-        turn = time.perf_counter() - t0
+        turn, cpu = time.perf_counter() - t0, time.process_time() - c0
         stdin.close()
         agent.wait(timeout=30)
     wall = time.perf_counter() - started
     peak = _rss_kb()
     _report(
-        "limit", n, updates, updates == n, turn, wall, rss_before_kb=rss_before, peak_rss_kb=peak
-    )
+        "limit", n, updates, updates == n, turn, wall,
+        rss_before_kb=rss_before, peak_rss_kb=peak, turn_cpu_s=cpu,
+    )  # fmt: skip
 
 
 def run_sdk(n: int) -> None:
@@ -176,19 +187,20 @@ def run_sdk(n: int) -> None:
                 client_info=Implementation(name="bench-sdk", version="1"),
             )
             session = await conn.new_session(cwd=str(HERE), mcp_servers=[])
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
-            turn = time.perf_counter() - t0
+            turn, cpu = time.perf_counter() - t0, time.process_time() - c0
         wall = time.perf_counter() - started
         peak = _rss_kb()
         ok = (
             reply.stop_reason == "end_turn"
             and client.updates == len(client.texts) == n
-            and all(text == chunk_text(i) for i, text in enumerate(client.texts))
+            and all(text == chunk_text(i, WIDTH) for i, text in enumerate(client.texts))
         )
         _report(
-            "sdk", n, client.updates, ok, turn, wall, rss_before_kb=rss_before, peak_rss_kb=peak
-        )
+            "sdk", n, client.updates, ok, turn, wall,
+            rss_before_kb=rss_before, peak_rss_kb=peak, turn_cpu_s=cpu,
+        )  # fmt: skip
 
     asyncio.run(main())
 
@@ -202,7 +214,7 @@ def _bridge_config(directory: Path, n: int, transcripts: bool) -> Path:
                     "name": "stream",
                     "description": "benchmarks/stream_agent.py",
                     "command": sys.executable,
-                    "args": [str(AGENT), str(n)],
+                    "args": [str(AGENT), str(n), str(WIDTH)],
                     "timeouts": {"startup": 60, "session": 60, "run": WORKER_TIMEOUT},
                 }
             ]
@@ -218,20 +230,23 @@ def run_bridge(n: int, transcripts: bool) -> None:
     import anyio
 
     from acp_bridge._acp.session import AcpSession
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_CHARS
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 
     # The envelope has no per-phase timing, so the prompt turn is timed by wrapping the
     # session's prompt method (from session/prompt sent to its reply, updates included).
     turns: list[float] = []
+    cpus: list[float] = []
     prompt = AcpSession.prompt
 
     async def timed_prompt(self: AcpSession, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return await prompt(self, *args, **kwargs)
         finally:
             turns.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
 
     AcpSession.prompt = timed_prompt  # type: ignore[method-assign]
     name = "bridge" if transcripts else "bridge-nt"
@@ -254,7 +269,9 @@ def run_bridge(n: int, transcripts: bool) -> None:
         transcript_bytes = Path(transcript).stat().st_size if transcript else 0
     output = result.output if isinstance(result.output, str) else ""
     received, whole = chunks_in(output)
-    ok = result.status == "done" and received == n and whole
+    # A long answer is kept up to its cap (updates.MAX_ANSWER_CHARS), in whole chunks.
+    capped = WIDTH and received < n and (received + 1) * WIDTH > MAX_ANSWER_CHARS
+    ok = result.status == "done" and (received == n or bool(capped)) and whole
     _report(
         name,
         n,
@@ -266,6 +283,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
         peak_rss_kb=peak,
         transcript_bytes=transcript_bytes,
         error=result.error,
+        turn_cpu_s=cpus[0] if cpus else 0.0,
     )
 
 
@@ -283,9 +301,10 @@ def worker(client: str, n: int) -> None:
 # --- the driver ---------------------------------------------------------------------------
 
 
-def measure(client: str, n: int) -> dict[str, Any]:
+def measure(client: str, n: int, width: int = 0) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--worker", client, "--n", str(n)],
+        env={**os.environ, "STREAM_WIDTH": str(width or WIDTH)},
         capture_output=True,
         text=True,
         timeout=WORKER_TIMEOUT,
@@ -309,6 +328,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=100_000, help="chunks per turn")
     parser.add_argument("--n-large", type=int, default=400_000, help="chunks for the memory round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds at --n")
+    parser.add_argument("--width", type=int, default=0, help="characters per chunk (0: short)")
     parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -316,6 +336,9 @@ def main() -> int:
     if args.worker:
         worker(args.worker, args.n)
         return 0
+    if args.width:
+        global WIDTH
+        WIDTH = args.width
 
     clients = [c for c in args.clients.split(",") if c]
     print(
@@ -364,11 +387,20 @@ def main() -> int:
     def ratio(a: str, b: str) -> list[float]:
         return [rnd[a]["rate"] / rnd[b]["rate"] for rnd in rounds if a in rnd and b in rnd]
 
+    def cpu_ratio(a: str, b: str) -> list[float]:
+        """Speed a/b from the CPU each client spent in the turn: steadier than wall time on
+        a loaded machine (the agent's writes and other work share the cores)."""
+        return [
+            rnd[b]["turn_cpu_s"] / rnd[a]["turn_cpu_s"] for rnd in rounds if a in rnd and b in rnd
+        ]
+
     print()
     for a, b in (("bridge", "sdk"), ("bridge", "limit"), ("bridge-nt", "bridge"), ("sdk", "limit")):
         values = ratio(a, b)
         if values:
-            print(f"{a}/{b}: {_spread(values, '.2f')}")
+            print(
+                f"{a}/{b}: {_spread(values, '.2f')}  by turn CPU: {_spread(cpu_ratio(a, b), '.2f')}"
+            )
     if "bridge" in clients:
         rate = statistics.median(r["bridge"]["rate"] for r in rounds)
         checks = [(f"bridge ≥ 100,000 updates/s: {rate:,.0f}", rate >= 100_000)]

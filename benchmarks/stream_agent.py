@@ -1,6 +1,6 @@
 """A minimal synthetic ACP agent for the stream benchmark (stdlib only).
 
-    python benchmarks/stream_agent.py N
+    python benchmarks/stream_agent.py N [WIDTH]
 
 It answers ``initialize`` and ``session/new``; on ``session/prompt`` it writes N
 ``agent_message_chunk`` notifications as fast as it can, then the prompt reply. The lines
@@ -8,9 +8,10 @@ are serialized once, at startup, and written in big blocks, so the agent's own c
 out of the client's measurement: what is measured is how fast a client reads.
 
 Chunk ``i`` carries the text ``chunk_text(i)``: a client that got every chunk, in order, has
-their concatenation as its answer. No ``messageId``: none of the real agents we recorded
-sends one, so this is the common path. Unknown requests get -32601; notifications
-(``session/cancel``) are ignored. The agent exits when its stdin closes.
+their concatenation as its answer. With WIDTH, each text is padded with dots to WIDTH
+characters (``WIDTH=1048576`` and ``N=100``: a 100 MB answer). No ``messageId``: none of
+the real agents we recorded sends one, so this is the common path. Unknown requests get
+-32601; notifications (``session/cancel``) are ignored. The agent exits when its stdin closes.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ _LINE = (
 )
 
 
-def chunk_text(i: int) -> str:
-    """A short, token-sized, distinct text per chunk (so order and loss are detectable)."""
-    return f"t{i} "
+def chunk_text(i: int, width: int = 0) -> str:
+    """A short, token-sized, distinct text per chunk (so order and loss are detectable),
+    padded to ``width`` characters."""
+    return f"t{i} ".ljust(width, ".")
 
 
-def stream_payload(n: int) -> bytes:
+def stream_payload(n: int, width: int = 0) -> bytes:
     """The N notification lines, serialized once."""
-    return "".join([_LINE % chunk_text(i) for i in range(n)]).encode()
+    return "".join([_LINE % chunk_text(i, width) for i in range(n)]).encode()
 
 
 def _reply(request_id: object, result: object) -> bytes:
@@ -49,8 +51,8 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def serve(n: int) -> None:
-    payload = stream_payload(n)
+def serve(n: int, width: int = 0) -> None:
+    payload = stream_payload(n, width)
     out = sys.stdout.fileno()
     for line in sys.stdin.buffer:
         try:
@@ -81,4 +83,7 @@ def serve(n: int) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    serve(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 0,
+    )

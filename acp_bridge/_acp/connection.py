@@ -32,6 +32,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._acp.inbound import (
+    UPDATE,
     InboundStats,
     NotificationMessage,
     ReplyMessage,
@@ -248,6 +249,8 @@ class JsonRpcConnection:
                     if waiting is not None:  # the request backlog is full: back-pressure
                         assert self._pool is not None
                         await self._pool.put(waiting)
+                if self._transcript is not None:
+                    self._transcript.end_read()  # this read's messages: one write
                 if start < len(chunk):
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
@@ -273,12 +276,20 @@ class JsonRpcConnection:
         if not stripped:
             return None
         message = decode_line(stripped, stats)
-        if self._transcript is not None:
-            record = self._transcript.non_json if message is None else self._transcript.incoming
-            record(stripped)
         if message is None:
+            if self._transcript is not None:
+                self._transcript.non_json(stripped)
             return None
+        if self._transcript is not None:
+            self._transcript.incoming(stripped)
         try:
+            if (
+                type(message) is NotificationMessage
+                and message.method == UPDATE
+                and message.params is not None
+            ):
+                self._on_update(message.params)  # the stream: straight to the collector
+                return None
             return self._dispatch(message)
         except Exception:  # the boundary held, a consumer did not: skip, never crash
             log.warning("could not use a message from the agent", exc_info=True)

@@ -193,7 +193,7 @@ async def confined(
             if anyio.current_time() >= deadline:
                 raise RunTimeout("the run's timeout passed while its files were being recorded")
         try:
-            with conf.box:
+            async with conf.box:
                 yield conf
         finally:
             # The run is over, however it ended: measure it even if it failed or was

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import anyio
 
-from acp_bridge._os.git import GitError, compare_trees, git, git_tree
+from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
 from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 
 Fingerprint = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
@@ -100,6 +100,9 @@ class Baseline:
 
 async def _git_root(root: Path, scratch: Path, timeout: float) -> _GitRoot | None:
     """The git baseline of ``root``, or None when snapshot mode must do."""
+    if not may_be_in_work_tree(root):
+        return None
+    private_dir(scratch)
     inside = await git(
         "rev-parse",
         "--show-toplevel",
@@ -180,6 +183,8 @@ def _keep(path: Path, keep_in: Path, snap: _Snapshot) -> bool:
         data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False
+    if not snap.copies:  # made on the first copy: most runs keep none (a mkdir is not free)
+        private_dir(keep_in)
     copy = keep_in / str(len(snap.copies))
     with os.fdopen(new_private_file(copy), "wb") as file:
         file.write(data)
@@ -259,7 +264,7 @@ async def take_baseline(
     outer = [r for r in resolved if not any(o in r.parents for o in resolved)]
     baseline = Baseline(workdir, limits, [])
     for number, root in enumerate(outer):
-        scratch = private_dir(workdir / f"root-{number}")
+        scratch = workdir / f"root-{number}"  # made (private) when something is kept in it
         try:
             found = await _git_root(root, scratch, limits.git_timeout)
         except GitError as exc:
@@ -314,18 +319,23 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
             )
             truncated |= cut
             part = baseline.workdir / f"root-{number}" / "part.diff"
-            with os.fdopen(create_private(part), "w", encoding="utf-8") as file:
-                file.write("".join(text))
+            if text:
+                private_dir(part.parent)
+                with os.fdopen(create_private(part), "w", encoding="utf-8") as file:
+                    file.write("".join(text))
         created += c
         modified += m
         deleted += d
         parts.append(part)
+    parts = [part for part in parts if part.exists() and part.stat().st_size]
     target = diff or baseline.workdir / "changes.diff"
-    with os.fdopen(create_private(target), "wb") as out:
-        for part in parts:
-            if part.exists():
+    if parts:  # no file for a run that changed nothing
+        if diff is None:
+            private_dir(baseline.workdir)
+        with os.fdopen(create_private(target), "wb") as out:
+            for part in parts:
                 out.write(part.read_bytes())
-    has_diff = target.stat().st_size > 0
+    has_diff = bool(parts)
     return FilesChanged(
         tuple(sorted(created)),
         tuple(sorted(modified)),

@@ -69,6 +69,15 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def may_be_in_work_tree(path: Path) -> bool:
+    """Whether git could find a work tree at ``path``: a ``.git`` (folder, or the file of a
+    linked worktree or submodule) in it or a folder above. Without one, ``git rev-parse``
+    can only fail — our git sees no ``GIT_DIR`` (:func:`git_env`) — so a run outside any
+    repository is told so by a few ``lstat`` calls, not by starting git (a fork of the
+    whole bridge, per run)."""
+    return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
+
+
 async def git(
     *args: str,
     cwd: Path,

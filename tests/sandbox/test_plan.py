@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
-from acp_bridge._os.sandbox.plan import Access, plan_paths
+from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths
 from acp_bridge.errors import ConfigError
 
@@ -111,3 +113,16 @@ def test_both_launchers_render_the_same_plan(tree: Path) -> None:
     assert grants[str(tree / "ws")] == fs_rights(7)
     assert "/tmp" not in grants and "/" not in grants
     assert rules.handled_net and rules.scoped  # ABI ≥ 4 network, ABI ≥ 6 scopes
+
+
+# The plan compares paths as strings (fast); pathlib's ancestry is the meaning it keeps.
+_names = st.sampled_from(["a", "b", "ab", "a.b", "..", "é", "b a"])
+_paths = st.lists(_names, max_size=4).map(lambda parts: Path("/", *parts))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(_paths, _paths)
+def test_string_ancestry_is_pathlib_ancestry(path: Path, parent: Path) -> None:
+    assert _below(str(path), str(parent)) == (parent in path.parents)
+    assert _inside(str(path), str(parent)) == (path == parent or parent in path.parents)
+    assert _depth(str(path)) == len(path.parts)

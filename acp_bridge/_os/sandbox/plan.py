@@ -46,9 +46,27 @@ class PathRule:
     is_dir: bool
 
 
-def _inside(path: Path, parent: Path) -> bool:
+# The arithmetic is on strings: every path here is absolute and resolved (no ``.``, ``..``,
+# doubled or trailing slashes), so "below" is "starts with the parent and a slash", and a
+# rule's depth is its number of slashes. The pathlib forms (``parent in path.parents``) cost
+# tens of thousands of PurePath operations per run, most of a fan-out's per-run CPU.
+
+
+def _below(path: str, parent: str) -> bool:
+    """``path`` is strictly below ``parent``."""
+    if parent == "/":
+        return path != "/"
+    return path.startswith(parent) and path[len(parent) : len(parent) + 1] == "/"
+
+
+def _inside(path: str, parent: str) -> bool:
     """``path`` is ``parent`` or below it."""
-    return path == parent or parent in path.parents
+    return path == parent or _below(path, parent)
+
+
+def _depth(path: str) -> int:
+    """``len(Path(path).parts)``: ``/`` is 1, ``/a`` 2, ``/a/b`` 3."""
+    return 1 if path == "/" else path.count("/") + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +79,11 @@ class PathPlan:
 
     def access_of(self, path: Path) -> Access:
         """The access the sandbox gives ``path`` (an absolute, resolved path)."""
-        matching = [r for r in self.rules if _inside(path, r.path)]
+        where = str(path)
+        matching = [r for r in self.rules if _inside(where, str(r.path))]
         if not matching:
             return Access.READ
-        return max(matching, key=lambda r: len(r.path.parts)).access
+        return max(matching, key=lambda r: _depth(str(r.path))).access
 
     def hidden(self) -> tuple[Path, ...]:
         """The paths the sandbox hides (each with everything below it, deeper rules aside)."""
@@ -77,6 +96,7 @@ def plan_paths(
     """The rules for ``spec`` plus what the command ``needed`` (see
     :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
     secrets = [p for p in (*spec.secret_paths(), *extra_hidden) if os.path.lexists(p)]
+    secret_texts = [str(p) for p in secrets]
     candidates: dict[Path, tuple[int, Access, str]] = {}
     warnings: list[str] = []
 
@@ -86,7 +106,8 @@ def plan_paths(
             candidates[path] = (rank, access, why)
 
     for path in needed:
-        if path.exists() and not any(_inside(path, s) for s in secrets):
+        where = str(path)
+        if path.exists() and not any(_inside(where, s) for s in secret_texts):
             offer(path, _NEEDED, Access.READ, "needed")
     if spec.private_tmp:
         for tmp in HOST_TMP_DIRS:
@@ -106,9 +127,11 @@ def plan_paths(
         offer(path, _SECRET, Access.HIDDEN, "secret")
 
     kept: list[PathRule] = []
-    for path in sorted(candidates, key=lambda p: (len(p.parts), str(p))):
+    kept_texts: list[str] = []
+    texts = {path: str(path) for path in candidates}
+    for path in sorted(candidates, key=lambda p: (_depth(texts[p]), texts[p])):
         _, access, why = candidates[path]
-        inherited = _effective(kept, path)
+        inherited = _effective(kept, kept_texts, texts[path])
         redundant = (
             access is inherited
             if access is not Access.READ
@@ -116,15 +139,14 @@ def plan_paths(
         )
         if not redundant:
             kept.append(PathRule(path, access, why, path.is_dir()))
+            kept_texts.append(texts[path])
     return PathPlan(tuple(kept), tuple(warnings))
 
 
-def _effective(kept: list[PathRule], path: Path) -> Access:
-    """Access ``path`` inherits from the deepest kept rule above it (``/`` is readable)."""
-    best: PathRule | None = None
-    for rule in kept:
-        if rule.path in path.parents and (
-            best is None or len(rule.path.parts) > len(best.path.parts)
-        ):
-            best = rule
-    return Access.READ if best is None else best.access
+def _effective(kept: list[PathRule], kept_texts: list[str], path: str) -> Access:
+    """Access ``path`` inherits from the deepest kept rule above it (``/`` is readable).
+    ``kept`` is shallowest first, so the last rule above ``path`` is the deepest."""
+    for rule, text in zip(reversed(kept), reversed(kept_texts), strict=True):
+        if _below(path, text):
+            return rule.access
+    return Access.READ

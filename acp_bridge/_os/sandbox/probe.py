@@ -26,6 +26,8 @@ from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
 
 PROBE_TIMEOUT = 10.0
 _cache: dict[str, Probe] = {}
+_asking: dict[str, anyio.Event] = {}
+"""Probes under way, by cache key: 64 runs started at once ask once, not 64 times."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,27 @@ class Probe:
     fix: str = ""
     path: str = ""  # the bwrap binary
     abi: int = 0  # the Landlock ABI
+
+
+async def _wait_for_other(key: str, refresh: bool) -> Probe | None:
+    """The verdict another task is finding out right now (None: ask yourself). Not for a
+    ``refresh``, which must run its own probe."""
+    while not refresh and key not in _cache and key in _asking:
+        await _asking[key].wait()
+    return None if refresh else _cache.get(key)
+
+
+def _start_asking(key: str) -> anyio.Event:
+    _asking[key] = asking = anyio.Event()
+    return asking
+
+
+def _done_asking(key: str, asking: anyio.Event) -> None:
+    """Wake whoever waits, whether the probe ended or was cancelled (then one of them
+    asks again)."""
+    if _asking.get(key) is asking:
+        del _asking[key]
+    asking.set()
 
 
 def forget_probes() -> None:
@@ -111,8 +134,16 @@ def _bundled_bwrap() -> str:
 async def probe_bwrap(*, refresh: bool = False) -> Probe:
     """Does bubblewrap work here, with a PID, IPC and network namespace and fresh /proc?
     The first candidate that works wins; when none does, the verdict says why for each."""
-    if not refresh and "bwrap" in _cache:
-        return _cache["bwrap"]
+    if (known := await _wait_for_other("bwrap", refresh)) is not None:
+        return known
+    asking = _start_asking("bwrap")
+    try:
+        return await _probe_bwrap()
+    finally:
+        _done_asking("bwrap", asking)
+
+
+async def _probe_bwrap() -> Probe:
     candidates = bwrap_candidates()
     if not candidates:
         probe = Probe(

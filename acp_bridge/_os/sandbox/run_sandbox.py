@@ -24,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+import anyio
+
 from acp_bridge._os.private_files import private_dir
 from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
@@ -101,6 +103,22 @@ class RunSandbox:
         if self.private_tmp is not None:
             _remove_tree(self.private_tmp)
             self.private_tmp = None
+
+    # In an event loop: the same, in a worker thread. Making and removing a directory waits
+    # for the disk (an rmdir took 2-3 ms on the dev machine's ext4), and 64 runs at once
+    # would otherwise wait for each other's.
+
+    async def __aenter__(self) -> Self:
+        return await anyio.to_thread.run_sync(self.__enter__)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with anyio.CancelScope(shield=True):  # the run's /tmp goes, however the run ended
+            await anyio.to_thread.run_sync(self.__exit__, exc_type, exc, tb)
 
     def wrap(
         self,

@@ -41,11 +41,13 @@ from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.dbapi import connect
 from acp_bridge._runs.store.migrations import migrate
 from acp_bridge._runs.store.records import (
+    DICT_COLUMNS,
     FULL_COLUMNS,
     LIST_COLUMNS,
     NewRun,
     Outcome,
     RunRecord,
+    row_to_dict,
     row_to_run,
 )
 
@@ -149,10 +151,19 @@ class Store:
 
     def runs(self, *, active_only: bool = False, limit: int | None = None) -> list[RunRecord]:
         """Runs, newest first (without spec and envelope)."""
+        return [row_to_run(row) for row in self._list_rows(LIST_COLUMNS, active_only, limit)]
+
+    def run_dicts(
+        self, *, active_only: bool = False, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`runs` as JSON data (``RunRecord.to_dict``), without making the records."""
+        return [row_to_dict(row) for row in self._list_rows(DICT_COLUMNS, active_only, limit)]
+
+    def _list_rows(self, columns: str, active_only: bool, limit: int | None) -> list[Any]:
         where = "WHERE status IN ('queued', 'running')" if active_only else ""
         bound = "" if limit is None else f" LIMIT {int(limit)}"
-        query = f"SELECT {LIST_COLUMNS} FROM runs {where} ORDER BY seq DESC{bound}"
-        return [row_to_run(row) for row in self.db.execute(query)]
+        query = f"SELECT {columns} FROM runs {where} ORDER BY seq DESC{bound}"
+        return self.db.execute(query).fetchall()  # one call: no Python step per row
 
     def active(self) -> list[RunRecord]:
         """Queued and running runs, oldest first."""

@@ -1,0 +1,216 @@
+"""Fan-out benchmark: many demo-agent runs at once, per task, against the official SDK.
+
+    python benchmarks/fanout.py [--n 64] [--rounds 3] [--clients sdk,bridge,detached]
+
+Each measurement runs in a fresh worker process (this script with ``--worker``), imports
+done before the clock starts, against the bundled demo agent (``python -m
+acp_bridge._demo_agent``) and the task ``Reply with exactly OK``:
+
+- ``sdk``: the official Python SDK (``acp.spawn_agent_process``) drives N agents at once:
+  spawn, ``initialize``, ``session/new``, one prompt, close. No sandbox, no transcript, no
+  record: the least a client can do;
+- ``bridge``: N concurrent ``acp_bridge.acp_spawn("demo", …)`` in one anyio task group, as
+  a host calls them: the defaults (the OS sandbox ``auto``, transcripts, the run record);
+- ``detached``: N ``start_run_sync`` (a supervisor process per run, as ``acp-bridge run
+  --detach`` does) then ``wait_all_sync`` for all of them.
+
+``per task`` is the batch's wall time divided by N; ``cpu/task`` is the worker's own CPU
+(user+sys, plus its reaped children: the agents) divided by N. Every run must answer ``OK``.
+Ratios are taken within each round (the clients run in turn), then the median is printed.
+
+Targets (issue 24, DESIGN §6): bridge at most 1.3 times the SDK per task; detached at most
+3 times the bridge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CLIENTS = ("sdk", "bridge", "detached")
+TASK = "Reply with exactly OK"
+WORKER_TIMEOUT = 600.0
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _report(client: str, n: int, ok: int, wall: float, cpu: float, **extra: Any) -> None:
+    print(json.dumps({"client": client, "n": n, "ok": ok, "wall_s": wall, "cpu_s": cpu, **extra}))
+
+
+def run_sdk(n: int, cwd: str) -> None:
+    import acp
+    from acp.schema import AgentMessageChunk, ClientCapabilities, Implementation, TextContentBlock
+
+    class Client:
+        def __init__(self) -> None:
+            self.text: list[str] = []
+
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+            if isinstance(update, AgentMessageChunk) and isinstance(
+                update.content, TextContentBlock
+            ):
+                self.text.append(update.content.text)
+
+        async def request_permission(self, **kwargs: Any) -> Any:
+            raise acp.RequestError.method_not_found("session/request_permission")
+
+        async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            raise acp.RequestError.method_not_found(method)
+
+        async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+            return None
+
+    async def one() -> bool:
+        client = Client()
+        argv = [sys.executable, "-m", "acp_bridge._demo_agent"]
+        async with acp.spawn_agent_process(client, argv[0], *argv[1:], cwd=cwd) as (conn, _p):
+            await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="bench-sdk", version="1"),
+            )
+            session = await conn.new_session(cwd=cwd, mcp_servers=[])
+            reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(TASK)])
+        return reply.stop_reason == "end_turn" and "".join(client.text).strip() == "OK"
+
+    async def main() -> list[bool]:
+        return list(await asyncio.gather(*(one() for _ in range(n))))
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    results = asyncio.run(main())
+    _report("sdk", n, sum(results), time.perf_counter() - t0, _cpu() - cpu0)
+
+
+def run_bridge(n: int, cwd: str) -> None:
+    import anyio
+
+    import acp_bridge
+
+    results: list[Any] = []
+
+    async def main() -> None:
+        async def one() -> None:
+            results.append(await acp_bridge.acp_spawn("demo", TASK, cwd=cwd))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(n):
+                group.start_soon(one)
+
+    cpu0, t0 = _cpu(), time.perf_counter()
+    anyio.run(main)
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    ok = sum(1 for r in results if r.status == "done" and r.output == "OK")
+    errors = sorted({r.error for r in results if r.status != "done"})[:3]
+    sandbox = results[0].meta.model_dump().get("sandbox", {}).get("mode", "") if results else ""
+    _report("bridge", n, ok, wall, cpu, sandbox=sandbox, errors=errors)
+
+
+def run_detached(n: int, cwd: str) -> None:
+    from acp_bridge import EntryRequest, load_config
+    from acp_bridge._runs.handle import wait_all_sync
+    from acp_bridge._runs.start import start_run_sync
+
+    config = load_config()
+    request = EntryRequest(entry="acp_spawn", agent="demo", task=TASK, cwd=cwd)
+    cpu0, t0 = _cpu(), time.perf_counter()
+    ids = [start_run_sync(request, config=config).id for _ in range(n)]
+    started = time.perf_counter() - t0
+    runs = wait_all_sync(ids, timeout=WORKER_TIMEOUT)
+    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    ok = 0
+    for run in runs:
+        envelope = run.envelope or {}
+        ok += envelope.get("status") == "done" and envelope.get("output") == "OK"
+    # The supervisors are not our children: their CPU is not in ``cpu``.
+    _report("detached", n, ok, wall, cpu, start_s=started)
+
+
+def worker(client: str, n: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="acp-bridge-fanout-") as tmp:
+        # No config file, state in a scratch place: the defaults, isolated (as cold_start.py).
+        for variable in [v for v in os.environ if v.startswith("ACP_BRIDGE_")]:
+            del os.environ[variable]
+        os.environ.update(XDG_CONFIG_HOME=f"{tmp}/config", XDG_STATE_HOME=f"{tmp}/state")
+        work = Path(tmp) / "work"
+        work.mkdir()
+        {"sdk": run_sdk, "bridge": run_bridge, "detached": run_detached}[client](n, str(work))
+
+
+def measure(client: str, n: int) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", client, "--n", str(n)],
+        capture_output=True,
+        text=True,
+        timeout=WORKER_TIMEOUT,
+        check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"{client} worker failed (exit {proc.returncode}):\n{proc.stderr}")
+    result = dict(json.loads(lines[-1]))
+    if result["ok"] != n:
+        raise SystemExit(f"{client}: {result['ok']} of {n} runs answered OK: {result}")
+    return result
+
+
+def rounds_of(clients: list[str], n: int, rounds: int, log: Any = print) -> list[dict[str, Any]]:
+    out = []
+    for number in range(1, rounds + 1):
+        out.append({c: measure(c, n) for c in clients})
+        row = "  ".join(f"{c} {1000 * r['wall_s'] / n:.1f} ms/task" for c, r in out[-1].items())
+        log(f"  round {number}: {row}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=64, help="runs at once")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.n)
+        return 0
+    clients = [c for c in args.clients.split(",") if c]
+    print(f"fan-out: {args.n} demo-agent runs at once, {args.rounds} rounds, {os.cpu_count()} cpus")
+    rounds = rounds_of(clients, args.n, args.rounds)
+    print(f"\n{'client':<10} {'ms/task (median, min–max)':>28} {'cpu ms/task':>12}")
+    for client in clients:
+        walls = [1000 * r[client]["wall_s"] / args.n for r in rounds]
+        cpus = [1000 * r[client]["cpu_s"] / args.n for r in rounds]
+        print(
+            f"{client:<10} {statistics.median(walls):>12.1f} ({min(walls):.1f}–{max(walls):.1f})"
+            f" {statistics.median(cpus):>12.1f}"
+        )
+    if "bridge" in clients and rounds[0]["bridge"].get("sandbox"):
+        print(f"sandbox: {rounds[0]['bridge']['sandbox']}")
+    print()
+    for a, b, target in (("bridge", "sdk", 1.3), ("detached", "bridge", 3.0)):
+        if a in clients and b in clients:
+            values = [r[a]["wall_s"] / r[b]["wall_s"] for r in rounds]
+            median = statistics.median(values)
+            print(
+                f"{'met ' if median <= target else 'MISS'}  {a}/{b} per task: {median:.2f} "
+                f"({min(values):.2f}–{max(values):.2f}), target ≤ {target}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

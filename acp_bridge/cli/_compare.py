@@ -62,9 +62,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         ended = f"{status_of(attempt)} in {wall_of(attempt)}{checked}"
         err(f"[{len(seen)}/{total}] {attempt.key} {ended}")
 
-    async def main() -> CompareResult:
+    async def main() -> CompareResult | None:
         cancel = anyio.Event()
         refused: BridgeError | None = None
+        result: CompareResult | None = None  # None: a second signal stopped the waiting
         async with anyio.create_task_group() as tg:
 
             async def watch_signals() -> None:
@@ -93,6 +94,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = anyio.run(main)
     except ConfigError as exc:  # named as the flags the user typed
         raise _with_flags(exc) from None
+    if result is None:
+        err("interrupted again: stopped waiting (what the attempts left was removed)")
+        return EXIT_INTERRUPTED
     for line in table(result):
         err(line)
     if args.junit is not None:

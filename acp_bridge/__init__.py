@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from acp_bridge._batch.ray_executor import RayExecutor
     from acp_bridge._batch.runner import batch, batch_sync
     from acp_bridge._batch.tasks import BatchTask, Workspace
+    from acp_bridge._compare.comparison import compare, compare_sync
+    from acp_bridge._compare.options import CompareOptions
+    from acp_bridge._compare.result import AttemptResult, CompareResult
+    from acp_bridge._compare.verifier import VerifierResult
     from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
@@ -70,6 +74,7 @@ if TYPE_CHECKING:
         BridgeError,
         ConfigError,
         DepthLimitError,
+        DirtyWorkingTree,
         ErrorCode,
         ExecutorError,
         LimitExceeded,
@@ -102,6 +107,10 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._batch.ray_executor": ("RayExecutor",),
     "acp_bridge._batch.runner": ("batch", "batch_sync"),
     "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
+    "acp_bridge._compare.comparison": ("compare", "compare_sync"),
+    "acp_bridge._compare.options": ("CompareOptions",),
+    "acp_bridge._compare.result": ("AttemptResult", "CompareResult"),
+    "acp_bridge._compare.verifier": ("VerifierResult",),
     "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.ask": ("ask", "ask_sync"),
     "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
@@ -120,8 +129,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "Status", "SubtaskResult", "TerminalRecord", "ToolCallRecord",
     ),
     "acp_bridge.errors": (
-        "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "ExecutorError",
+        "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError", "BridgeError",
+        "ConfigError", "DepthLimitError", "DirtyWorkingTree", "ErrorCode", "ExecutorError",
         "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
         "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
         "SandboxViolation", "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
@@ -134,6 +143,7 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 _RECORDED = frozenset(
     {
         "acp_bridge._batch.runner",
+        "acp_bridge._compare.comparison",
         "acp_bridge._entries.acp_spawn.entry",
         "acp_bridge._entries.ask",
         "acp_bridge._entries.spawn",
@@ -149,14 +159,18 @@ __all__ = [
     "AgentProfile",
     "AgentRequestError",
     "AskOptions",
+    "AttemptResult",
     "AuthRequiredError",
     "BashOptions",
     "BatchTask",
     "BridgeError",
     "CommandResult",
+    "CompareOptions",
+    "CompareResult",
     "Config",
     "ConfigError",
     "DepthLimitError",
+    "DirtyWorkingTree",
     "ElicitationAnswer",
     "ElicitationHook",
     "ElicitationQuestion",
@@ -213,6 +227,7 @@ __all__ = [
     "ToolSet",
     "TurnLimitError",
     "UnknownProfileError",
+    "VerifierResult",
     "Workspace",
     "__version__",
     "acp_spawn",
@@ -223,6 +238,8 @@ __all__ = [
     "bash_sync",
     "batch",
     "batch_sync",
+    "compare",
+    "compare_sync",
     "list_runs",
     "load_config",
     "open_run",

@@ -14,6 +14,8 @@ purpose from inside the package.
     │   ├── NotOffered              config_error      the caller asked explicitly for what the
     │   │                                             agent does not offer (a method, a mode,
     │   │                                             a model, an option value)
+    │   ├── DirtyWorkingTree        config_error      changes were to be applied to a working
+    │   │                                             tree that has changes of its own
     │   └── StateDirError           config_error      the bridge's own folder (the state
     │                                                 directory) cannot be used: read-only,
     │                                                 full, a file, a planted symlink
@@ -137,6 +139,11 @@ class NotOffered(ConfigError):
     """The caller asked explicitly for something the agent does not offer: a session method
     (``session/resume`` …), or a mode, model or config option value. The message lists what
     the agent does offer. (The same setting from a profile is only a warning.)"""
+
+
+class DirtyWorkingTree(ConfigError):
+    """``compare`` was asked to apply the winner's changes to a working tree that is not
+    clean: the message names its changed and untracked files."""
 
 
 class StateDirError(ConfigError):

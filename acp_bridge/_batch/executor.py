@@ -136,7 +136,7 @@ class _LocalSession:
         for limiter in limiters:
             await limiter.acquire()
         try:
-            # The batch records the task itself, with where it ran: the runner's ledger
+            # The batch records the task itself, with where it ran: the runner's reporter
             # leaves this one out.
             with foreground.carrying(task_id):
                 guard = effective_timeout(task.request, self.config) + GUARD_MARGIN

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _batch_parser, _runs
+from acp_bridge.cli import _batch_parser, _compare_parser, _runs
 from acp_bridge.cli._argtypes import count, seconds
 from acp_bridge.cli._usage import EntryParser, for_entry
 
@@ -197,6 +197,7 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
     _add_entry_commands(commands, entry, every_option)
     _runs.add_commands(commands)
     _batch_parser.add_commands(commands, _Formatter)
+    _compare_parser.add_compare_command(commands, _Formatter, options=every_option)
     return parser
 
 
@@ -263,7 +264,7 @@ def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None
     if wanted:
         from acp_bridge.cli._options import add_options
 
-        add_options(p, entry)  # type: ignore[arg-type]
+        add_options(p, entry)
 
 
 def _answer_options(p: argparse.ArgumentParser) -> None:

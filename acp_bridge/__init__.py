@@ -33,6 +33,14 @@ if TYPE_CHECKING:
         ElicitationQuestion,
     )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._batch.executor import Executor, LocalExecutor
+    from acp_bridge._batch.ray_executor import RayExecutor
+    from acp_bridge._batch.runner import batch, batch_sync
+    from acp_bridge._batch.tasks import BatchTask, Workspace
+    from acp_bridge._compare.comparison import compare, compare_sync
+    from acp_bridge._compare.options import CompareOptions
+    from acp_bridge._compare.result import AttemptResult, CompareResult
+    from acp_bridge._compare.verifier import VerifierResult
     from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
@@ -66,9 +74,12 @@ if TYPE_CHECKING:
         BridgeError,
         ConfigError,
         DepthLimitError,
+        DirtyWorkingTree,
         ErrorCode,
+        ExecutorError,
         LimitExceeded,
         ModelError,
+        NodeLost,
         NotOffered,
         OutputSchemaError,
         Problem,
@@ -92,6 +103,14 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ElicitationAnswer", "ElicitationHook", "ElicitationQuestion",
     ),
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
+    "acp_bridge._batch.executor": ("Executor", "LocalExecutor"),
+    "acp_bridge._batch.ray_executor": ("RayExecutor",),
+    "acp_bridge._batch.runner": ("batch", "batch_sync"),
+    "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
+    "acp_bridge._compare.comparison": ("compare", "compare_sync"),
+    "acp_bridge._compare.options": ("CompareOptions",),
+    "acp_bridge._compare.result": ("AttemptResult", "CompareResult"),
+    "acp_bridge._compare.verifier": ("VerifierResult",),
     "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.ask": ("ask", "ask_sync"),
     "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
@@ -110,11 +129,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "Status", "SubtaskResult", "TerminalRecord", "ToolCallRecord",
     ),
     "acp_bridge.errors": (
-        "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError",
-        "BridgeError", "ConfigError", "DepthLimitError", "ErrorCode", "LimitExceeded",
-        "ModelError", "NotOffered", "OutputSchemaError", "Problem", "ProfileError",
-        "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout", "SandboxViolation",
-        "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
+        "AgentError", "AgentExitedError", "AgentRequestError", "AuthRequiredError", "BridgeError",
+        "ConfigError", "DepthLimitError", "DirtyWorkingTree", "ErrorCode", "ExecutorError",
+        "LimitExceeded", "ModelError", "NodeLost", "NotOffered", "OutputSchemaError", "Problem",
+        "ProfileError", "ProtocolError", "RunCancelled", "RunStoreError", "RunTimeout",
+        "SandboxViolation", "SourceLocation", "SpawnError", "StateDirError", "TurnLimitError",
         "UnknownProfileError",
     ),
     "acp_bridge.events": ("Event", "EventHandler", "EventKind", "ObserveProfile"),
@@ -123,6 +142,8 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 # Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
+        "acp_bridge._batch.runner",
+        "acp_bridge._compare.comparison",
         "acp_bridge._entries.acp_spawn.entry",
         "acp_bridge._entries.ask",
         "acp_bridge._entries.spawn",
@@ -138,13 +159,18 @@ __all__ = [
     "AgentProfile",
     "AgentRequestError",
     "AskOptions",
+    "AttemptResult",
     "AuthRequiredError",
     "BashOptions",
+    "BatchTask",
     "BridgeError",
     "CommandResult",
+    "CompareOptions",
+    "CompareResult",
     "Config",
     "ConfigError",
     "DepthLimitError",
+    "DirtyWorkingTree",
     "ElicitationAnswer",
     "ElicitationHook",
     "ElicitationQuestion",
@@ -155,10 +181,14 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventKind",
+    "Executor",
+    "ExecutorError",
     "LimitExceeded",
     "LoadedConfig",
+    "LocalExecutor",
     "Meta",
     "ModelError",
+    "NodeLost",
     "NotOffered",
     "ObserveProfile",
     "OutputKind",
@@ -170,6 +200,7 @@ __all__ = [
     "Problem",
     "ProfileError",
     "ProtocolError",
+    "RayExecutor",
     "RefusalRecord",
     "RunCancelled",
     "RunEvent",
@@ -196,6 +227,8 @@ __all__ = [
     "ToolSet",
     "TurnLimitError",
     "UnknownProfileError",
+    "VerifierResult",
+    "Workspace",
     "__version__",
     "acp_spawn",
     "acp_spawn_sync",
@@ -203,6 +236,10 @@ __all__ = [
     "ask_sync",
     "bash",
     "bash_sync",
+    "batch",
+    "batch_sync",
+    "compare",
+    "compare_sync",
     "list_runs",
     "load_config",
     "open_run",

@@ -14,7 +14,9 @@ its memory of the session (_demo_memory.py: sessions are saved, so a later proce
 or load them: follow-up turns offline); anything else is echoed. Relative paths are relative
 to the session cwd. The session offers two modes (``default``,
 ``careful``: asks permission even to read) and one config option ``style``
-(``plain`` | ``shouty``).
+(``plain`` | ``shouty``). A system prompt (``session.system_prompt`` of a profile) is taken:
+its directive lines are carried out at the start of every turn, so two profiles of this
+agent can differ in what they do with the same task.
 
 Run it as ``acp-bridge demo-agent`` or ``python -m acp_bridge._demo_agent``. Threads, not
 asyncio: importing asyncio (and with it ssl) would double the agent's start-up time.
@@ -154,7 +156,12 @@ class DemoAgent(DemoTools):
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": False},
-                "sessionCapabilities": {"close": {}, "resume": {}, "list": {}},
+                "sessionCapabilities": {
+                    "close": {},
+                    "resume": {},
+                    "list": {},
+                    "systemPrompt": {},
+                },
             },
             "authMethods": [],
             "agentInfo": {
@@ -168,7 +175,12 @@ class DemoAgent(DemoTools):
         # Random, not the pid: in a PID namespace every demo process is pid 2, and saved
         # sessions of different runs must not collide.
         session_id = f"demo_{os.urandom(6).hex()}"
-        self.sessions[session_id] = {"cwd": params["cwd"], "mode": "default", "style": "plain"}
+        self.sessions[session_id] = {
+            "cwd": params["cwd"],
+            "mode": "default",
+            "style": "plain",
+            "system": _text(params.get("systemPrompt") or {}),
+        }
         memory.save(session_id, self.sessions[session_id])
         return {"sessionId": session_id, **self._setup()}
 
@@ -243,7 +255,9 @@ class DemoAgent(DemoTools):
         session = self.sessions[session_id]
         cancelled = self.cancel_events[session_id] = threading.Event()
         text = "\n".join(b.get("text", "") for b in params["prompt"] if b.get("type") == "text")
-        steps = [line.strip() for line in text.splitlines() if line.strip()]
+        # The system prompt's directives first, then the prompt's own (see the docstring).
+        given = "\n".join([session.get("system") or "", text])
+        steps = [line.strip() for line in given.splitlines() if line.strip()]
         directives = [s for s in steps if s.split(" ", 1)[0].lower() in _DIRECTIVES]
         if directives:
             self.say(session_id, f"Working on {len(directives)} step(s).", "msg_plan")
@@ -270,6 +284,12 @@ class DemoAgent(DemoTools):
 
 
 _DIRECTIVES = ("read", "write", "run", "sleep")
+
+
+def _text(system_prompt: dict[str, Any]) -> str:
+    """The text of a ``systemPrompt`` (append mode: content blocks)."""
+    blocks = system_prompt.get("content") or []
+    return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text")
 
 
 def _final_answer(

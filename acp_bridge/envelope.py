@@ -148,6 +148,10 @@ class Meta(BaseModel):
     reported_changes: list[dict[str, Any]] | None = None
     reported_patch: str | None = None
     warnings: list[str] | None = None
+    # batches (DESIGN §12): where the task ran, why its node was lost, its place in the batch
+    node: str | None = None
+    lost_reason: Literal["node_died", "deadline"] | None = None
+    batch: dict[str, Any] | None = None
 
 
 class SubtaskResult(BaseModel):

@@ -14,6 +14,8 @@ purpose from inside the package.
     │   ├── NotOffered              config_error      the caller asked explicitly for what the
     │   │                                             agent does not offer (a method, a mode,
     │   │                                             a model, an option value)
+    │   ├── DirtyWorkingTree        config_error      changes were to be applied to a working
+    │   │                                             tree that has changes of its own
     │   └── StateDirError           config_error      the bridge's own folder (the state
     │                                                 directory) cannot be used: read-only,
     │                                                 full, a file, a planted symlink
@@ -27,6 +29,11 @@ purpose from inside the package.
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
+    ├── ExecutorError               executor_error    a batch executor cannot run the task (an
+    │                                                 unreachable cluster, no node offers its
+    │                                                 agent, a broken runtime environment)
+    ├── NodeLost                    node_lost         the node running a task died or stopped
+    │                                                 answering (the bridge's own deadline)
     ├── ModelError                  model_error       a model endpoint failed or answered nonsense
     └── AgentError                  (abstract)        the external agent misbehaved
         ├── SpawnError              spawn_failed      could not start the agent process
@@ -66,6 +73,8 @@ class ErrorCode(StrEnum):
     LOST = "lost"
     BUDGET = "budget"
     STALLED = "stalled"
+    EXECUTOR_ERROR = "executor_error"
+    NODE_LOST = "node_lost"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -135,6 +144,11 @@ class NotOffered(ConfigError):
     the agent does offer. (The same setting from a profile is only a warning.)"""
 
 
+class DirtyWorkingTree(ConfigError):
+    """``compare`` was asked to apply the winner's changes to a working tree that is not
+    clean: the message names its changed and untracked files."""
+
+
 class StateDirError(ConfigError):
     """The folder where the bridge keeps its own files (the state directory, its parse
     cache) cannot be used: read-only, full, a file where a folder should be (``HOME`` is a
@@ -194,6 +208,20 @@ class TurnLimitError(BridgeError):
     """A local model loop (``spawn``, ``ask``) made as many model requests as it may."""
 
     code = ErrorCode.MAX_TURN_REQUESTS
+
+
+class ExecutorError(BridgeError):
+    """A batch executor cannot run a task at all: its cluster is unreachable, no live node
+    offers the task's agent, its runtime environment cannot be set up (DESIGN §12)."""
+
+    code = ErrorCode.EXECUTOR_ERROR
+
+
+class NodeLost(BridgeError):
+    """The node a task ran on died, or stopped answering before the task's own deadline
+    plus a grace: whatever the task did there is unknown (DESIGN §12)."""
+
+    code = ErrorCode.NODE_LOST
 
 
 class ModelError(BridgeError):

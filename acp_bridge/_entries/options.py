@@ -23,6 +23,7 @@ TypedDict like a model (``extra="forbid"``, defaults, bounds).
 from __future__ import annotations
 
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,9 +41,10 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from acp_bridge._entries.option_errors import options_error
 from acp_bridge._os.limits import MAX_BYTES, MAX_SECONDS
-from acp_bridge.config._sandbox import IsolationMode
-from acp_bridge.errors import ConfigError, Problem
+from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
+from acp_bridge.errors import ConfigError
 from acp_bridge.events import ObserveProfile
 
 PATH_MAX = 4095
@@ -206,6 +208,15 @@ class AcpSpawnOptions(EntryOptions, _AnswerOptions, total=False):
         ),
         Offer(cli="--isolation", mcp=True, session=True),
     ]
+    keep_worktree: Annotated[
+        KeepWorktree | None,
+        Field(
+            None,
+            description="with isolation worktree: changed | always | never (default: the "
+            "profile's keep_worktree)",
+        ),
+        Offer(),
+    ]
     worktree: Annotated[
         str | Path | None,
         Field(
@@ -288,11 +299,16 @@ class Option:
     offer: Offer
 
 
+OptionsOf = str | type
+"""An entry's name (its model in :data:`OPTIONS`), or an options model declared like these."""
+
+
 @cache
-def options_of(entry: str) -> tuple[Option, ...]:
+def options_of(entry: OptionsOf) -> tuple[Option, ...]:
     """The options of ``entry``, in declaration order."""
+    model = OPTIONS[entry] if isinstance(entry, str) else entry
     found = []
-    for name, hint in typing.get_type_hints(OPTIONS[entry], include_extras=True).items():
+    for name, hint in typing.get_type_hints(model, include_extras=True).items():
         extras = hint.__metadata__
         field = next(item for item in extras if hasattr(item, "description"))
         offer = next(item for item in extras if isinstance(item, Offer))
@@ -300,19 +316,25 @@ def options_of(entry: str) -> tuple[Option, ...]:
     return tuple(found)
 
 
-def offered(entry: str, face: Face) -> tuple[Option, ...]:
-    """The options of ``entry`` a face offers (a subset: where it offers less)."""
-    return tuple(option for option in options_of(entry) if option.offer.offered(face))
+def offered(entry: OptionsOf, face: Face, without: Collection[str] = ()) -> tuple[Option, ...]:
+    """The options of ``entry`` a face offers (a subset: where it offers less), but ``without``."""
+    return tuple(o for o in options_of(entry) if o.offer.offered(face) and o.name not in without)
 
 
 def arguments_model(
-    name: str, entry: str, face: Face, own: dict[str, Any], base: type[BaseModel]
+    name: str,
+    entry: OptionsOf,
+    face: Face,
+    own: dict[str, Any],
+    base: type[BaseModel],
+    without: Collection[str] = (),
 ) -> Any:
     """A pydantic model of a face's arguments for ``entry`` (a tool's input schema): the
     options every entry takes first, then the face's ``own`` fields (the task, the agent…),
-    then the entry's other options the face offers."""
-    common = [o for o in offered(entry, face) if o.name in EntryOptions.__annotations__]
-    rest = [o for o in offered(entry, face) if o.name not in EntryOptions.__annotations__]
+    then the entry's other options the face offers (but those ``without``)."""
+    given = offered(entry, face, without)
+    common = [o for o in given if o.name in EntryOptions.__annotations__]
+    rest = [o for o in given if o.name not in EntryOptions.__annotations__]
     fields: dict[str, Any] = {o.name: o.annotation for o in common}
     fields.update(own)
     fields.update({o.name: o.annotation for o in rest})
@@ -369,25 +391,3 @@ def session_setting_names() -> tuple[str, ...]:
 def session_settings(request: typing.Mapping[str, Any] | None) -> dict[str, Any]:
     """What of a stored ``acp_spawn`` request (flat, as JSON) its session is set up with."""
     return {name: (request or {}).get(name) for name in session_setting_names()}
-
-
-def options_error(
-    exc: ValidationError, renamed: dict[str, str] | None = None, *, unknown: str = "unknown option"
-) -> ConfigError:
-    """One :class:`Problem` per error, its ``field`` the dotted path to the bad value (its
-    first part ``renamed`` where a face calls it otherwise; an unknown one is ``unknown``).
-    The one mapper from pydantic's errors to ours for options, requests and tool arguments."""
-    problems = []
-    for error in exc.errors(include_url=False):
-        parts = [str(part) for part in error["loc"]]
-        if parts and renamed:
-            parts[0] = renamed.get(parts[0], parts[0])
-        field = ".".join(parts)
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = unknown
-        elif message.startswith("Value error, "):
-            # A check of ours (a path, a rule between options): its message says it all.
-            message = message.removeprefix("Value error, ")
-        problems.append(Problem(message, field=field))
-    return ConfigError(problems)

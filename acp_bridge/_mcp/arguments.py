@@ -13,7 +13,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from acp_bridge._entries.options import Option, arguments_model, offered, options_error
+from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._entries.option_errors import options_error
+from acp_bridge._entries.options import Option, arguments_model, offered
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.config import MAX_SECONDS
@@ -72,6 +74,31 @@ BashArgs: type[EntryArgs] = _entry_args(
     "bash",
     {"command": (str, Field(min_length=1, description="the command line, run with bash -c"))},
     task="command",
+)
+
+
+class CompareArgsBase(_Args):
+    """What the ``compare`` tool takes: the agents, the task, and compare's options model's
+    MCP subset (its own, and ``acp_spawn``'s for every attempt)."""
+
+    def options(self) -> dict[str, Any]:
+        """compare's options, as given (those left unset left out)."""
+        return self.model_dump(exclude_none=True, exclude={"agents", "task"})
+
+
+CompareArgs: type[CompareArgsBase] = arguments_model(
+    "CompareArgs",
+    CompareOptions,
+    "mcp",
+    {
+        "agents": (
+            list[str],
+            Field(min_length=1, description="the agent profiles to compare, in order"),
+        ),
+        "task": (str, Field(min_length=1, description="what every attempt must do")),
+    },
+    CompareArgsBase,
+    without=NOT_FOR_COMPARE,
 )
 
 

@@ -25,6 +25,7 @@ from acp_bridge.errors import ConfigError
 
 ENTRY_TOOLS = ("acp_spawn", "spawn", "bash")
 RUN_TOOLS = ("start", "wait", "status", "list", "stop", "send")
+COMPARE_TOOL = "compare"
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,16 @@ SPECS: dict[str, ToolSpec] = {
             "(subtask.bash.result.v1)." + _ENVELOPE_NOTE,
             a.BashArgs,
             open_world=False,
+        ),
+        ToolSpec(
+            COMPARE_TOOL,
+            "Best of N in one call: run the same task on several agents (or n times on one), "
+            "each attempt in its own git worktree of the repository at cwd; run `verify` (a "
+            "shell command, exit 0 = passed) on each attempt's changes; pick the winner "
+            "(verified, fastest, cheapest, smallest) and, with apply, apply its diff to the "
+            "working tree (refused unless clean; dry_run returns the patch). Returns every "
+            "attempt's envelope and verifier result, the winner's task_id and why it won.",
+            a.CompareArgs,
         ),
         ToolSpec(
             "start",
@@ -151,6 +162,9 @@ def input_schema(spec: ToolSpec, ready: dict[str, str]) -> dict[str, Any]:
     properties: dict[str, Any] = schema["properties"]
     if "agent" in properties:
         properties["agent"] = _agent_property(properties["agent"], ready)
+    if "agents" in properties:  # compare: each item one of the ready profiles
+        items = _agent_property(properties["agents"]["items"], ready)
+        properties["agents"] = {**properties["agents"], "items": items}
     required = schema.get("required", [])
     # Required first: a model reading the schema sees what it must give before the options.
     schema["properties"] = {

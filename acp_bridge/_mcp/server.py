@@ -24,12 +24,14 @@ from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._mcp import arguments as a
 from acp_bridge._mcp import run_control
 from acp_bridge._mcp.catalog import (
+    COMPARE_TOOL,
     ENTRY_TOOLS,
     SPECS,
     envelope_schema,
     input_schema,
     ready_profiles,
 )
+from acp_bridge._mcp.compare_tool import call_compare, compare_schema
 from acp_bridge._mcp.host import Host, LogGate
 from acp_bridge._mcp.progress import Lines
 from acp_bridge._mcp.questions import elicitation_hook, permission_hook
@@ -96,7 +98,11 @@ class BridgeServer:
         ready = ready_profiles(self.settings.config)
         envelope = envelope_schema()
         run = run_control.run_schema(envelope)
-        outputs = {"start": run_control.START_SCHEMA, "list": run_control.list_schema(run)}
+        outputs = {
+            "start": run_control.START_SCHEMA,
+            "list": run_control.list_schema(run),
+            COMPARE_TOOL: compare_schema(),
+        }
         listed = []
         for name in self.settings.tools:
             spec = SPECS[name]
@@ -139,6 +145,8 @@ class BridgeServer:
         try:
             if name in ENTRY_TOOLS:
                 return await self._entry(ctx, name, params)
+            if name == COMPARE_TOOL:
+                return await self._compare(ctx, params.arguments)
             return await self._run_control(ctx, name, params.arguments)
         except ConfigError as exc:
             raise invalid(name, exc) from None
@@ -177,6 +185,14 @@ class BridgeServer:
 
         tool_runs.launch(tool_run, run)
         return await follow(tool_run, host)
+
+    async def _compare(
+        self, ctx: Context, arguments: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        args = a.parse(a.CompareArgs, arguments)
+        for agent in getattr(args, "agents"):  # noqa: B009 - a field of the derived model
+            self.check_agent(agent)
+        return await call_compare(args, self.settings.config, Host(ctx, self.gate))
 
     def entry_request(self, name: str, arguments: dict[str, Any] | None) -> EntryRequest:
         """The checked request of an entry tool (:class:`ConfigError` naming the field)."""

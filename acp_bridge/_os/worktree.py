@@ -131,17 +131,21 @@ async def kept_worktree(
 ) -> Path | None:
     """The worktree of the repository at ``cwd`` on branch ``acp-bridge/<id>`` for the first
     of ``task_ids`` that has one (a session's runs, newest first); None outside git."""
+    by_branch = await _worktrees_by_branch(cwd, timeout)
+    return next((by_branch[b] for t in task_ids if (b := BRANCH_PREFIX + t) in by_branch), None)
+
+
+async def _worktrees_by_branch(cwd: Path, timeout: float) -> dict[str, Path]:
+    """Branch → its worktree, for the repository at ``cwd`` (empty outside git)."""
     listed = await git("worktree", "list", "--porcelain", cwd=cwd, timeout=timeout, check=False)
-    if listed.returncode != 0:
-        return None
     by_branch: dict[str, Path] = {}
     path: Path | None = None
-    for line in listed.text.splitlines():
+    for line in listed.text.splitlines() if listed.returncode == 0 else ():
         if line.startswith("worktree "):
             path = Path(line.removeprefix("worktree "))
         elif line.startswith("branch refs/heads/") and path is not None:
             by_branch[line.removeprefix("branch refs/heads/")] = path
-    return next((by_branch[b] for t in task_ids if (b := BRANCH_PREFIX + t) in by_branch), None)
+    return by_branch
 
 
 async def reopen_worktree(
@@ -225,4 +229,33 @@ async def _remove(wt: Worktree, timeout: float) -> list[str]:
         await git("branch", "-D", "--quiet", wt.branch, cwd=wt.repo, timeout=timeout)
     except GitError as exc:
         notes.append(f"branch not deleted: {exc}")
+    return notes
+
+
+async def discard_worktrees(
+    cwd: Path, task_ids: Sequence[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> list[str]:
+    """Remove whatever runs ``task_ids`` left in the repository at ``cwd``: their worktrees
+    and their branches ``acp-bridge/<id>`` (kept on purpose, or left by a run that could not
+    finish). What could not be removed is said in the notes returned."""
+    branches = {BRANCH_PREFIX + task_id for task_id in task_ids}
+    notes: list[str] = []
+    for branch, path in (await _worktrees_by_branch(cwd, timeout)).items():
+        if branch not in branches:
+            continue
+        gone = await git(
+            "worktree", "remove", "--force", str(path), cwd=cwd, timeout=timeout, check=False
+        )
+        if gone.returncode != 0:
+            notes.append(f"worktree {path} not removed: {gone.stderr.strip()}")
+    await git("worktree", "prune", cwd=cwd, timeout=timeout, check=False)
+    heads = await git(
+        "for-each-ref", "--format=%(refname:short)", "refs/heads/" + BRANCH_PREFIX,
+        cwd=cwd, timeout=timeout, check=False,
+    )  # fmt: skip
+    left = [name for name in heads.text.splitlines() if name in branches]
+    if left:
+        deleted = await git("branch", "-D", "--quiet", *left, cwd=cwd, timeout=timeout, check=False)
+        if deleted.returncode != 0:
+            notes.append(f"branches not deleted: {deleted.stderr.strip()}")
     return notes

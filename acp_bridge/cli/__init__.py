@@ -26,17 +26,24 @@ from acp_bridge.cli._streams import open_streams
 __all__ = ["exit_code_for", "main"]
 
 ENTRY_COMMANDS = {"run": "acp_spawn", "bash": "bash", "spawn": "spawn", "ask": "ask"}
+OPTIONS_COMMANDS = frozenset({"compare"})
+"""Commands that are no entry path but whose flags come from an options model too."""
 
 
-def entry_of(argv: Sequence[str]) -> str | None:
-    """The entry path an argv runs (``run`` → ``acp_spawn``), if it runs one."""
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command an argv runs (``run``), if any."""
     words = iter(argv)
     for word in words:
         if word == "--config":
             next(words, None)  # its value
         elif not word.startswith("-"):
-            return ENTRY_COMMANDS.get(word)
+            return word
     return None
+
+
+def entry_of(argv: Sequence[str]) -> str | None:
+    """The entry path an argv runs (``run`` → ``acp_spawn``), if it runs one."""
+    return ENTRY_COMMANDS.get(command_of(argv) or "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +78,7 @@ def _main(argv: list[str]) -> int:
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    parser = build_parser(entry, every_option=False)
+    parser = build_parser(entry, every_option=command_of(argv) in OPTIONS_COMMANDS)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:

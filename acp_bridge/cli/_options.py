@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import types
 import typing
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from acp_bridge._entries.options import Option, offered, options_error
+from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._entries.option_errors import options_error
+from acp_bridge._entries.options import Option, OptionsOf, offered
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge.cli._argtypes import count, key_value, number
 from acp_bridge.envelope import Entry
@@ -31,10 +34,13 @@ GROUPS = {
 """The ``--help`` groups options may be listed in (:attr:`Offer.group`)."""
 
 
-def add_options(parser: argparse.ArgumentParser, entry: Entry) -> None:
-    """Add a flag for each option of ``entry`` offered on the command line."""
+def add_options(
+    parser: argparse.ArgumentParser, entry: OptionsOf, without: Collection[str] = ()
+) -> None:
+    """Add a flag for each option of ``entry`` offered on the command line (but those
+    ``without``)."""
     groups: dict[str, Any] = {}
-    for option in offered(entry, "cli"):
+    for option in offered(entry, "cli", without):
         target: Any = parser
         if option.offer.group:
             if option.offer.group not in groups:
@@ -56,7 +62,8 @@ def _argument(option: Option) -> dict[str, Any]:
     elif typing.get_origin(kind) is dict:
         spec.update(type=key_value, action="append", help=f"{option.description} (repeatable)")
     elif kind is float:
-        spec["type"] = number(_bound(option, "le"), "a positive number of seconds")
+        unit = " of seconds" if option.offer.metavar == "S" else ""
+        spec["type"] = number(_bound(option, "le"), f"a positive number{unit}")
     elif kind is int:
         spec["type"] = count(int(_bound(option, "ge")), int(_bound(option, "le")))
     elif Path in _members(kind):
@@ -88,11 +95,17 @@ def _bound(option: Option, name: str) -> float:
     raise LookupError(f"{option.name} has no {name} bound")
 
 
-def request_from(args: argparse.Namespace, entry: Entry, task: str, **top: Any) -> EntryRequest:
-    """The request the parsed flags of ``entry`` make (``top``: its agent or tools). Raises
-    :class:`~acp_bridge.ConfigError` naming the flag of each bad option."""
+def add_compare_options(parser: argparse.ArgumentParser) -> None:
+    """``compare``'s flags: its own, and ``acp_spawn``'s that every attempt runs with."""
+    add_options(parser, CompareOptions, NOT_FOR_COMPARE)
+
+
+def options_from(
+    args: argparse.Namespace, entry: OptionsOf, without: Collection[str] = ()
+) -> dict[str, Any]:
+    """The options the parsed flags of ``entry`` give (those left unset left out)."""
     options: dict[str, Any] = {}
-    for option in offered(entry, "cli"):
+    for option in offered(entry, "cli", without):
         value = getattr(args, option.name, None)
         if isinstance(value, list) and typing.get_origin(_plain_type(option)) is dict:
             value = dict(value)  # --set KEY=VALUE, repeated
@@ -100,8 +113,19 @@ def request_from(args: argparse.Namespace, entry: Entry, task: str, **top: Any) 
             value = str(value)
         if value is not None and value is not False:
             options[option.name] = value
+    return options
+
+
+def flag_names(entry: OptionsOf) -> dict[str, str]:
+    """Option name → its flag, to name the flag in an error."""
+    return {option.name: option.offer.cli for option in offered(entry, "cli")}
+
+
+def request_from(args: argparse.Namespace, entry: Entry, task: str, **top: Any) -> EntryRequest:
+    """The request the parsed flags of ``entry`` make (``top``: its agent or tools). Raises
+    :class:`~acp_bridge.ConfigError` naming the flag of each bad option."""
+    options = options_from(args, entry)
     try:
         return EntryRequest(entry=entry, task=task, **top, **options)
     except ValidationError as exc:
-        flags = {option.name: option.offer.cli for option in offered(entry, "cli")}
-        raise options_error(exc, renamed=flags) from None
+        raise options_error(exc, renamed=flag_names(entry)) from None

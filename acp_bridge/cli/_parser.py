@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _runs
+from acp_bridge.cli import _batch_parser, _compare_parser, _runs
 from acp_bridge.cli._argtypes import count, seconds
 from acp_bridge.cli._usage import EntryParser, for_entry
 
@@ -98,9 +98,7 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
     p.set_defaults(handler=_profiles.cmd_profiles_validate)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the config file")
-    p.add_argument(
-        "--profile", action="store_true", help="the schema of a single profile file instead"
-    )
+    p.add_argument("--profile", action="store_true", help="the schema of one profile file")
     p.set_defaults(handler=_profiles.cmd_profiles_schema)
 
     p = commands.add_parser(
@@ -171,6 +169,7 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
         help="skip cases whose agent command is not installed (default: fail)",
     )
     p.add_argument("--keep", action="store_true", help="keep each case's workspace")
+    _batch_parser.add_executor_options(p)  # where the cases run
     p.set_defaults(handler=_smoke.cmd_smoke)
 
     p = commands.add_parser(
@@ -197,6 +196,8 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
     p.set_defaults(handler=_entries.cmd_demo_agent)
     _add_entry_commands(commands, entry, every_option)
     _runs.add_commands(commands)
+    _batch_parser.add_commands(commands, _Formatter)
+    _compare_parser.add_compare_command(commands, _Formatter, options=every_option)
     return parser
 
 
@@ -263,7 +264,7 @@ def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None
     if wanted:
         from acp_bridge.cli._options import add_options
 
-        add_options(p, entry)  # type: ignore[arg-type]
+        add_options(p, entry)
 
 
 def _answer_options(p: argparse.ArgumentParser) -> None:

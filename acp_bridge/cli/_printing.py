@@ -53,6 +53,15 @@ def out(text: str = "") -> None:
     _to_stdout(visible(text) + "\n")
 
 
+def out_data(text: str) -> None:
+    """Text a program reads as it is (a patch): exact into a file or a pipe; on a terminal,
+    as human text (its control characters shown, as :func:`out` does)."""
+    if _isatty(sys.stdout):
+        _to_stdout(visible(text))
+    else:
+        _to_stdout(text)
+
+
 def err(text: str) -> None:
     """A line of human text on stderr."""
     sys.stderr.write(visible(text) + "\n")

@@ -90,6 +90,7 @@ class _SmokeProgress:
 def cmd_smoke(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
+    from acp_bridge.cli._batch_cli import executor_from
     from acp_bridge.smoke import _report as report
     from acp_bridge.smoke._runner import SmokeRunner, SmokeSettings
     from acp_bridge.smoke._suite import expand, load_suite
@@ -109,6 +110,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         model=args.model,
         skip_missing=args.skip_missing,
         keep_workspaces=args.keep,
+        executor=executor_from(args),
     )
     runner = SmokeRunner(load(args), settings, progress)
     started, clock = datetime.now(UTC), time.monotonic()

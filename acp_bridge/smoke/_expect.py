@@ -113,10 +113,25 @@ def _permission_failures(wanted: list[PermissionExpect], result: SubtaskResult) 
     return failures
 
 
+def workspace_failures(files: dict[str, str | FileExpect], workspace: Path) -> list[str]:
+    """How the files of ``workspace`` miss ``files`` (a case's ``expect.files``). Runs where
+    the case ran: on a remote executor's node, before its workspace is removed."""
+    failures: list[str] = []
+    for name, want in files.items():
+        failures += _file_failures(name, want, workspace)
+    return failures
+
+
 def check(
-    result: SubtaskResult, expect: Expect, *, workspace: Path, suite_dir: Path, duration: float
+    result: SubtaskResult,
+    expect: Expect,
+    *,
+    file_failures: list[str],
+    suite_dir: Path,
+    duration: float,
 ) -> list[str]:
-    """Every way ``result`` misses ``expect``; empty when the case passes."""
+    """Every way ``result`` misses ``expect``; empty when the case passes.
+    ``file_failures``: what :func:`workspace_failures` found where the case ran."""
     failures: list[str] = []
     if expect.status is not None and result.status != expect.status:
         why = f" ({result.meta.error_code}: {result.error})" if result.error else ""
@@ -147,8 +162,7 @@ def check(
         mismatch = subset_mismatch(expect.envelope, result.to_dict())
         if mismatch:
             failures.append(mismatch)
-    for name, want in expect.files.items():
-        failures += _file_failures(name, want, workspace)
+    failures += file_failures
     failures += _permission_failures(expect.permissions, result)
     if expect.max_duration is not None and duration > expect.max_duration:
         failures.append(f"took {duration:.2f}s, more than max_duration {expect.max_duration:g}s")

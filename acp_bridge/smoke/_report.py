@@ -2,7 +2,8 @@
 the summary table people read.
 
 The JUnit XML follows the Jenkins xunit plugin's ``junit-10.xsd`` (the tests validate
-against it): one ``<testsuite>`` per suite file, one ``<testcase>`` per case run; unmet
+against it): one ``<testsuite>`` per suite file, one ``<testcase>`` per case run (the
+writer, :func:`junit_document`, also serves ``compare``: one case per attempt); unmet
 expectations are ``<failure>``, cases that could not run ``<error>``, skipped ones
 ``<skipped>``; the envelope goes into ``<system-out>``.
 
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.errors import ConfigError
-from acp_bridge.smoke._runner import CaseOutcome
+from acp_bridge.smoke._runner import CaseOutcome, CaseVerdict
 
 
 @dataclass(frozen=True)
@@ -75,63 +76,115 @@ def _seconds(value: float) -> str:
     return f"{value:.3f}"  # the schema allows at most three decimals
 
 
-def _case_element(outcome: CaseOutcome) -> ET.Element:
-    run = outcome.run
+@dataclass(frozen=True)
+class JUnitCase:
+    """One ``<testcase>``: a smoke case run, a compared attempt (its verifier the test)."""
+
+    name: str
+    classname: str
+    duration: float
+    verdict: CaseVerdict
+    reason: str = ""
+    detail: str = ""
+    output: str = ""
+    """Its ``<system-out>`` (an envelope as JSON)."""
+
+
+@dataclass(frozen=True)
+class JUnitSuite:
+    """One ``<testsuite>``: its cases, and the file they came from."""
+
+    name: str
+    file: str
+    cases: Sequence[JUnitCase]
+
+
+def _case_element(case: JUnitCase) -> ET.Element:
     element = _element(
         None,
         "testcase",
-        {
-            "name": run.name,
-            "classname": f"{run.suite.name}.{run.case.entry}",
-            "time": _seconds(outcome.duration),
-        },
+        {"name": case.name, "classname": case.classname, "time": _seconds(case.duration)},
     )
-    detail = xml_text("\n".join(outcome.failures))
-    if outcome.verdict == "failed":
-        attributes = {"type": "expectation", "message": outcome.reason}
+    detail = xml_text(case.detail)
+    if case.verdict == "failed":
+        attributes = {"type": "expectation", "message": case.reason}
         _element(element, "failure", attributes).text = detail
-    elif outcome.verdict == "error":
-        _element(element, "error", {"type": "error", "message": outcome.reason}).text = detail
-    elif outcome.verdict == "skipped":
-        _element(element, "skipped", {"message": outcome.reason})
-    if outcome.envelope is not None:
-        _element(element, "system-out", {}).text = xml_text(outcome.envelope.to_json(indent=2))
+    elif case.verdict == "error":
+        _element(element, "error", {"type": "error", "message": case.reason}).text = detail
+    elif case.verdict == "skipped":
+        _element(element, "skipped", {"message": case.reason})
+    if case.output:
+        _element(element, "system-out", {}).text = xml_text(case.output)
     return element
 
 
-def junit_xml(outcomes: Sequence[CaseOutcome], info: RunInfo) -> bytes:
-    root = _element(
-        None, "testsuites", {"name": "acp-bridge smoke", "time": _seconds(info.duration)}
-    )
-    by_suite: dict[Path, list[CaseOutcome]] = {}
-    for outcome in outcomes:
-        by_suite.setdefault(outcome.run.suite.path, []).append(outcome)
+def junit_document(
+    title: str, suites: Sequence[JUnitSuite], started: datetime, duration: float
+) -> bytes:
+    """The JUnit XML of ``suites`` (the module docstring says which schema)."""
+    root = _element(None, "testsuites", {"name": title, "time": _seconds(duration)})
     hostname = socket.gethostname()
-    for path, group in by_suite.items():
-        counts = totals(group)
+    every: list[JUnitCase] = []
+    for group in suites:
+        counts = _verdicts(group.cases)
         suite = _element(
             root,
             "testsuite",
             {
-                "name": group[0].run.suite.name,
+                "name": group.name,
                 "tests": str(counts["total"]),
                 "failures": str(counts["failed"]),
                 "errors": str(counts["error"]),
                 "skipped": str(counts["skipped"]),
-                "time": _seconds(sum(o.duration for o in group)),
-                "timestamp": info.started.strftime("%Y-%m-%dT%H:%M:%S"),
+                "time": _seconds(sum(case.duration for case in group.cases)),
+                "timestamp": started.strftime("%Y-%m-%dT%H:%M:%S"),
                 "hostname": hostname,
-                "file": os.path.relpath(path) if path.is_absolute() else str(path),
+                "file": group.file,
             },
         )
-        for outcome in group:
-            suite.append(_case_element(outcome))
-    counts = totals(outcomes)
+        for case in group.cases:
+            suite.append(_case_element(case))
+        every += group.cases
+    counts = _verdicts(every)
     root.set("tests", str(counts["total"]))
     root.set("failures", str(counts["failed"]))
     root.set("errors", str(counts["error"]))
     ET.indent(root)
     return bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True)) + b"\n"
+
+
+def _verdicts(cases: Sequence[JUnitCase]) -> Counter[str]:
+    counts: Counter[str] = Counter(case.verdict for case in cases)
+    counts["total"] = len(cases)
+    return counts
+
+
+def _junit_case(outcome: CaseOutcome) -> JUnitCase:
+    run = outcome.run
+    return JUnitCase(
+        name=run.name,
+        classname=f"{run.suite.name}.{run.case.entry}",
+        duration=outcome.duration,
+        verdict=outcome.verdict,
+        reason=outcome.reason,
+        detail="\n".join(outcome.failures),
+        output=outcome.envelope.to_json(indent=2) if outcome.envelope is not None else "",
+    )
+
+
+def junit_xml(outcomes: Sequence[CaseOutcome], info: RunInfo) -> bytes:
+    by_suite: dict[Path, list[CaseOutcome]] = {}
+    for outcome in outcomes:
+        by_suite.setdefault(outcome.run.suite.path, []).append(outcome)
+    suites = [
+        JUnitSuite(
+            group[0].run.suite.name,
+            os.path.relpath(path) if path.is_absolute() else str(path),
+            [_junit_case(outcome) for outcome in group],
+        )
+        for path, group in by_suite.items()
+    ]
+    return junit_document("acp-bridge smoke", suites, info.started, info.duration)
 
 
 def json_report(outcomes: Sequence[CaseOutcome], info: RunInfo) -> dict[str, Any]:

@@ -1,35 +1,43 @@
-"""Running smoke cases: concurrently up to a limit, each in a fresh temporary workspace.
+"""Running smoke cases: as one batch on an executor, each case in a fresh workspace.
 
-A case's own ``timeout`` goes to its entry path, which ends it with an envelope; on top of
-that the runner keeps a guard (the timeout plus a margin) so no case can hold the run
-forever. Cancelling (Ctrl-C) tells running ACP cases to cancel gracefully, stops local
-ones outright (their processes still end), and marks cases not yet started as skipped.
+Every case is a task of one batch (:mod:`acp_bridge._batch`), so a suite runs wherever a
+batch runs — in this process (the default) or over a Ray cluster — with the same verdicts:
+the case's workspace is made where it runs, its setup files written there, and its file
+expectations checked there too (before the workspace goes); the envelope comes back to be
+judged here. ``--parallel`` is the batch's concurrency.
+
+A case's own ``timeout`` goes to its entry path, which ends it with an envelope; the local
+executor keeps a guard on top (the timeout plus a margin), a remote one its own deadline.
+Cancelling (Ctrl-C) cancels running cases gracefully where they run and skips those not
+started. A case the executor could not run (no node offers its agent, a lost node) is an
+``error``, not a ``failed``: the agent was never judged.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
-import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
-from acp_bridge._entries.request import EntryRequest, run_entry
-from acp_bridge._os.race import race
+from acp_bridge._batch.executor import Executor, LocalExecutor
+from acp_bridge._batch.runner import TaskOutcome, run_batch
+from acp_bridge._batch.tasks import BatchTask, Keyed, Workspace
+from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError
-from acp_bridge.smoke._expect import check
+from acp_bridge.errors import BridgeError, ErrorCode
+from acp_bridge.smoke._expect import check, workspace_failures
 from acp_bridge.smoke._suite import CaseRun
 
 CaseVerdict = Literal["passed", "failed", "error", "skipped"]
-DEFAULT_CASE_TIMEOUT = 600.0
-GUARD_MARGIN = 30.0  # beyond a case's own timeout: startup, shutdown grace, cleanup
+NOT_JUDGED = frozenset({ErrorCode.EXECUTOR_ERROR, ErrorCode.NODE_LOST, ErrorCode.LOST})
+"""Error codes of a case the executor could not run or finish: an ``error`` verdict."""
 
 
 @dataclass
@@ -56,6 +64,8 @@ class SmokeSettings:
     model: str | None = None
     skip_missing: bool = False
     keep_workspaces: bool = False
+    executor: Executor | None = None
+    """Where the cases run (default: :class:`~acp_bridge.LocalExecutor`, this process)."""
 
 
 class SmokeRunner:
@@ -70,11 +80,38 @@ class SmokeRunner:
 
     async def run(self, runs: list[CaseRun], cancel: anyio.Event) -> list[CaseOutcome]:
         foreground.install()  # every case's run is recorded in the run store, like any other
-        limiter = anyio.CapacityLimiter(max(1, self.settings.parallel))
-        async with anyio.create_task_group() as tg:
-            for index, run in enumerate(runs):
-                tg.start_soon(self._slot, index, run, limiter, cancel, self.outcomes)
+        tasks: list[Keyed] = []
+        executor = self.settings.executor or LocalExecutor()
+        here = isinstance(executor, LocalExecutor)  # where --skip-missing can look
+        for index, run in enumerate(runs):
+            missing = self._missing_command(run) if here else ""
+            if missing and self.settings.skip_missing:
+                self._ended(index, CaseOutcome(run, "skipped", [missing]))
+            else:
+                tasks.append(Keyed(index, run.id, self._task(run)))
+
+        def progress(what: str, task: Keyed, node: str | None, envelope: object) -> None:
+            if what == "started":
+                self.progress(runs[task.index], None)
+
+        def on_outcome(outcome: TaskOutcome) -> None:
+            index = outcome.task.index
+            self._ended(index, self._judge(runs[index], outcome, cancel))
+
+        await run_batch(
+            tasks,
+            executor=executor,
+            config=self.config,
+            concurrency=max(1, self.settings.parallel),
+            progress=progress,
+            on_outcome=on_outcome,
+            cancel=cancel,
+        )
         return self.results(runs)
+
+    def _ended(self, index: int, outcome: CaseOutcome) -> None:
+        self.outcomes[index] = outcome
+        self.progress(outcome.run, outcome)
 
     def results(self, runs: list[CaseRun]) -> list[CaseOutcome]:
         """An outcome for every run: those that never finished count as skipped."""
@@ -83,68 +120,43 @@ class SmokeRunner:
             for i, run in enumerate(runs)
         ]
 
-    async def _slot(
-        self,
-        index: int,
-        run: CaseRun,
-        limiter: anyio.CapacityLimiter,
-        cancel: anyio.Event,
-        outcomes: dict[int, CaseOutcome],
-    ) -> None:
-        async with limiter:
-            if cancel.is_set():
-                outcome = CaseOutcome(run, "skipped", ["interrupted before it started"])
-            else:
-                self.progress(run, None)
-                outcome = await self._case(run, cancel)
-            outcomes[index] = outcome
-            self.progress(run, outcome)
+    def _task(self, run: CaseRun) -> BatchTask:
+        case = run.case
+        loop_entry = case.entry in ("spawn", "ask")
+        request = EntryRequest(
+            entry=case.entry,
+            task=(case.command if case.entry == "bash" else case.task) or "",
+            agent=run.agent,
+            tools=case.tools,
+            model=(self.settings.model or case.model) if loop_entry else None,
+            output_schema=case.output_schema,
+            timeout=case.timeout,
+        )
+        workspace = Workspace(files=case.files, keep=self.settings.keep_workspaces)
+        inspect = functools.partial(workspace_failures, case.expect.files)
+        return BatchTask(request, run.id, workspace, inspect)
 
-    async def _case(self, run: CaseRun, cancel: anyio.Event) -> CaseOutcome:
-        missing = self._missing_command(run)
-        if missing and self.settings.skip_missing:
-            return CaseOutcome(run, "skipped", [missing])
-        workspace = Path(tempfile.mkdtemp(prefix="acp-bridge-smoke-"))
-        started = time.monotonic()
-        try:
-            _write_setup_files(run, workspace)
-            envelope = await self._guarded(run, workspace, cancel)
-            duration = time.monotonic() - started
-            if envelope is None:
-                limit = (run.case.timeout or DEFAULT_CASE_TIMEOUT) + GUARD_MARGIN
-                verdict: CaseVerdict = "skipped" if cancel.is_set() else "error"
-                why = (
-                    "interrupted"
-                    if cancel.is_set()
-                    else f"did not finish within {limit:g}s (the runner's guard)"
-                )
-                return CaseOutcome(run, verdict, [why], None, duration, workspace)
-            if cancel.is_set():  # stopped by the interrupt: its result says nothing
-                return CaseOutcome(
-                    run, "skipped", ["interrupted while running"], envelope, duration, workspace
-                )
-            failures = check(
-                envelope,
-                run.case.expect,
-                workspace=workspace,
-                suite_dir=run.suite.path.parent,
-                duration=duration,
-            )
-            return CaseOutcome(
-                run, "failed" if failures else "passed", failures, envelope, duration, workspace
-            )
-        except (BridgeError, OSError) as exc:
-            return CaseOutcome(
-                run,
-                "error",
-                [f"{type(exc).__name__}: {exc}"],
-                None,
-                time.monotonic() - started,
-                workspace,
-            )
-        finally:
-            if not self.settings.keep_workspaces:
-                shutil.rmtree(workspace, ignore_errors=True)
+    def _judge(self, run: CaseRun, outcome: TaskOutcome, cancel: anyio.Event) -> CaseOutcome:
+        envelope = outcome.envelope
+        duration = (envelope.meta.duration_ms or 0) / 1000
+        info = envelope.meta.batch or {}
+        if cancel.is_set() and info.get("interrupted"):
+            if info.get("node") is None:
+                return CaseOutcome(run, "skipped", ["interrupted before it started"])
+            return CaseOutcome(run, "skipped", ["interrupted while running"], envelope, duration)
+        kept = self.settings.keep_workspaces and info.get("cwd")
+        workspace = Path(info["cwd"]) if kept else None
+        if envelope.meta.error_code in NOT_JUDGED:
+            return CaseOutcome(run, "error", [envelope.error], envelope, duration, workspace)
+        failures = check(
+            envelope,
+            run.case.expect,
+            file_failures=list(outcome.inspection or []),
+            suite_dir=run.suite.path.parent,
+            duration=duration,
+        )
+        verdict: CaseVerdict = "failed" if failures else "passed"
+        return CaseOutcome(run, verdict, failures, envelope, duration, workspace)
 
     def _missing_command(self, run: CaseRun) -> str:
         if run.agent is None:
@@ -156,38 +168,3 @@ class SmokeRunner:
         if shutil.which(profile.command) is None:
             return f"{profile.command} is not installed (profile {run.agent})"
         return ""
-
-    async def _guarded(
-        self, run: CaseRun, workspace: Path, cancel: anyio.Event
-    ) -> SubtaskResult | None:
-        """The case's envelope; None when the runner's guard stopped it outright. Every
-        entry takes ``cancel`` and ends gracefully with an envelope of its own."""
-        limit = (run.case.timeout or DEFAULT_CASE_TIMEOUT) + GUARD_MARGIN
-        raced = await race(lambda: self._entry(run, workspace, cancel), timeout=limit)
-        return raced.value
-
-    def _entry(
-        self, run: CaseRun, workspace: Path, cancel: anyio.Event
-    ) -> Awaitable[SubtaskResult]:
-        case = run.case
-        loop_entry = case.entry in ("spawn", "ask")
-        request = EntryRequest(
-            entry=case.entry,
-            task=(case.command if case.entry == "bash" else case.task) or "",
-            agent=run.agent,
-            tools=case.tools,
-            model=(self.settings.model or case.model) if loop_entry else None,
-            output_schema=case.output_schema,
-            timeout=case.timeout,
-            cwd=str(workspace),
-        )
-        return run_entry(request, config=self.config, cancel=cancel)
-
-
-def _write_setup_files(run: CaseRun, workspace: Path) -> None:
-    for name, content in run.case.files.items():
-        path = (workspace / name).resolve()
-        if not path.is_relative_to(workspace.resolve()):
-            raise BridgeError(f"setup file {name!r} is outside the case's workspace")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")

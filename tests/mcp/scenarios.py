@@ -17,7 +17,8 @@ from tests.mcp.conftest import FORM, Bridge, bounded, text_of
 async def lists_the_tools(client: Client) -> None:
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert list(listed) == [
-        "acp_spawn", "spawn", "bash", "start", "wait", "status", "list", "stop", "send",
+        "acp_spawn", "spawn", "bash", "compare", "start", "wait", "status", "list", "stop",
+        "send",
     ]  # fmt: skip
     spawn = listed["acp_spawn"]
     agent = spawn.input_schema["properties"]["agent"]

@@ -4,7 +4,9 @@ protocol and HTTP are in test_http.py; the allowlist and the depth limit in test
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp.types as types
@@ -189,3 +191,43 @@ async def test_a_chatty_runs_events_are_merged_into_a_few_progress_lines(
     assert ended.structured_content["status"] == "done"
     assert any(line.startswith("agent: ") for line in lines)
     assert len(lines) < 50, len(lines)
+
+
+async def test_compare_picks_the_attempt_that_passes_the_verifier(
+    client: Client, tmp_path: Path, nothing_left: None
+) -> None:
+    repo = one_commit(tmp_path / "repo")
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    schema = tools["compare"].input_schema
+    assert {"demo", "writer"} <= set(schema["properties"]["agents"]["items"]["enum"])
+    assert schema["required"] == ["agents", "task"]
+    assert "isolation" not in schema["properties"] and "n" in schema["properties"]
+    arguments = {
+        "agents": ["demo", "writer"], "task": "Reply with exactly DONE", "cwd": str(repo),
+        "verify": "test -f expected.txt", "apply": True,
+    }  # fmt: skip
+    async with bounded(90):
+        result = await client.call_tool("compare", arguments)
+    document = result.structured_content
+    assert document is not None and not result.is_error
+    demo, writer = document["attempts"]
+    assert (demo["verifier"]["passed"], writer["verifier"]["passed"]) == (False, True)
+    assert document["winner"] == writer["task_id"]
+    assert document["apply"]["applied"] and (repo / "expected.txt").is_file()
+    assert f"winner: writer#1 ({writer['task_id']})" in text_of(result)
+    with pytest.raises(MCPError) as caught:  # the tree is dirty now: refused, nothing runs
+        async with bounded():
+            await client.call_tool("compare", arguments)
+    assert caught.value.code == types.INVALID_PARAMS
+    assert "expected.txt" in caught.value.message
+
+
+def one_commit(repo: Path) -> Path:
+    """A git repository with one commit."""
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README.md").write_text("the project\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    return repo

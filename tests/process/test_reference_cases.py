@@ -15,7 +15,7 @@ import pytest
 from acp_bridge._entries.ask import ask
 from acp_bridge._loop.passthrough import parse_prompt
 from acp_bridge.config import LoadedConfig, load_config
-from acp_bridge.smoke._expect import check
+from acp_bridge.smoke._expect import check, workspace_failures
 from acp_bridge.smoke._suite import load_suite
 from tests.helpers import run_bounded
 
@@ -78,7 +78,8 @@ def test_reference_case_offline(index: int, config: LoadedConfig, tmp_path: Path
 
     assert result.status == "done", result.error
     assert result.meta.entry == "ask" and result.meta.depth == 0
-    failures = check(result, case.expect, workspace=tmp_path, suite_dir=EXAMPLES, duration=0)
+    files = workspace_failures(case.expect.files, tmp_path)
+    failures = check(result, case.expect, file_failures=files, suite_dir=EXAMPLES, duration=0)
     assert failures == []
     (call,) = result.meta.tool_calls or []
     assert call.title.startswith(f"{tool}:") and call.status == "completed"

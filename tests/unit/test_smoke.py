@@ -13,7 +13,7 @@ import xmlschema
 from acp_bridge import envelope
 from acp_bridge.envelope import Meta, PermissionRecord
 from acp_bridge.errors import ConfigError, ErrorCode
-from acp_bridge.smoke._expect import check, subset_mismatch
+from acp_bridge.smoke._expect import check, subset_mismatch, workspace_failures
 from acp_bridge.smoke._report import RunInfo, json_report, junit_xml, summary_lines
 from acp_bridge.smoke._runner import CaseOutcome
 from acp_bridge.smoke._suite import Expect, expand, load_suite
@@ -105,7 +105,16 @@ def test_check_reports_every_miss(tmp_path: Path) -> None:
             "max_duration": 5,
         }
     )
-    assert check(result, good, workspace=tmp_path, suite_dir=tmp_path, duration=1) == []
+    assert (
+        check(
+            result,
+            good,
+            file_failures=workspace_failures(good.files, tmp_path),
+            suite_dir=tmp_path,
+            duration=1,
+        )
+        == []
+    )
     bad = Expect.model_validate(
         {
             "status": "failed",
@@ -116,7 +125,13 @@ def test_check_reports_every_miss(tmp_path: Path) -> None:
             "max_duration": 0.5,
         }
     )
-    failures = check(result, bad, workspace=tmp_path, suite_dir=tmp_path, duration=1)
+    failures = check(
+        result,
+        bad,
+        file_failures=workspace_failures(bad.files, tmp_path),
+        suite_dir=tmp_path,
+        duration=1,
+    )
     assert len(failures) == 7, failures
     assert failures[0] == "status done, expected failed"
     assert any(f.startswith("output is not JSON") for f in failures)
@@ -129,7 +144,7 @@ def test_json_and_schema_checks(tmp_path: Path) -> None:
         check(
             result,
             Expect.model_validate({"json": {"ok": True}, "json_schema": "schema.json"}),
-            workspace=tmp_path,
+            file_failures=[],
             suite_dir=tmp_path,
             duration=0,
         )
@@ -139,7 +154,7 @@ def test_json_and_schema_checks(tmp_path: Path) -> None:
     [failure] = check(
         text,
         Expect.model_validate({"json_schema": "schema.json"}),
-        workspace=tmp_path,
+        file_failures=[],
         suite_dir=tmp_path,
         duration=0,
     )
@@ -147,7 +162,7 @@ def test_json_and_schema_checks(tmp_path: Path) -> None:
     assert check(
         text,
         Expect.model_validate({"json": None}),
-        workspace=tmp_path,
+        file_failures=[],
         suite_dir=tmp_path,
         duration=0,
     ) == ['JSON output {"no": 1}, expected null']
@@ -196,7 +211,7 @@ def test_error_codes_in_expectations_are_plain_strings() -> None:
         check(
             result,
             Expect(error_code="timeout"),
-            workspace=Path("/"),
+            file_failures=[],
             suite_dir=Path("/"),
             duration=0,
         )

@@ -45,7 +45,7 @@ from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
-from acp_bridge.config._sandbox import IsolationMode
+from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, RunCancelled, RunStalled, SpawnError
 from acp_bridge.events import EventSink
@@ -76,6 +76,7 @@ class AcpRun:
         worktree = options.get("worktree")
         self.profile = profile
         self.isolation: IsolationMode = options.get("isolation") or profile.isolation
+        self.keep_worktree: KeepWorktree = options.get("keep_worktree") or profile.keep_worktree
         # the session's kept worktree, for a follow-up that resumes
         self.reopen = Path(worktree) if worktree is not None else None
         self.task = task
@@ -164,7 +165,7 @@ class AcpRun:
                 read_roots=self.roots.read,
                 write_roots=self.roots.write,
                 isolation=self.isolation,
-                keep_worktree=self.profile.keep_worktree,
+                keep_worktree=self.keep_worktree,
                 reopen=self.reopen,
                 diff=diff,
                 shutdown_grace=self.profile.timeouts.shutdown_grace,

@@ -164,6 +164,12 @@ class _Record:
 _reporter = StoreReporter()
 
 
+def record_run(run: RunStart) -> _Record:
+    """A record of ``run`` in the run store, reporter installed or not, carried or not: a
+    batch records each of its tasks itself, with where it ran (see ``acp_bridge._batch``)."""
+    return _Record(_reporter, run)
+
+
 def install() -> None:
     """Record every run of this process in the run store (idempotent)."""
     install_reporter(_reporter)

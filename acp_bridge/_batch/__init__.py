@@ -1,0 +1,26 @@
+"""Batches (DESIGN §12): many entry requests, one envelope each, in the caller's order.
+
+A batch runs any entry over many tasks on an *executor*: the local one (this process,
+bounded concurrency, the profiles' ``max_concurrent``) or :class:`RayExecutor` (a Ray
+cluster whose nodes offer their agents as custom resources). The contract is the bridge's,
+whatever the executor: one envelope per task in input order, never an exception for a
+task's failure, and never a silent re-run of work that may have had side effects.
+
+Modules:
+
+- :mod:`.tasks` — a task: an :class:`~acp_bridge.EntryRequest` plus a caller's key and a
+  workspace; parsing one from JSON;
+- :mod:`.workspace` — a task's working directory on the node that runs it (fresh, a copy
+  shipped as a bounded tarball, a git worktree) and what the task changed there;
+- :mod:`.executor` — what an executor does (:class:`~.executor.Executor`) and the local one;
+- :mod:`.runner` — :func:`~.runner.batch` / ``batch_sync``: order, retries, ``meta.batch``,
+  records in the run store (:mod:`.records`);
+- :mod:`.ray_executor`, :mod:`.ray_node`, :mod:`.placement`, :mod:`.faults` — the Ray
+  executor: the driver side, the task body on a node, which node may run what, and what a
+  lost or frozen node gives;
+- :mod:`.results_file` — a resumable JSONL file of envelopes;
+- :mod:`.worker` — joining a cluster as a node that offers its ready agents.
+
+Nothing is imported here: Ray is imported only by the Ray modules, and only when a
+:class:`~.ray_executor.RayExecutor` connects.
+"""

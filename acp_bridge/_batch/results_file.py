@@ -1,0 +1,142 @@
+"""A batch's results file: one envelope per line, in input order, resumable.
+
+The file itself is only ever replaced whole (a temporary file beside it, synced, renamed
+over it), so a reader never sees half of it and a crash never leaves it torn. While the
+batch runs, each envelope is appended to a journal beside it (``RESULTS.jsonl.journal``)
+as its task ends; the journal is folded into the file when the batch ends or is
+interrupted, and removed. After a crash (SIGKILL, power) the journal is still there, and
+the next run with the same file reads both: a torn last line of the journal is a task that
+had not ended, and simply runs again.
+
+Resuming: tasks whose key already has an envelope are not run again, with one exception:
+a task that the batch's own interruption ended (``meta.batch.interrupted``) runs again, as
+the interrupt was not its result. Envelopes whose key is no longer among the tasks are kept,
+after the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from acp_bridge.envelope import SubtaskResult, is_envelope
+from acp_bridge.errors import ConfigError
+
+JOURNAL_SUFFIX = ".journal"
+
+
+def _key(envelope: dict[str, Any]) -> str | None:
+    info = (envelope.get("meta") or {}).get("batch") or {}
+    key = info.get("key")
+    return key if isinstance(key, str) else None
+
+
+class ResultsFile:
+    """The results file at ``path`` and its journal."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.journal = path.with_name(path.name + JOURNAL_SUFFIX)
+        self.previous: dict[str, dict[str, Any]] = {}
+        self._journal: IO[str] | None = None
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """The envelopes already there, by key (the file's, then the journal's on top)."""
+        found: dict[str, dict[str, Any]] = {}
+        for source, tolerant in ((self.path, False), (self.journal, True)):
+            for envelope in _read(source, tolerant=tolerant):
+                key = _key(envelope)
+                if key is not None:
+                    found[key] = envelope
+        self.previous = found
+        return found
+
+    def done_keys(self) -> set[str]:
+        """Keys whose task need not run again."""
+        return {
+            key
+            for key, envelope in self.previous.items()
+            if not ((envelope.get("meta") or {}).get("batch") or {}).get("interrupted")
+        }
+
+    def append(self, result: SubtaskResult) -> None:
+        """``result`` into the journal, at once (flushed: a killed process keeps it)."""
+        if self._journal is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._journal = self.journal.open("a", encoding="utf-8")
+        self._journal.write(result.to_json() + "\n")
+        self._journal.flush()
+        key = _key(result.to_dict())
+        if key is not None:
+            self.previous[key] = result.to_dict()
+
+    def write(self, keys: Sequence[str]) -> int:
+        """Replace the file: the envelopes of ``keys`` that have one, in that order, then
+        every other one already there; then drop the journal. Returns the lines written."""
+        ordered = [self.previous[key] for key in keys if key in self.previous]
+        listed = set(keys)
+        ordered += [env for key, env in self.previous.items() if key not in listed]
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            with temporary.open("w", encoding="utf-8") as out:
+                for envelope in ordered:
+                    out.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+            temporary.replace(self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
+        _sync_dir(self.path.parent)
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.journal.unlink()
+        return len(ordered)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+
+def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
+    """The envelopes in ``path`` (none when it does not exist). ``tolerant``: a line that
+    is not an envelope is skipped (a journal's torn last line); else it is an error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the results: {exc}") from None
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            value = None
+        if not is_envelope(value):
+            if tolerant:
+                continue
+            raise ConfigError(
+                f"{path}:{number}: not an envelope; is this a results file of acp-bridge "
+                "batch? (use another --out)"
+            )
+        found.append(value)
+    return found
+
+
+def _sync_dir(directory: Path) -> None:
+    """The rename itself, durable (the directory entry)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,233 @@
+"""Batches on the local executor, with real agents and commands: the Python API, workspaces,
+the CLI's results file (resume, a crash, an interrupt), records, and the light paths that
+must never import Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_bridge._batch.runner import batch
+from acp_bridge._batch.tasks import BatchTask, Workspace
+from acp_bridge._entries.request import EntryRequest
+from acp_bridge._runs.handle import open_run
+from acp_bridge._runs.store import foreground
+from acp_bridge._runs.store.store import close_stores
+from tests.conftest import AgentHarness
+from tests.helpers import run_bounded
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    db = tmp_path / "runs.db"
+    monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(db))
+    yield db
+    close_stores()
+    foreground.close()
+
+
+def test_one_envelope_per_task_in_order_and_recorded(harness: AgentHarness, store: Path) -> None:
+    config = harness.config({"demo2": {"command": sys.executable,
+                                       "args": ["-m", "acp_bridge._demo_agent"]}})  # fmt: skip
+    seen: list[str] = []
+    results = run_bounded(
+        batch,
+        [
+            {"key": "slow", "entry": "acp_spawn", "agent": "demo2", "task": "sleep 1"},
+            EntryRequest(entry="bash", task="exit 3"),
+            {"entry": "acp_spawn", "agent": "demo2", "task": "Reply with exactly OK"},
+            {"entry": "acp_spawn", "agent": "no-such-profile", "task": "hi"},
+        ],
+        config=config,
+        concurrency=4,
+        on_result=lambda result: seen.append(result.meta.batch["key"]),  # type: ignore[index]
+        limit=60,
+    )
+    assert [r.meta.batch["key"] for r in results] == ["slow", "1", "2", "3"]  # type: ignore[index]
+    assert [r.status for r in results] == ["done", "failed", "done", "failed"]
+    assert results[1].meta.error_code == "nonzero_exit"
+    assert results[3].meta.error_code == "config_error"
+    assert seen[-1] == "slow" and sorted(seen) == ["1", "2", "3", "slow"]  # as they ended
+    assert all(r.meta.batch["attempts"] == 1 and r.meta.node for r in results)  # type: ignore[index]
+    record = open_run(results[2].task_id, store=store).record()
+    assert (record.status, record.entry, record.agent) == ("done", "acp_spawn", "demo2")
+    assert record.envelope is not None
+    assert record.envelope["meta"]["batch"]["index"] == 2
+
+
+def test_workspaces_fresh_uploaded_and_git(tmp_path: Path, store: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "data.txt").write_text("uploaded\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "tracked.txt").write_text("one\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    edit = "cat data.txt 2>/dev/null; cat tracked.txt 2>/dev/null; echo two >> tracked.txt; "
+    edit += "echo new > new.txt; pwd"
+    tasks = [
+        BatchTask(EntryRequest(entry="bash", task=edit), workspace=Workspace(files={"a/b": "x"})),
+        BatchTask(EntryRequest(entry="bash", task=edit), workspace=Workspace(upload=str(source))),
+        BatchTask(EntryRequest(entry="bash", task=edit), workspace=Workspace(git=str(repo))),
+    ]
+    fresh, uploaded, worktree = run_bounded(batch, tasks, limit=60)
+    assert fresh.meta.files_changed == ["new.txt", "tracked.txt"]
+    assert uploaded.output["stdout"].startswith("uploaded\n")
+    assert uploaded.meta.files_changed == ["new.txt", "tracked.txt"]
+    assert worktree.output["stdout"].startswith("one\n")
+    assert worktree.meta.files_changed == ["new.txt", "tracked.txt"]
+    assert worktree.meta.diff is not None
+    diff = Path(worktree.meta.diff).read_text()
+    assert "+two" in diff
+    for result in (fresh, uploaded, worktree):  # removed afterwards
+        where = result.output["stdout"].splitlines()[-1]
+        assert not Path(where).exists(), where
+    assert (repo / "tracked.txt").read_text() == "one\n"  # the repository is untouched
+    listed = subprocess.run([*git, "worktree", "list"], capture_output=True, text=True)
+    assert len(listed.stdout.splitlines()) == 1
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", "batch", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def write_tasks(path: Path, tasks: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    return path
+
+
+def envelopes(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_cli_resume_runs_only_the_missing_keys(tmp_path: Path, store: Path) -> None:
+    tasks = [{"key": f"k{i}", "entry": "bash", "task": f"echo {i}"} for i in range(6)]
+    first = write_tasks(tmp_path / "first.jsonl", tasks[:4])
+    out = tmp_path / "results.jsonl"
+    process = cli(str(first), "--out", str(out), cwd=tmp_path)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    before = {e["meta"]["batch"]["key"]: e["task_id"] for e in envelopes(out)}
+    all_tasks = write_tasks(tmp_path / "all.jsonl", tasks)
+    process = cli(str(all_tasks), "--out", str(out), cwd=tmp_path)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "2 tasks ran: 2 done, 0 failed; 4 already in the results file" in err
+    after = envelopes(out)
+    assert [e["meta"]["batch"]["key"] for e in after] == [f"k{i}" for i in range(6)]
+    assert {e["meta"]["batch"]["key"]: e["task_id"] for e in after[:4]} == before
+    assert [e["output"]["stdout"] for e in after] == [f"{i}\n" for i in range(6)]
+
+
+def test_cli_bad_task_line_is_a_usage_error(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"entry": "bash", "task": "ls"}\n{"entry": "acp_spawn", "task": "hi"}\n')
+    process = cli(str(tasks), cwd=tmp_path)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "tasks.jsonl:2: " in err and "acp_spawn needs an agent" in err
+    assert out == ""
+
+
+def test_cli_interrupt_cancels_running_tasks_and_keeps_the_file(
+    tmp_path: Path, store: Path
+) -> None:
+    tasks = [{"key": "quick", "entry": "bash", "task": "echo quick"}] + [
+        {"key": f"slow{i}", "entry": "bash", "task": "sleep 30"} for i in range(3)
+    ]
+    path = write_tasks(tmp_path / "tasks.jsonl", tasks)
+    out = tmp_path / "results.jsonl"
+    process = cli(str(path), "--out", str(out), "--concurrency", "2", cwd=tmp_path)
+    journal = tmp_path / "results.jsonl.journal"
+    deadline = time.monotonic() + 30
+    while not (journal.exists() and journal.read_text().count("\n") >= 1):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.5)  # the next slow task has started
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    results = {e["meta"]["batch"]["key"]: e for e in envelopes(out)}
+    assert results["quick"]["status"] == "done"
+    cancelled = [k for k, e in results.items() if e["meta"].get("error_code") == "cancelled"]
+    assert sorted(cancelled) == ["slow0", "slow1", "slow2"]
+    assert all(results[k]["meta"]["batch"]["interrupted"] for k in cancelled)
+    assert not journal.exists()
+    # resumed: the interrupted ones run again (here quickly), the finished one does not
+    write_tasks(path, [tasks[0]] + [{**t, "task": "echo again"} for t in tasks[1:]])
+    process = cli(str(path), "--out", str(out), cwd=tmp_path)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "3 tasks ran: 3 done, 0 failed; 1 already in the results file" in err
+
+
+def test_an_unreachable_cluster_fails_every_task_at_once(tmp_path: Path) -> None:
+    path = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"key": f"k{i}", "entry": "bash", "task": "true"} for i in range(3)],
+    )
+    started = time.monotonic()
+    process = cli(str(path), "--executor", "ray", "--address", "127.0.0.2:1", cwd=tmp_path)
+    out, err = process.communicate(timeout=60)
+    assert time.monotonic() - started < 15
+    assert process.returncode == 1, err
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [r["meta"]["batch"]["key"] for r in results] == ["k0", "k1", "k2"]
+    for result in results:
+        assert result["meta"]["error_code"] == "executor_error"
+        assert "cannot reach the Ray cluster at 127.0.0.2:1" in result["error"]
+
+
+RAY_PROBE = """
+import sys
+from acp_bridge.cli import main
+code = main(sys.argv[1:])
+print("RAY-IMPORTED" if "ray" in sys.modules else "NO-RAY", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "demo", "Reply with exactly OK"],
+        ["batch", "-"],
+    ],
+)
+def test_the_light_paths_never_import_ray(tmp_path: Path, argv: list[str]) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    task = '{"entry": "bash", "task": "true"}\n'
+    done = subprocess.run(
+        [sys.executable, "-c", RAY_PROBE, *argv],
+        input=task,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert done.stderr.strip().endswith("NO-RAY"), done.stderr
+    plain = subprocess.run(
+        [sys.executable, "-c", "import sys, acp_bridge; print('ray' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert plain.stdout.strip() == "False"

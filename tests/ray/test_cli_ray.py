@@ -1,0 +1,212 @@
+"""The CLI on a real Ray cluster: smoke verdicts as locally, a resumed batch, an interrupt,
+a broken runtime environment, and ``acp-bridge worker`` joining the cluster."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import processes_with
+from tests.ray.conftest import RayTestCluster
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
+
+SUITE = """
+name: matrix
+defaults: {agents: [demo, demo-frozen], timeout: 30}
+cases:
+  - name: replies
+    task: Reply with exactly OK
+    expect: {status: done, output: OK}
+  - name: wrong
+    task: Reply with exactly YES
+    expect: {output: NO}
+  - name: writes a file
+    task: "write out.txt: hello"
+    expect: {status: done, files: {out.txt: {contains: hello}, in.txt: {contains: seed}}}
+    files: {in.txt: seed data}
+  - name: misses a file
+    task: Reply with exactly OK
+    expect: {files: {never.txt: {exists: true}}}
+  - name: bash
+    entry: bash
+    command: cat in.txt
+    files: {in.txt: from the suite}
+    expect: {envelope: {output: {stdout: from the suite}}}
+"""
+
+
+def cli(cluster: RayTestCluster, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", *args],
+        cwd=cwd,
+        env=cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def verdicts(junit: Path) -> dict[str, str]:
+    found = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        found[case.get("name", "")] = kinds[0] if kinds else "passed"
+    return found
+
+
+def test_a_smoke_matrix_gives_the_same_verdicts_on_the_cluster(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    # demo-frozen is offered by no node of this test: add one that offers it
+    extra = ray_cluster.add_worker({"agent:demo-frozen": 4})
+    try:
+        reports = {}
+        for executor in ("local", "ray"):
+            junit, report = tmp_path / f"{executor}.xml", tmp_path / f"{executor}.json"
+            extra_args = ["--address", ray_cluster.address] if executor == "ray" else []
+            process = cli(
+                ray_cluster, "smoke", str(suite), "--parallel", "4", "--executor", executor,
+                *extra_args, "--junit", str(junit), "--json", str(report), cwd=tmp_path,
+            )  # fmt: skip
+            _, err = process.communicate(timeout=180)
+            assert process.returncode == 1, err  # two cases fail by design, per agent
+            reports[executor] = (verdicts(junit), json.loads(report.read_text()))
+    finally:
+        ray_cluster.remove(extra)
+    local, remote = reports["local"], reports["ray"]
+    assert local[0] == remote[0]
+    assert sorted(local[0].values()).count("failure") == 4
+    assert [c["failures"] for c in local[1]["cases"]] == [c["failures"] for c in remote[1]["cases"]]
+    workers = {ray_cluster.node_id(n) for n in [*ray_cluster.workers, extra]}
+    nodes = {c["envelope"]["meta"]["node"] for c in remote[1]["cases"]}
+    assert nodes <= workers
+
+
+def test_a_resumed_batch_runs_only_the_missing_keys(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    tasks = [
+        {"key": f"k{i}", "entry": "acp_spawn", "agent": "demo", "task": f"Reply with exactly {i}"}
+        for i in range(8)
+    ]
+    path = tmp_path / "tasks.jsonl"
+    out = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks[:5]))
+    address = ["--executor", "ray", "--address", ray_cluster.address]
+    process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    before = {json.loads(x)["meta"]["batch"]["key"]: x for x in out.read_text().splitlines()}
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "3 tasks ran: 3 done, 0 failed; 5 already in the results file" in err
+    after = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e["meta"]["batch"]["key"] for e in after] == [f"k{i}" for i in range(8)]
+    assert [e["output"] for e in after] == [str(i) for i in range(8)]
+    kept = {e["meta"]["batch"]["key"]: json.dumps(e) for e in after[:5]}
+    assert {k: json.loads(v) for k, v in kept.items()} == {
+        k: json.loads(v) for k, v in before.items()
+    }
+
+
+def test_an_interrupted_batch_cancels_its_tasks_on_their_nodes(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    tasks = [
+        {"key": "quick", "entry": "acp_spawn", "agent": "demo", "task": "Reply with exactly Q"}
+    ]
+    tasks += [
+        {"key": f"slow{i}", "entry": "acp_spawn", "agent": "demo", "task": "sleep 60"}
+        for i in range(4)
+    ]
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    out = tmp_path / "results.jsonl"
+    address = ["--executor", "ray", "--address", ray_cluster.address]
+    process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+    deadline = time.monotonic() + 90
+    journal = tmp_path / "results.jsonl.journal"
+    # every slow task's agent runs on a node, and the quick one has ended
+    while len(processes_with(ray_cluster.marker)) < 4 or not journal.exists():
+        assert time.monotonic() < deadline and process.poll() is None, "tasks never started"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    results = {
+        json.loads(x)["meta"]["batch"]["key"]: json.loads(x)
+        for x in out.read_text().split("\n")
+        if x
+    }
+    assert results["quick"]["status"] == "done"
+    for i in range(4):
+        slow = results[f"slow{i}"]
+        assert slow["meta"]["error_code"] == "cancelled", slow["error"]
+        assert slow["meta"]["batch"]["interrupted"] is True
+        assert slow["meta"]["node"]  # it had started there, and ended there
+        # ended by its node's runner (depth is its stamp), not force-cancelled from here
+        assert slow["meta"].get("depth") == 1, (slow["error"], slow["meta"])
+
+
+def test_a_broken_runtime_environment_fails_every_task_within_seconds(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps({"key": f"k{i}", "entry": "bash", "task": "true"}) + "\n"
+                            for i in range(3)))  # fmt: skip
+    started = time.monotonic()
+    process = cli(
+        ray_cluster, "batch", str(path), "--executor", "ray", "--address", ray_cluster.address,
+        "--runtime-env", json.dumps({"conda": "no-such-env-anywhere"}), cwd=tmp_path,
+    )  # fmt: skip
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 1, err
+    assert time.monotonic() - started < 45
+    results = [json.loads(line) for line in out.splitlines()]
+    assert len(results) == 3
+    for result in results:
+        assert result["meta"]["error_code"] == "executor_error"
+        assert "runtime environment" in result["error"]
+
+
+def test_worker_joins_the_cluster_offering_its_ready_agents(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    import ray
+
+    process = cli(
+        ray_cluster, "worker", "--address", ray_cluster.address, "--agents", "demo",
+        "--slots", "2", "--", "--num-cpus", "1", "--node-ip-address", "127.0.0.2",
+        cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        ray.init(address=ray_cluster.address, logging_level="ERROR", log_to_driver=False)
+        joined: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while not joined:
+            assert time.monotonic() < deadline, process.stderr.read() if process.stderr else ""
+            joined = [
+                n for n in ray.nodes()
+                if n["Alive"] and n["Resources"].get("acp-bridge") == 2.0
+            ]  # fmt: skip
+            time.sleep(0.2)
+        assert joined[0]["Resources"]["agent:demo"] == 2.0
+        assert not any(k.startswith("agent:") and k != "agent:demo" for k in joined[0]["Resources"])
+    finally:
+        ray.shutdown()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert "demo: ready" in err

@@ -1,0 +1,49 @@
+"""The results file: resume, a torn journal, refusing a file of something else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acp_bridge._batch.results_file import ResultsFile
+from acp_bridge.envelope import done, failed
+from acp_bridge.errors import ConfigError, ErrorCode
+
+
+def envelope(key: str, *, interrupted: bool = False, ok: bool = True) -> dict[str, object]:
+    batch = {"key": key, "index": 0, "node": "n", "attempts": 1}
+    if interrupted:
+        batch["interrupted"] = True
+    result = done("x") if ok else failed("stop", ErrorCode.CANCELLED)
+    data = result.to_dict()
+    data["meta"]["batch"] = batch
+    return data
+
+
+def test_results_file_resumes_and_survives_a_torn_journal(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_text(json.dumps(envelope("a")) + "\n")
+    journal = tmp_path / "out.jsonl.journal"
+    journal.write_text(
+        json.dumps(envelope("b"))
+        + "\n"
+        + json.dumps(envelope("c", interrupted=True, ok=False))
+        + "\n"
+        + json.dumps(envelope("d"))[:40]  # a crash mid-line
+    )
+    results = ResultsFile(path)
+    assert set(results.load()) == {"a", "b", "c"}
+    assert results.done_keys() == {"a", "b"}  # c was ended by an interrupt: it runs again
+    assert results.write(["c", "b", "a"]) == 3
+    assert not journal.exists()
+    keys = [json.loads(line)["meta"]["batch"]["key"] for line in path.read_text().splitlines()]
+    assert keys == ["c", "b", "a"]
+
+
+def test_results_file_refuses_a_file_that_is_not_results(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"entry": "bash", "task": "ls"}\n')
+    with pytest.raises(ConfigError, match=r"tasks\.jsonl:1: not an envelope"):
+        ResultsFile(path).load()

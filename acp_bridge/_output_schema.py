@@ -1,11 +1,18 @@
 """What ``output_schema`` means (DESIGN §2): the worker answers with one JSON value, which is
 taken out of surrounding whitespace and a Markdown code fence, parsed, and — when the label
 maps to a JSON Schema file the operator registered — validated.
+
+The answer is hostile input. It is parsed here by a bounded parser: ``NaN`` and
+``Infinity`` are not JSON, a float that overflows or an integer of more than
+:data:`MAX_INT_DIGITS` digits is refused, and so is nesting deeper than :data:`MAX_DEPTH`
+(it would make every later step recurse past the interpreter's limit). It is *validated* in
+a child process that the run's deadline can kill (``_os/schema_check.py``), never here.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -21,6 +28,10 @@ _FENCE = re.compile(r"\A```[\w+.-]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
 _ONE_LINE_FENCE = re.compile(r"\A```(?:(?i:json5?|jsonc|js|javascript)\b)?(?P<body>[^\n]*?)```\Z")
 MAX_SCHEMA_BYTES = 4 << 20
 """The largest JSON Schema file read (a schema is a page, not a data set)."""
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in a structured answer."""
+MAX_INT_DIGITS = 4300
+"""Longest integer accepted in a structured answer (Python's own limit for ``int()``)."""
 
 
 def strip_code_fence(text: str) -> str:
@@ -113,31 +124,75 @@ class SchemaRegistry:
                 broken[label] = exc
         return broken
 
-    def validate(self, label: str, value: Any) -> None:
-        """Raise :class:`OutputSchemaError` when ``value`` breaks ``label``'s schema."""
-        validator = self._validator(label)
-        if validator is None:
-            return
-        from jsonschema.exceptions import best_match
+    def resources(self, label: str) -> tuple[str, dict[str, Any]] | None:
+        """For validating an answer under ``label``: the URI of its schema file and every
+        registered schema by URI (the files the operator registered, each checked; the only
+        ones a ``$ref`` may reach). None when the label has no schema file."""
+        if self._validator(label) is None:
+            return None
+        resources: dict[str, Any] = {}
+        for other in self.labels:
+            try:
+                validator = self._validator(other)
+            except ConfigError:  # broken: its own label fails; it resolves nothing here
+                continue
+            if validator is not None:
+                resources[self._files[other].resolve().as_uri()] = validator.schema
+        return self._files[label].resolve().as_uri(), resources
 
-        error = best_match(validator.iter_errors(value))
-        if error is not None:
-            where = error.json_path if error.path else "the answer"
-            raise OutputSchemaError(f"output does not match {label}: at {where}: {error.message}")
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
-def parse_structured_output(text: str, label: str, registry: SchemaRegistry | None) -> Any:
-    """The JSON value in a worker's answer, validated when ``label`` has a schema."""
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {text[:40]} overflows a float")
+    return value
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite, parse_int=_integer
+)
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def parse_structured_output(text: str, label: str, registry: SchemaRegistry | None = None) -> Any:
+    """The JSON value in a worker's answer (code fence and whitespace removed), by the bounded
+    parser. Validation against ``label``'s schema is not done here but in a child process
+    (``_os/schema_check.py``, which the entries await); ``registry`` is not used."""
+    del registry
     body = strip_code_fence(text)
     if not body:
         raise OutputSchemaError(f"output for {label} is empty; a JSON value was required")
     try:
-        value = json.loads(body)
+        value = _DECODER.decode(body)
     except json.JSONDecodeError as exc:
         raise OutputSchemaError(
             f"output for {label} is not valid JSON: {exc.msg} "
             f"(line {exc.lineno}, column {exc.colno})"
         ) from exc
-    if registry is not None:
-        registry.validate(label, value)
+    except RecursionError as exc:
+        raise OutputSchemaError(f"output for {label} nests deeper than {MAX_DEPTH}") from exc
+    except ValueError as exc:
+        raise OutputSchemaError(f"output for {label} is not valid JSON: {exc}") from exc
+    if isinstance(value, dict | list) and _too_deep(value):
+        raise OutputSchemaError(f"output for {label} nests deeper than {MAX_DEPTH}")
     return value

@@ -8,6 +8,7 @@ The first seven keys are a stable contract (they match the Mistermorph envelope)
 from __future__ import annotations
 
 import json
+import re
 import reprlib
 import secrets
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from acp_bridge._json_pieces import json_pieces
 from acp_bridge.errors import BridgeError, ErrorCode
 
 SUMMARY_LIMIT = 160
@@ -184,7 +186,14 @@ class SubtaskResult(BaseModel):
         return data
 
     def to_json(self, *, indent: int | None = None) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return "".join(self.json_pieces(indent=indent))
+
+    def json_pieces(
+        self, *, indent: int | None = None, ensure_ascii: bool = False
+    ) -> Iterator[str]:
+        """:meth:`to_json`'s text in pieces: a long text output is encoded a slice at a time
+        (:func:`~acp_bridge._json_pieces.json_pieces`), never copied whole once more."""
+        return json_pieces(self.to_dict(), indent=indent, ensure_ascii=ensure_ascii)
 
 
 STABLE_KEYS = ("task_id", "status", "summary", "output_kind", "output_schema", "output", "error")
@@ -213,9 +222,26 @@ _REPR.maxstring = _REPR.maxother = 160
 
 
 def first_line(text: str, limit: int = SUMMARY_LIMIT) -> str:
-    """The first non-blank line of ``text``, stripped, cut to ``limit`` characters."""
-    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
-    return _clip(line, limit)
+    """The first non-blank line of ``text``, stripped, cut to ``limit`` characters.
+
+    Searched for, never split for: ``splitlines()`` of a 24 MiB answer is a list of all its
+    lines. The first non-space character starts the first non-blank line; the line is long
+    when a non-space character lies past ``limit`` before its end; only ``limit`` characters
+    are ever copied."""
+    found = _NON_SPACE.search(text)
+    if found is None:
+        return ""
+    start = found.start()
+    brk = _LINE_BREAK.search(text, start)
+    end = brk.start() if brk else len(text)
+    if _NON_SPACE.search(text, start + limit, end):
+        return text[start : start + limit - 1].rstrip() + "…"
+    return text[start : min(end, start + limit)].rstrip()
+
+
+_NON_SPACE = re.compile(r"\S")
+_LINE_BREAK = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+"""What ``str.splitlines`` splits at."""
 
 
 def _clip(text: str, limit: int) -> str:

@@ -24,6 +24,8 @@ purpose from inside the package.
     ├── SandboxViolation            sandbox_violation a request reached outside its roots
     ├── LimitExceeded               limit_exceeded    a request or input went past a size limit
     ├── RunTimeout                  timeout           a phase ran past its deadline
+    │   └── RunStalled              stalled           a turn showed no progress for
+    │                                                 timeouts.stall seconds
     ├── RunCancelled                cancelled         the caller cancelled the run
     ├── RunStoreError               internal_error    the run store (SQLite) failed or is unusable
     ├── TurnLimitError              max_turn_requests a local model loop used up its requests
@@ -70,6 +72,7 @@ class ErrorCode(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     LOST = "lost"
     BUDGET = "budget"
+    STALLED = "stalled"
     EXECUTOR_ERROR = "executor_error"
     NODE_LOST = "node_lost"
     INTERNAL_ERROR = "internal_error"
@@ -181,6 +184,12 @@ class RunTimeout(BridgeError):
     """A phase (startup, session, run, command) ran past its deadline."""
 
     code = ErrorCode.TIMEOUT
+
+
+class RunStalled(RunTimeout):
+    """A turn showed no progress (no update, no request) for ``timeouts.stall`` seconds."""
+
+    code = ErrorCode.STALLED
 
 
 class RunCancelled(BridgeError):

@@ -114,6 +114,8 @@ class EventSink:
         self._handler = handler
         self._kinds = PROFILES[name] if handler is not None else frozenset()
         self._started = time.monotonic() if started is None else started
+        self.redact: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        """Hides the run's secrets in every event's data (the run's redaction policy)."""
 
     def retarget(self, task_id: str, started: float) -> None:
         """Report later events as another run's: a follow-up turn in the same session, which
@@ -133,4 +135,6 @@ class EventSink:
             and data.get("tool_kind") not in _WEB_TOOL_KINDS
         ):
             return
+        if self.redact is not None:
+            data = self.redact(data)
         self._handler(Event(kind, self.task_id, time.monotonic() - self._started, data))

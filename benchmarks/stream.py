@@ -230,7 +230,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
     import anyio
 
     from acp_bridge._acp.session import AcpSession
-    from acp_bridge._acp.turn_collector import MAX_ANSWER_CHARS
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_BYTES
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 
@@ -269,9 +269,13 @@ def run_bridge(n: int, transcripts: bool) -> None:
         transcript_bytes = Path(transcript).stat().st_size if transcript else 0
     output = result.output if isinstance(result.output, str) else ""
     received, whole = chunks_in(output)
-    # A long answer is kept up to its cap (updates.MAX_ANSWER_CHARS), in whole chunks.
-    capped = WIDTH and received < n and (received + 1) * WIDTH > MAX_ANSWER_CHARS
-    ok = result.status == "done" and (received == n or bool(capped)) and whole
+    # A long answer is kept up to its cap (turn_collector.MAX_ANSWER_BYTES: ASCII here, a
+    # byte a character), the chunk across it cut to its head.
+    capped = bool(WIDTH) and received < n and len(output) == MAX_ANSWER_BYTES
+    if capped and not whole:
+        done_at = len(output) - len(output) % WIDTH if WIDTH else len(output)
+        whole = chunk_text(received, WIDTH).startswith(output[done_at:])
+    ok = result.status == "done" and (received == n or capped) and whole
     _report(
         name,
         n,

@@ -23,7 +23,13 @@ class Spy:
         # In a folder the agent may write in its sandbox: declared as its state below.
         return self.harness.root / "spy" / "received.jsonl"
 
-    def config(self, script: dict[str, Any] | None = None, **profile: Any) -> LoadedConfig:
+    def config(
+        self,
+        script: dict[str, Any] | None = None,
+        *,
+        settings: dict[str, Any] | None = None,
+        **profile: Any,
+    ) -> LoadedConfig:
         self.script = {**(script or {}), "record": str(self.record)}
         self.record.parent.mkdir(exist_ok=True)
         sandbox = profile.pop("sandbox", {})
@@ -34,7 +40,7 @@ class Spy:
         path = self.harness.root / "spy-script.json"
         path.write_text(json.dumps(self.script))
         command = {"command": sys.executable, "args": [str(AGENTS / "spy_agent.py"), str(path)]}
-        return self.harness.config({"spy": {**command, **profile}})
+        return self.harness.config({"spy": {**command, **profile}}, **(settings or {}))
 
     def received(self) -> list[dict[str, Any]]:
         if not self.record.exists():

@@ -52,9 +52,11 @@ class AgentProcess:
         install_hint: str = "",
         origin: str = "",
         graceful: Graceful | None = None,
+        handoff: bool = False,
     ) -> None:
         self.argv = list(argv)
         self._graceful = graceful
+        self._handoff = handoff
         self._env = dict(env)
         self._cwd = cwd
         self._grace = grace
@@ -77,6 +79,7 @@ class AgentProcess:
                 cwd=self._cwd,
                 stdin=subprocess.PIPE,
                 graceful=self._graceful,
+                handoff=self._handoff,
             )
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""
@@ -137,13 +140,13 @@ class AgentProcess:
 
     @property
     def stdout(self) -> ByteReceiveStream:
-        stream = self.group.process.stdout
+        stream = self.group.stdout
         assert stream is not None
         return stream
 
     @property
     def stdin(self) -> ByteSendStream:
-        stream = self.group.process.stdin
+        stream = self.group.stdin
         assert stream is not None
         return stream
 

@@ -1,7 +1,9 @@
 """Newline-delimited JSON-RPC 2.0 over a pair of byte streams (DESIGN §4, transport).
 
 - Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
-  connection fails with ProtocolError instead of the process running out of memory).
+  connection fails with ProtocolError instead of the process running out of memory). A
+  line that is not JSON (a log line on stdout) is skipped as it streams, whatever its
+  length: past :data:`NOISE_PROBE` bytes only its head is kept, for the sample.
 - Everything the agent writes goes through the one parse boundary (inbound.py) before
   anything here looks at it: what does not fit is skipped and counted in :attr:`stats`.
 - Our requests get integer ids; replies are matched by id (a reply to an id we never used,
@@ -31,6 +33,7 @@ from typing import Any, Self
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
+from acp_bridge._acp.activity import Activity
 from acp_bridge._acp.inbound import (
     UPDATE,
     InboundStats,
@@ -49,7 +52,11 @@ from acp_bridge._acp.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, BridgeError, ProtocolError, RunCancelled
 
 READ_SIZE = 1 << 18
-DEFAULT_MAX_MESSAGE_BYTES = 64 << 20
+DEFAULT_MAX_MESSAGE_BYTES = 32 << 20
+NOISE_PROBE = 1 << 16
+"""An unfinished line this long that does not start with ``{`` is not JSON: from there on
+only its first :data:`NOISE_HEAD` bytes are kept."""
+NOISE_HEAD = 4096
 CANCEL_REQUEST = "$/cancel_request"
 CANCEL_WRITE_DEADLINE = 1.0
 """Seconds a ``$/cancel_request`` may take to write: it is sent from shielded clean-up."""
@@ -94,6 +101,8 @@ class JsonRpcConnection:
         self._eof = anyio.Event()
         self.outbox = Outbox(send, transcript, on_drop=self._unsent)
         self.stats = InboundStats()
+        self.activity = Activity()
+        """The agent's progress (updates, requests), for the stall timeout and the drain."""
         self.failure: BridgeError | None = None
         """Why the connection is unusable (EOF, oversize line, broken pipe), once it is."""
 
@@ -228,6 +237,7 @@ class JsonRpcConnection:
     async def _read_loop(self) -> None:
         parts: list[bytes] = []  # an unfinished line, kept as chunks: no O(n²) re-joining
         size = 0
+        noise = False  # the unfinished line is not JSON: parts hold its head only
         handle = self._handle_line
         try:
             while True:
@@ -238,31 +248,35 @@ class JsonRpcConnection:
                 start = 0
                 while (newline := chunk.find(b"\n", start)) >= 0:
                     if parts:
-                        parts.append(chunk[start:newline])
+                        if not noise:
+                            parts.append(chunk[start:newline])
                         line = b"".join(parts)
                         parts.clear()
-                        size = 0
+                        size, noise = 0, False
                     else:
                         line = chunk[start:newline]
                     start = newline + 1
                     waiting = handle(line)
                     if waiting is not None:  # the request backlog is full: back-pressure
                         assert self._pool is not None
-                        await self._pool.put(waiting)
+                        await self._pool.put(waiting, len(line))
                 if self._transcript is not None:
                     self._transcript.end_read()  # this read's messages: one write
-                if start < len(chunk):
+                if start < len(chunk) and not noise:
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
-                    if size > self._max_message_bytes:
+                    if size > NOISE_PROBE and (noise := _not_json(parts)):
+                        head = b"".join(parts)[:NOISE_HEAD]
+                        parts[:] = [head]
+                    elif size > self._max_message_bytes:
                         self.failure = ProtocolError(
                             f"agent sent a line longer than {self._max_message_bytes} bytes "
-                            "(the transport's memory ceiling)"
+                            "(the transport's memory ceiling, the profile's max_message_bytes)"
                         )
                         return
-            if parts and (waiting := handle(b"".join(parts))) is not None:
+            if parts and (waiting := handle(line := b"".join(parts))) is not None:
                 assert self._pool is not None  # a last line without its newline
-                await self._pool.put(waiting)
+                await self._pool.put(waiting, len(line))
             self.failure = self.failure or AgentExitedError("the agent closed its stdout")
         finally:
             self._eof.set()
@@ -288,20 +302,22 @@ class JsonRpcConnection:
                 and message.method == UPDATE
                 and message.params is not None
             ):
+                self.activity.touch()  # progress, for timeouts.stall and the drain
                 self._on_update(message.params)  # the stream: straight to the collector
                 return None
-            return self._dispatch(message)
+            return self._dispatch(message, len(stripped))
         except Exception:  # the boundary held, a consumer did not: skip, never crash
             log.warning("could not use a message from the agent", exc_info=True)
             stats.skip(f"a {type(message).__name__} the bridge could not use")
             return None
 
-    def _dispatch(self, message: Any) -> RequestMessage | Skipped | None:
+    def _dispatch(self, message: Any, size: int) -> RequestMessage | Skipped | None:
         if isinstance(message, NotificationMessage):
             if message.method == "session/update":
                 if message.params is None:
                     self.stats.skip("session/update without params")
                 else:
+                    self.activity.touch()
                     self._on_update(message.params)
             elif message.method == CANCEL_REQUEST:
                 key = _id_key((message.params or {}).get("requestId"))
@@ -316,13 +332,14 @@ class JsonRpcConnection:
         if isinstance(message, Skipped):
             self.stats.skip(message.reason)
         elif isinstance(message, RequestMessage):
+            self.activity.touch()
             # Registered now, not when a worker takes it: a $/cancel_request on the next
             # line must find it (a scope cancelled before it is entered starts out cancelled).
             served = self._serving.setdefault(_id_key(message.id), [])
             served.append((message, anyio.CancelScope()))
         if isinstance(message, RequestMessage) or message.answer:
             assert self._pool is not None  # answered like any request: boundedly
-            return None if self._pool.offer(message) else message
+            return None if self._pool.offer(message, size) else message
         return None
 
     def _handle_reply(self, message: ReplyMessage) -> None:
@@ -355,6 +372,7 @@ class JsonRpcConnection:
             key = _id_key(request.id)
             served = self._serving.get(key, [])
             scope = next((s for m, s in served if m is request), None) or anyio.CancelScope()
+            self.activity.serving += 1  # the agent waits on us: not stalled
             with scope:
                 try:
                     reply = await self._router.answer(request) or {}
@@ -362,6 +380,8 @@ class JsonRpcConnection:
                     served[:] = [(m, s) for m, s in served if m is not request]
                     if not served:
                         self._serving.pop(key, None)
+                    self.activity.serving -= 1
+                    self.activity.touch()
             if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
                 reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
         if reply:
@@ -372,6 +392,16 @@ class JsonRpcConnection:
             await self._write(reply, f"reply to request {reply.get('id')!r}")
         except BridgeError:  # the agent is gone or stopped reading: nobody waits for it
             return
+
+
+def _not_json(parts: list[bytes]) -> bool:
+    """Whether an unfinished line is surely not a JSON object: its first non-blank byte
+    is not ``{`` (undecided while it is all blanks)."""
+    for part in parts:
+        first = part.lstrip()[:1]
+        if first:
+            return first != b"{"
+    return False
 
 
 def _id_key(request_id: Any) -> tuple[str, Any]:

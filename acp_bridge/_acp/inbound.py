@@ -10,10 +10,22 @@ raw agent data of the wrong type: no ``"id": true`` taken for request 1 (``bool`
 
 What a line may not be:
 
-- not UTF-8, not one JSON object, or JSON with ``NaN``/``Infinity`` or a number that
-  overflows a float: non-JSON (counted, sampled, kept in the transcript);
+- not UTF-8, not one JSON object: non-JSON (counted, sampled, kept in the transcript);
+- a number the bridge cannot hold — ``NaN``/``Infinity`` (not JSON, but agents write them),
+  a float that overflows (``1e400``), an integer outside 64 bits (``10^400``; past 4300 digits
+  Python would not even read it) — is read as ``null`` and counted (a warning): the rest of
+  the message still counts, so a reply whose ``usage`` holds ``NaN`` still ends its turn. A
+  *request* holding one is answered -32602 (its handler never sees a number it did not send);
 - nested deeper than :data:`MAX_DEPTH` objects and arrays: skipped (a value that deep would
   make every later ``json.dumps`` or model validation recurse past the interpreter's limit);
+- holding more than :data:`MAX_VALUES` values: refused *before* it is decoded. Memory is
+  counted in what a line decodes to, not in its bytes: ``{},`` is 3 bytes on the wire and a
+  64-byte dict once decoded, so a 3 MB line can be a million plan entries (and a GB once
+  every later step has copied them). A reply refused so still resolves its request, as an
+  error: a turn never waits for a reply that was read and thrown away;
+- a collection (array or object) longer than :data:`MAX_ITEMS`: cut to that length in a
+  notification or a reply (counted, a warning), refused -32602 in a request (whose handler
+  would otherwise act on a different list than the agent sent);
 - strings holding lone UTF-16 surrogates (``"\\ud800"``, legal in JSON text, not encodable
   as UTF-8): repaired to U+FFFD, so the envelope can always be written.
 
@@ -32,29 +44,50 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_bridge._acp.schema import INTERNAL_ERROR
+from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_REQUEST
 
 UPDATE = "session/update"
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays accepted in one message (ACP needs about 8)."""
+MAX_VALUES = 100_000
+"""Most values (array items, object members) one message may hold: ~10 MB once decoded."""
+MAX_ITEMS = 4096
+"""Longest array or object kept (plan entries, locations, options, content blocks …)."""
 ERROR_MESSAGE_CHARS = 2000
 """An agent's error message is cut to this many characters (it ends up in one line)."""
 NON_JSON_SAMPLES = 3
 MAX_REASONS = 32
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+INT64 = 1 << 63
+"""Integers must lie in [-INT64, INT64): what SQLite and every 64-bit consumer can hold."""
+_replaced_numbers = [0]
+"""Numbers read as null so far (a list: the hooks below run inside the C decoder)."""
 
 
-def _finite_float(text: str) -> float:
+def _no_constant(name: str) -> None:
+    _replaced_numbers[0] += 1  # NaN, Infinity, -Infinity
+
+
+def _finite_float(text: str) -> float | None:
     value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} overflows a float")
-    return value
+    if math.isfinite(value):
+        return value
+    _replaced_numbers[0] += 1
+    return None
 
 
-_decoder = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+def _int64(text: str) -> int | None:
+    # Length first: int() of a few thousand digits is slow, past 4300 it raises.
+    if len(text) <= 20 and -INT64 <= (value := int(text)) < INT64:
+        return value
+    _replaced_numbers[0] += 1
+    return None
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int64
+)
 _raw_decode = _decoder.raw_decode
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _DEEP_CHARS = 2 * MAX_DEPTH + 1
@@ -145,7 +178,8 @@ class RequestMessage:
     method: str
     params: dict[str, Any] | None
     params_ok: bool = True
-    """False: the params were not an object (the router answers -32602)."""
+    """False: the params cannot be used (the router answers -32602 with ``params_problem``)."""
+    params_problem: str = "params must be an object"
 
 
 @dataclass(slots=True)  # not frozen: built for every update, and frozen costs 2.5x
@@ -225,6 +259,10 @@ class InboundStats:
     skipped: Counter[str] = field(default_factory=Counter)
     """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
     repaired: int = 0
+    cut_collections: int = 0
+    """Arrays and objects cut to MAX_ITEMS (in notifications and replies)."""
+    numbers: int = 0
+    """Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits)."""
     unknown_replies: int = 0
     late_replies: int = 0
 
@@ -253,6 +291,16 @@ class InboundStats:
             out.append(f"skipped {total} malformed message(s) from the agent: {reasons}")
         if self.repaired:
             out.append(f"repaired {self.repaired} message(s) holding lone UTF-16 surrogates")
+        if self.cut_collections:
+            out.append(
+                f"cut {self.cut_collections} list(s) or object(s) of the agent's to their "
+                f"first {MAX_ITEMS} items"
+            )
+        if self.numbers:
+            out.append(
+                f"read {self.numbers} number(s) as null: NaN, Infinity, or beyond what a "
+                "64-bit integer or a float holds"
+            )
         if self.unknown_replies:
             out.append(f"ignored {self.unknown_replies} reply(ies) to requests never sent")
         if self.late_replies:
@@ -263,7 +311,13 @@ class InboundStats:
 def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
     """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
     message: Any = None
+    text = ""
+    commas = replaced = 0
     if line[0] == 0x7B:  # b"{"; _parse_text inlined: this runs for every line
+        commas = line.count(b",")  # at least the values past the first of every collection
+        if commas > MAX_VALUES and (values := _values(line)) > MAX_VALUES:
+            return _too_many_values(line, values)
+        replaced = _replaced_numbers[0]
         try:
             text = line.decode()
             message, end = _raw_decode(text)
@@ -286,7 +340,73 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         if repaired != message:
             stats.repaired += 1
         message = repaired
+    if commas >= MAX_ITEMS and (long := _long_collections(message)):
+        checked = classify(message)
+        if isinstance(checked, RequestMessage) and checked.params_ok:
+            problem = f"params hold a list or object of more than {MAX_ITEMS} items"
+            return RequestMessage(checked.id, checked.method, None, False, problem)
+        for node in long:
+            _cut(node)
+        stats.cut_collections += len(long)
+    if _replaced_numbers[0] != replaced:
+        stats.numbers += _replaced_numbers[0] - replaced
+        return _without_numbers(classify(message))
     params = message.get("params")
     if type(params) is dict and message.get("method") == UPDATE and "id" not in message:
         return NotificationMessage(UPDATE, params)  # the stream: what classify would say
     return classify(message)
+
+
+def _without_numbers(message: Inbound) -> Inbound:
+    """A request whose params held a number read as null is not served: -32602."""
+    if isinstance(message, RequestMessage) and message.params_ok:
+        problem = "params hold a number that is NaN, Infinity or beyond 64 bits"
+        return RequestMessage(
+            message.id, message.method, None, params_ok=False, params_problem=problem
+        )
+    return message
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_REPLY_ID = re.compile(rb'^\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18})\s*,')
+_REPLY_ID_LAST = re.compile(rb',\s*"id"\s*:\s*(-?\d{1,18})\s*\}$')
+
+
+def _values(line: bytes) -> int:
+    """An upper bound of the values ``line`` would decode to: its commas outside strings
+    (called only when the line has more commas than :data:`MAX_VALUES` at all)."""
+    return _STRING.sub(b"", line).count(b",")
+
+
+def _too_many_values(line: bytes, values: int) -> Inbound:
+    """What a line too big to decode still is, told from its text: a request (answered
+    -32600), a notification (skipped), or a reply to one of our requests (an error reply:
+    whoever waits for it is told now, not at its deadline)."""
+    reason = f"a message of {values} values (at most {MAX_VALUES}), not read"
+    if b'"method"' in line:
+        return Skipped(reason, answer=b'"id"' in line)
+    found = _REPLY_ID.match(line) or _REPLY_ID_LAST.search(line)
+    if found is None:
+        return Skipped(reason)
+    return ReplyMessage(int(found.group(1)), None, {"code": INVALID_REQUEST, "message": reason})
+
+
+def _long_collections(value: Any) -> list[dict[str, Any] | list[Any]]:
+    """The arrays and objects in ``value`` longer than :data:`MAX_ITEMS` (iterative)."""
+    long: list[dict[str, Any] | list[Any]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if len(node) > MAX_ITEMS:
+            long.append(node)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend(c for c in children if isinstance(c, dict | list))
+    return long
+
+
+def _cut(node: dict[str, Any] | list[Any]) -> None:
+    if isinstance(node, list):
+        del node[MAX_ITEMS:]
+    else:
+        for key in list(node)[MAX_ITEMS:]:
+            del node[key]

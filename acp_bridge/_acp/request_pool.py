@@ -1,5 +1,10 @@
 """Agent→client requests, answered concurrently but boundedly: at most :data:`WORKERS` at
-once, at most :data:`BACKLOG` waiting; past that the reader waits (back-pressure).
+once, at most :data:`BACKLOG` waiting, and at most :data:`MAX_BYTES` of request lines held
+(waiting or being answered); past that the reader waits (back-pressure).
+
+Why bytes as well as a count: 1024 waiting requests of a few bytes cost little, 1024 writes
+of 30 MB each cost 30 GB. A request bigger than the whole budget is still taken when nothing
+else is held (else it would wait forever).
 
 Why not one task per request: an agent can send requests faster than they are answered
 (20 000 in a burst took one task each, 130 MB, and starved the reader so that an answer
@@ -23,6 +28,7 @@ from anyio.abc import TaskGroup
 
 WORKERS = 32
 BACKLOG = 1024
+MAX_BYTES = 32 << 20
 
 T = TypeVar("T")
 
@@ -37,29 +43,44 @@ class RequestPool(Generic[T]):
         *,
         workers: int = WORKERS,
         backlog: int = BACKLOG,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         self._tg = tg
         self._handle = handle
         self._workers = workers
-        self._send, self._receive = anyio.create_memory_object_stream[T](backlog)
+        self._max_bytes = max_bytes
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[T, int]](backlog)
+        self._held = 0
+        """Bytes of the requests waiting or being answered."""
+        self._room = anyio.Event()
         self.active = 0
         self.peak_queued = 0
 
-    def offer(self, item: T) -> bool:
-        """Queue ``item`` if there is room now (the reader's fast path)."""
+    def _fits(self, size: int) -> bool:
+        return not self._held or self._held + size <= self._max_bytes
+
+    def offer(self, item: T, size: int = 0) -> bool:
+        """Queue ``item`` (``size``: the bytes it holds) if there is room now (the reader's
+        fast path)."""
+        if not self._fits(size):
+            return False
         try:
-            self._send.send_nowait(item)
+            self._send.send_nowait((item, size))
         except anyio.WouldBlock:
             return False
-        self._started()
+        self._started(size)
         return True
 
-    async def put(self, item: T) -> None:
+    async def put(self, item: T, size: int = 0) -> None:
         """Queue ``item``, waiting for room: the back-pressure on the agent."""
-        await self._send.send(item)
-        self._started()
+        while not self._fits(size):
+            self._room = self._room if not self._room.is_set() else anyio.Event()
+            await self._room.wait()
+        await self._send.send((item, size))
+        self._started(size)
 
-    def _started(self) -> None:
+    def _started(self, size: int) -> None:
+        self._held += size
         queued = self._receive.statistics().current_buffer_used
         self.peak_queued = max(self.peak_queued, queued)
         if self.active < self._workers and queued:
@@ -70,10 +91,14 @@ class RequestPool(Generic[T]):
         try:
             while True:
                 try:
-                    item = self._receive.receive_nowait()
+                    item, size = self._receive.receive_nowait()
                 except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                     return
-                await self._handle(item)
+                try:
+                    await self._handle(item)
+                finally:
+                    self._held -= size
+                    self._room.set()
         finally:
             self.active -= 1
 

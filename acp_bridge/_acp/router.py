@@ -106,10 +106,8 @@ class Router:
         if isinstance(request, dict):
             return request  # the error reply for a message that is not a request
         if not request.params_ok:
-            # ACP params are always objects (a list would be positional arguments).
-            return error_reply(
-                request.id, INVALID_PARAMS, "Invalid params", "params must be an object"
-            )
+            # Not an object (a list would be positional arguments), or numbers it cannot hold.
+            return error_reply(request.id, INVALID_PARAMS, "Invalid params", request.params_problem)
         if self._table is None:
             self._table = {method: _as_method(route) for method, route in self._routes.items()}
         wire: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id, "method": request.method}

@@ -11,9 +11,9 @@ errors. Writing is exact: camelCase keys, nothing that is None.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from acp_bridge.errors import ProtocolError
@@ -34,6 +34,17 @@ StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "
 KNOWN_STOP_REASONS: frozenset[str] = frozenset(
     {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 )
+
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("holds a NUL character, which no path, command or environment can")
+    return text
+
+
+OsStr = Annotated[str, AfterValidator(_no_nul)]
+"""A string that goes to the OS (a path, a command, an argument, an environment entry): a
+NUL in it is the agent's invalid params, not the bridge's ``ValueError`` later."""
 
 
 class Wire(BaseModel):
@@ -166,8 +177,8 @@ class AuthenticateParams(Wire):
 
 
 class NameValue(Wire):
-    name: str
-    value: str
+    name: OsStr
+    value: OsStr
 
 
 class McpServerStdio(Wire):
@@ -282,7 +293,9 @@ class PromptParams(Wire):
 
 class PromptResult(Wire):
     stop_reason: str
-    usage: dict[str, Any] | None = None
+    usage: Any = None
+    """Checked field by field where it is read: a usage of the wrong shape is a warning, not
+    a failed turn (the turn did end)."""
 
 
 class SessionIdParams(Wire):
@@ -296,23 +309,23 @@ class SessionIdParams(Wire):
 
 class ReadTextFileParams(Wire):
     session_id: str
-    path: str
+    path: OsStr
     line: int | None = Field(None, ge=1)
     limit: int | None = Field(None, ge=0)
 
 
 class WriteTextFileParams(Wire):
     session_id: str
-    path: str
+    path: OsStr
     content: str
 
 
 class CreateTerminalParams(Wire):
     session_id: str
-    command: str
-    args: list[str] = Field(default_factory=list)
+    command: OsStr
+    args: list[OsStr] = Field(default_factory=list)
     env: list[NameValue] = Field(default_factory=list)
-    cwd: str | None = None
+    cwd: OsStr | None = None
     output_byte_limit: int | None = Field(None, ge=0)
 
 

@@ -28,13 +28,14 @@ turn's answer, tool calls or plan — only the session state they carry is kept.
 Hostile input: every field is type-checked where it is read; an update that does not fit is
 skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
 is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
-(:data:`MAX_ANSWER_CHARS`), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
+(:data:`MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes, as the
+joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
 the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted.
 """
 
 from __future__ import annotations
 
-import math
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -46,11 +47,15 @@ from acp_bridge._acp.session_state import SessionState
 from acp_bridge._acp.subagents import Subagents
 from acp_bridge._acp.turn_state import TurnState
 from acp_bridge._acp.turn_tool_calls import MAX_ID_CHARS, TurnToolCalls
+from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
-MAX_ANSWER_CHARS = 64 << 20
-"""Text kept from the agent's messages in one turn; past it chunks are counted, not kept."""
+MAX_ANSWER_BYTES = 16 << 20
+"""Memory the agent's message text of one turn may take (characters times the widest
+character's size, 1, 2 or 4 bytes: what the joined answer costs). Past it the text is cut and
+the rest counted, not kept: the answer is held once, then written to stdout, the store and
+the transcript in pieces, and a run stays within twice an idle run's memory."""
 MAX_MESSAGES = 4096
 """Messages of one turn kept (by first appearance); older ones are dropped past it."""
 MAX_KINDS = 64
@@ -87,7 +92,13 @@ class _Message:
         self.parts.clear()
 
     def text(self) -> str:
-        return "".join([*self.blocks, *self.parts])
+        """The whole text, kept as the one block from then on: a second call (the partial
+        output, then the answer, then its message id) returns the same string, no copy."""
+        if self.parts or len(self.blocks) > 1:
+            joined = "".join([*self.blocks, *self.parts])
+            self.blocks = [joined]
+            self.parts.clear()
+        return self.blocks[0] if self.blocks else ""
 
 
 class TurnCollector:
@@ -107,7 +118,13 @@ class TurnCollector:
         self.unknown_kinds: Counter[str] = Counter()
         self.malformed = 0
         self.dropped_chars = 0
+        self._taken = False
+        self.late_chunks = 0
+        """Message chunks after the turn's answer was taken (not part of it)."""
+        self.bad_usage: list[str] = []
+        """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
         self._chars = 0
+        self._width = 1
         self.state = SessionState()
         self.replaying = False
         self.replayed = 0
@@ -161,6 +178,8 @@ class TurnCollector:
                 self._chunk(update)
             elif self.replaying:
                 self.replayed += 1
+            elif self._taken:
+                self.late_chunks += 1
             return
         if not isinstance(kind, str):
             self.malformed += 1
@@ -191,10 +210,18 @@ class TurnCollector:
         text = content.get("text")
         if not isinstance(text, str) or not text:
             return
+        if not text.isascii() or self._width > 1:  # isascii() is O(1): a flag of the str
+            width = max(self._width, _char_bytes(text))
+            if (self._chars + len(text)) * width > MAX_ANSWER_BYTES:
+                text = self._cut(text, width)
+                if not text:
+                    return
+            self._width = width
+        elif self._chars + len(text) > MAX_ANSWER_BYTES:
+            text = self._cut(text, 1)
+            if not text:
+                return
         self._chars += len(text)
-        if self._chars > MAX_ANSWER_CHARS:
-            self.dropped_chars += len(text)
-            return
         message_id = update.get("messageId")
         if message_id is None:
             message = self._current
@@ -214,6 +241,12 @@ class TurnCollector:
             message.compact()
         if self._wants_message:
             self._sink.emit("message", text=text)
+
+    def _cut(self, text: str, width: int) -> str:
+        """What is left of ``text`` under the cap (its head; the rest counted as dropped)."""
+        room = max(0, MAX_ANSWER_BYTES // width - self._chars)
+        self.dropped_chars += len(text) - min(room, len(text))
+        return text[:room]
 
     def _new_message(self, message_id: str | None) -> _Message:
         message = _Message(message_id)
@@ -283,9 +316,11 @@ class TurnCollector:
         if usage.cost is not None:
             # ACP's Cost is {amount, currency}: only that is kept (the rest could be MBs).
             amount, currency = usage.cost.get("amount"), usage.cost.get("currency")
-            if not _number(amount) or not isinstance(currency, str):
+            if not _number(amount, MAX_COST) or not isinstance(currency, str):
                 raise ValueError("usage_update.cost is not {amount, currency}")
             cost = {"amount": amount, "currency": currency[:16]}
+        if not all(_number(n) for n in (usage.used, usage.size) if n is not None):
+            raise ValueError("usage_update: a token count out of range")
         if usage.used is not None:
             self.usage["context_used"] = usage.used
         if usage.size is not None:
@@ -313,23 +348,39 @@ class TurnCollector:
             out.append(f"ignored unknown session/update kinds: {kinds}")
         if self.malformed:
             out.append(f"skipped {self.malformed} malformed session/update(s)")
+        if self.late_chunks:
+            out.append(
+                f"ignored {self.late_chunks} message chunk(s) that came after the turn's "
+                "answer was taken"
+            )
+        if self.bad_usage:
+            shown = "; ".join(self.bad_usage[:4])
+            out.append(f"ignored usage figures that are not token counts in range: {shown}")
         if dropped := self.tools.warning():
             out.append(dropped)
         if self.dropped_chars:
             out.append(
-                f"the answer was cut at {MAX_ANSWER_CHARS} characters; "
-                f"{self.dropped_chars} more not kept"
+                f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
+                f"{self.dropped_chars} more characters not kept"
             )
         return out
 
     def begin_turn(self) -> None:
         """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
         self._chars = 0
+        self._width = 1
         self._in_turn = True
+        self._taken = False
         self.turn_state.begin()
         self._messages = []
         self._by_id = {}
         self._current = None
+
+    def end_turn(self) -> None:
+        """The turn's answer is taken (to be checked): message chunks from now until the next
+        turn are counted, not added to it."""
+        self._in_turn = False
+        self._taken = True
 
     def tool_call_seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before its ``tool_call``)."""
@@ -355,13 +406,28 @@ class TurnCollector:
         message = self._answer_message()[1]
         return message.message_id if message is not None else None
 
-    def add_prompt_usage(self, usage: Mapping[str, Any] | None) -> None:
+    def add_prompt_usage(self, usage: Any) -> None:
+        if not isinstance(usage, Mapping):
+            if usage is not None:
+                self.bad_usage.append(f"usage: {str(usage)[:40]}")
+            return
         for wire, name in _USAGE_KEYS.items():
-            if usage and _number(usage.get(wire)):
-                self.usage[name] = usage[wire]
+            value = usage.get(wire)
+            if _number(value):
+                self.usage[name] = value
+            elif value is not None:  # a string, a list, a count no model spends
+                self.bad_usage.append(f"{wire}: {str(value)[:40]}")
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return self.tools.records()
+
+
+def _char_bytes(text: str) -> int:
+    """Bytes per character of ``text`` in memory (1, 2 or 4), in O(1): from its size."""
+    return 1 if text.isascii() else max(1, (sys.getsizeof(text) - _EMPTY_WIDE) // (len(text) + 1))
+
+
+_EMPTY_WIDE = sys.getsizeof("\u0100") - 2 * 2  # a UCS-2 string's header
 
 
 def _ignore(update: dict[str, Any]) -> None:
@@ -378,9 +444,10 @@ def _texts(blocks: list[Any]) -> list[str]:
     ]
 
 
-def _number(value: object) -> bool:
-    """A JSON number that is not a boolean and is finite."""
-    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+def _number(value: object, limit: float = MAX_TOKENS) -> bool:
+    """A JSON number, not a boolean, from 0 to ``limit``: a figure the store and the budgets
+    can add up (SQLite's integers are 64-bit; 10**300 tokens is no model's)."""
+    return type(value) in (int, float) and 0 <= value <= limit  # type: ignore[operator]
 
 
 # Kinds known and deliberately not used (agent-owned terminals are display-only).

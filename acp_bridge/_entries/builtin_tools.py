@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from acp_bridge._entries.options import arguments_model
 from acp_bridge._loop.toolset import NESTING_TOOLS, Tool, ToolSet
 from acp_bridge._os.files import read_text, write_text
+from acp_bridge._os.stoppable import StopToken, in_thread
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.events import EventHandler
@@ -139,10 +140,17 @@ async def _read_file_tool(args: ReadFileArgs, tools: ToolSet) -> str:
     offset = args.offset or 1
     path = str(tools.cwd / args.path)
     try:
-        content = await anyio.to_thread.run_sync(
+        stop = StopToken()  # the loop's deadline or cancel stops the read as it goes
+        content = await in_thread(
             lambda: read_text(
-                tools.roots, path, line=offset, limit=wanted + 1, max_bytes=MAX_READ_BYTES
-            )
+                tools.roots,
+                path,
+                line=offset,
+                limit=wanted + 1,
+                max_bytes=MAX_READ_BYTES,
+                stop=stop,
+            ),
+            stop,
         )
     except FileNotFoundError:
         return f"error: no such file: {args.path}"

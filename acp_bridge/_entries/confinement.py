@@ -71,14 +71,20 @@ class Confinement:
     notes: list[str] = field(default_factory=list)
 
     def launch(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path | None = None,
+        *,
+        handoff: bool = False,
     ) -> Launched:
         """How ``argv`` starts in this run's sandbox (the agent, and each terminal); a
         :data:`~acp_bridge._os.procgroup.Launcher`. Under bubblewrap a graceful stop signals
-        the command inside, not bwrap (which would take the whole namespace with it)."""
-        launch = self.box.wrap(argv, env, cwd=cwd)
+        the command inside, not bwrap (which would take the whole namespace with it), and
+        with ``handoff`` (the agent) its stdin and stdout are handed past bwrap."""
+        launch = self.box.wrap(argv, env, cwd=cwd, handoff=handoff)
         graceful = signal_command if launch.mode == "bwrap" else None
-        return Launched(launch.argv, launch.env, launch.cwd, graceful)
+        return Launched(launch.argv, launch.env, launch.cwd, graceful, launch.handoff)
 
     @property
     def mode(self) -> str:

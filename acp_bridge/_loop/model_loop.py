@@ -26,11 +26,8 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from acp_bridge._loop.models import ModelChoice, build_model
 from acp_bridge._loop.toolset import Selection, Tool, ToolSet
 from acp_bridge._os.race import race, wait_any
-from acp_bridge._output_schema import (
-    SchemaRegistry,
-    parse_structured_output,
-    structured_output_instruction,
-)
+from acp_bridge._os.schema_check import check_structured_output
+from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge.envelope import (
     Meta,
     SubtaskResult,
@@ -250,7 +247,11 @@ async def _structured(loop: ModelLoop, text: str, task: LoopTask) -> Any:
     """The JSON answer under ``task.output_schema``, asking again up to ``repair_turns``."""
     for turn in range(task.repair_turns + 1):
         try:
-            return parse_structured_output(text, task.output_schema, task.schemas)
+            # Validated in a child the loop's timeout and cancel can kill (a hostile
+            # pattern or a quadratic keyword must not hold the loop).
+            return await check_structured_output(
+                text, task.output_schema, task.schemas, timeout=task.timeout
+            )
         except OutputSchemaError as exc:
             if turn == task.repair_turns:
                 raise

@@ -31,12 +31,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import anyio
-
 from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
 from acp_bridge._os.private_files import create_private, new_private_file, private_dir
+from acp_bridge._os.stoppable import StopToken, in_thread
 
 Fingerprint = tuple[int, int, int, int, int]  # mode, size, mtime_ns, ctime_ns, inode
+LISTING_FACTOR = 4
+"""A folder is listed up to this many times ``max_files`` entries (then sorted and judged
+up to ``max_files``): its memory and time are bounded, not its size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,12 +135,31 @@ def _fingerprint(path: Path) -> Fingerprint | None:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
+def _listing(folder: Path, most: int, stop: StopToken) -> tuple[list[Path], bool]:
+    """The entries of ``folder``, sorted: at most ``most`` of them, as many as ``stop``
+    allows (a folder of 200 000 new files is not listed whole before the deadline is looked
+    at). Whether it was listed in full."""
+    entries: list[Path] = []
+    with os.scandir(folder) as scan:
+        for number, entry in enumerate(scan):
+            if len(entries) >= most or (number % 256 == 0 and stop.stopped):
+                return sorted(entries), False
+            entries.append(Path(entry.path))
+    return sorted(entries), True
+
+
 def _walk(
-    snap: _Snapshot, limits: ChangeLimits, *, into: set[Path] | None, keep_in: Path | None
+    snap: _Snapshot,
+    limits: ChangeLimits,
+    *,
+    into: set[Path] | None,
+    keep_in: Path | None,
+    stop: StopToken,
 ) -> tuple[dict[Path, Fingerprint], bool]:
     """Breadth-first listing of files and symlinks under ``snap.root``. ``into``: list
     only these directories (the ones listed in full before) and new ones; ``keep_in``:
-    copy small text files there. Returns the entries and whether the walk was cut short."""
+    copy small text files there. Returns the entries and whether the walk was cut short
+    (by the file count, the time budget or ``stop``)."""
     deadline = time.monotonic() + limits.max_seconds
     found: dict[Path, Fingerprint] = {}
     queue = deque([snap.root])
@@ -150,11 +171,11 @@ def _walk(
         if into is not None and folder in snap.seen_dirs and folder not in into:
             continue  # not fully listed before the run: nothing to compare its listing with
         try:
-            entries = sorted(folder.iterdir())
+            entries, whole = _listing(folder, LISTING_FACTOR * limits.max_files, stop)
         except OSError:
             continue
         for path in entries:
-            if len(found) >= limits.max_files or time.monotonic() > deadline:
+            if len(found) >= limits.max_files or time.monotonic() > deadline or stop.stopped:
                 return found, True  # `folder` stays incomplete
             if path in snap.skip:
                 continue
@@ -170,6 +191,8 @@ def _walk(
             small = stat.S_ISREG(print_[0]) and kept + print_[1] <= limits.keep_total
             if keep_in is not None and small and print_[1] <= limits.keep_bytes:
                 kept += print_[1] if _keep(path, keep_in, snap) else 0
+        if not whole:
+            return found, True  # listed in part: `folder` stays incomplete
         if into is None:
             snap.complete.add(folder)
     return found, False
@@ -219,14 +242,18 @@ def _diff_one(
 
 
 def _measure_snapshot(
-    snap: _Snapshot, limits: ChangeLimits
+    snap: _Snapshot, limits: ChangeLimits, stop: StopToken
 ) -> tuple[list[str], list[str], list[str], bool, list[str]]:
-    """Created, modified, deleted, cut short, diff text."""
-    after, cut = _walk(snap, limits, into=snap.complete, keep_in=None)
+    """Created, modified, deleted, cut short, diff text. Every loop looks at ``stop`` (the
+    time budget, the caller's cancel): reading and diffing 50 000 new files takes minutes."""
+    after, cut = _walk(snap, limits, into=snap.complete, keep_in=None, stop=stop)
     created = sorted(p for p in after if p not in snap.entries)
     modified: list[Path] = []
     deleted: list[Path] = []
     for path, before in snap.entries.items():
+        if stop.stopped:
+            cut = True  # the rest of the baseline is not judged
+            break
         now = after.get(path) if path in after else _fingerprint(path)
         if now is None:
             deleted.append(path)
@@ -234,6 +261,9 @@ def _measure_snapshot(
             modified.append(path)
     diff: list[str] = []
     for path in [*created, *sorted(modified), *sorted(deleted)]:
+        if stop.stopped:
+            diff.append("(the diff stops here: the time to measure the run's changes ran out)\n")
+            break
         diff += _diff_one(
             snap, path, new=path not in deleted, old=path not in created, limits=limits
         )
@@ -274,8 +304,9 @@ async def take_baseline(
             baseline.roots.append(found)
             continue
         snap = _Snapshot(root, frozenset(skip))
-        entries, cut = await anyio.to_thread.run_sync(
-            partial(_walk, snap, limits, into=None, keep_in=scratch)
+        stop = StopToken.within(limits.max_seconds)
+        entries, cut = await in_thread(
+            partial(_walk, snap, limits, into=None, keep_in=scratch, stop=stop), stop
         )
         snap.entries, snap.truncated = entries, cut
         if cut:
@@ -314,8 +345,9 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
                 truncated = True
                 continue
         else:
-            c, m, d, cut, text = await anyio.to_thread.run_sync(
-                _measure_snapshot, state, baseline.limits
+            stop = StopToken.within(baseline.limits.max_seconds)
+            c, m, d, cut, text = await in_thread(
+                partial(_measure_snapshot, state, baseline.limits, stop), stop
             )
             truncated |= cut
             part = baseline.workdir / f"root-{number}" / "part.diff"

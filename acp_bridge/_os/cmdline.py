@@ -33,6 +33,10 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|")
 MAX_NESTED = 8
 """Substitutions inside substitutions are read this deep; deeper is unparsable."""
+MAX_LINE_CHARS = 128 << 10
+"""A longer line is not read at all (~2 µs a character, on the event loop: a 32 MB command
+took a minute): it counts as compound and :attr:`Command.unread`."""
+UNREAD = "too long to read"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,11 @@ class Command:
         return self.parts + inner
 
     @property
+    def unread(self) -> bool:
+        """Too long to be read: what it runs is unknown (a reject rule must assume the worst)."""
+        return UNREAD in self.reasons
+
+    @property
     def only_operators(self) -> bool:
         """Whether what makes it compound is operators and redirections only (no
         substitution, subshell, group, assignment, keyword, nor anything unreadable)."""
@@ -89,11 +98,15 @@ def from_argv(argv: list[str] | tuple[str, ...]) -> Command:
     if shell and _SHELL_C_FLAG.fullmatch(words[1]):
         return parse_line(words[2])
     line = " ".join(words)
+    if len(line) > MAX_LINE_CHARS:  # every rule would compare every word: not read either
+        return Command(line, (), frozenset({UNREAD}))
     return Command(line, (words,) if words else (), frozenset() if words else frozenset({"empty"}))
 
 
 def parse_line(line: str, _depth: int = 0) -> Command:
     """The simple commands of a shell line and what else it holds (see the module doc)."""
+    if len(line) > MAX_LINE_CHARS:
+        return Command(line, (), frozenset({UNREAD}))
     reader = _Reader(line, _depth)
     reader.read()
     parts = tuple(tuple(words) for words in reader.commands if words)

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from acp_bridge._os.roots import Resolved, Roots
+from acp_bridge._os.stoppable import StopToken
 from acp_bridge.errors import LimitExceeded, SandboxViolation
 
 READ_CHUNK = 1 << 16
@@ -68,15 +69,23 @@ def _missing_as_requested(raw: str) -> Iterator[None]:
 
 
 def read_text(
-    roots: Roots, raw: str, *, line: int | None = None, limit: int | None = None, max_bytes: int
+    roots: Roots,
+    raw: str,
+    *,
+    line: int | None = None,
+    limit: int | None = None,
+    max_bytes: int,
+    stop: StopToken | None = None,
 ) -> str:
-    """Lines ``line``…``line+limit-1`` (1-based; all by default) of the file ``raw`` names."""
+    """Lines ``line``…``line+limit-1`` (1-based; all by default) of the file ``raw`` names.
+    ``stop``: looked at for every chunk read (skipping to line 10^9 of a sparse terabyte
+    takes as long as reading it)."""
     with _missing_as_requested(raw):
         for _ in range(RACE_RETRIES):
             with roots.resolve(raw, write=False, follow_last=True) as where:
                 fd = _open_regular(where, raw)
                 if fd is not None:
-                    return _window(fd, raw, line, limit, max_bytes)
+                    return _window(fd, raw, line, limit, max_bytes, stop or StopToken())
     raise SandboxViolation(f"read refused: {raw} kept changing while being opened")
 
 
@@ -104,7 +113,9 @@ def _open_regular(where: Resolved, raw: str) -> int | None:
     return fd
 
 
-def _window(fd: int, raw: str, line: int | None, limit: int | None, cap: int) -> str:
+def _window(
+    fd: int, raw: str, line: int | None, limit: int | None, cap: int, stop: StopToken
+) -> str:
     """The window of the open file, reading no more than needed and never holding more than
     the cap plus one chunk (a huge line is skipped in pieces, not loaded)."""
     with open(fd, "rb", buffering=READ_CHUNK) as handle:
@@ -112,6 +123,8 @@ def _window(fd: int, raw: str, line: int | None, limit: int | None, cap: int) ->
             raise _too_big(raw, cap)
         skip = (line or 1) - 1
         while skip:
+            if stop.stopped:
+                raise _stopped(raw)
             piece = handle.readline(READ_CHUNK)
             if not piece:
                 return ""  # the file ends before the window starts
@@ -120,6 +133,8 @@ def _window(fd: int, raw: str, line: int | None, limit: int | None, cap: int) ->
         out = bytearray()
         taken = 0
         while limit is None or taken < limit:
+            if stop.stopped:
+                raise _stopped(raw)
             piece = handle.readline(READ_CHUNK)
             if not piece:
                 break
@@ -129,6 +144,10 @@ def _window(fd: int, raw: str, line: int | None, limit: int | None, cap: int) ->
             if piece.endswith(b"\n"):
                 taken += 1
     return out.decode("utf-8", "replace")
+
+
+def _stopped(raw: str) -> LimitExceeded:
+    return LimitExceeded(f"read of {raw} stopped: the run ended or its deadline passed")
 
 
 def _too_big(raw: str, cap: int) -> LimitExceeded:

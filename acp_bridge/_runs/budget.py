@@ -66,9 +66,11 @@ class Budget:
 
 
 def _number(value: Any) -> float | None:
+    """A figure from 0 to MAX_TOKENS, else None: nothing the store's 64-bit integers or
+    ``float()`` cannot take (``meta.usage`` of an older record may hold anything)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return float(value) if 0 <= value <= MAX_TOKENS else None
 
 
 def usage_figures(usage: Mapping[str, Any]) -> tuple[int | None, float | None]:

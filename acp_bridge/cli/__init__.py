@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from acp_bridge._os.undumpable import make_undumpable
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import open_streams
 
@@ -46,6 +47,9 @@ def entry_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # First: an agent (of this run or another one, under Landlock) runs as the same user
+    # and could read this process's environment, host secrets included, in /proc.
+    make_undumpable()
     interrupts.install()
     try:
         with open_streams():

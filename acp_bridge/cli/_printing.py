@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from acp_bridge.cli._safe_text import is_utf, json_text, visible
+from acp_bridge.cli._safe_text import is_utf, json_text, safe_json, visible
 from acp_bridge.errors import ErrorCode
 
 if TYPE_CHECKING:  # not at run time: wait, ps and logs must start without pydantic
@@ -146,6 +146,10 @@ def exit_code_of(status: str, code: str | None, *, interrupted: bool = True) -> 
 
 
 def print_envelope(result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True) -> int:
-    """The envelope on stdout (indented on a terminal or with --pretty); its exit code."""
-    out_json(result.to_dict(), pretty=pretty)
+    """The envelope on stdout (indented on a terminal or with --pretty); its exit code.
+    Written in pieces: a many-MB answer is not copied whole once more to be printed."""
+    indent = 2 if pretty or _isatty(sys.stdout) else None
+    for piece in result.json_pieces(indent=indent, ensure_ascii=not is_utf(sys.stdout)):
+        _to_stdout(safe_json(piece))
+    _to_stdout("\n")
     return exit_code_for(result, interrupted=interrupted)

@@ -82,7 +82,12 @@ def _json_escape(match: re.Match[str]) -> str:
 def json_text(data: Any, *, indent: int | None = None, ascii_only: bool = False) -> str:
     """``data`` as JSON text that carries no control character raw (see the module doc);
     ``ascii_only``: every non-ASCII character escaped (for a stream that is not UTF-8)."""
-    text = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
+    return safe_json(json.dumps(data, indent=indent, ensure_ascii=ascii_only))
+
+
+def safe_json(text: str) -> str:
+    """JSON text (or a piece of it, cut anywhere between characters) with the controls JSON
+    leaves raw escaped: the rule is per character, so pieces join to the whole's."""
     if text.isascii():  # C0 is escaped by JSON itself: only DEL is left to look for
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
     # Outside strings JSON text has only ASCII punctuation, digits, letters and the

@@ -162,6 +162,14 @@ class Timeouts(StrictModel):
     shutdown_grace: PositiveSeconds = Field(
         3, description="seconds between each step of the shutdown sequence"
     )
+    stall: float = Field(
+        0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="seconds a prompt turn may show no progress (no update, no request from "
+        "the agent, none of its requests being served) before it is cancelled and the run "
+        "ends with error_code stalled; resets on every sign of progress; 0: no limit",
+    )
     idle: float = Field(
         0,
         ge=0,
@@ -301,10 +309,11 @@ class AgentProfile(StrictModel):
         "set an option)",
     )
     max_message_bytes: int = Field(
-        64 * 1_048_576,
+        32 * 1_048_576,
         ge=4096,
         le=MAX_BYTES,
-        description="longest JSON-RPC line accepted from the agent; past it the run fails",
+        description="longest JSON-RPC line accepted from the agent; past it the run fails "
+        "(held whole until its end: memory)",
     )
     repair_turns: int = Field(
         1,

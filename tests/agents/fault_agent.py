@@ -241,6 +241,11 @@ def main() -> None:
             authenticated = message["params"]["methodId"] == "fake-key"
             send({"id": rid, "result": {}})
         elif method == "session/new":
+            if MODE == "close-stdin-first":  # closes it before it answers: every write fails
+                os.close(0)
+                send({"id": rid, "result": {"sessionId": SESSION}})
+                chunk("stopped listening")
+                hang()
             if MODE.startswith("auth-") and not authenticated:
                 send({"id": rid, "error": {"code": -32000, "message": "Authentication required"}})
                 continue
@@ -253,6 +258,12 @@ def main() -> None:
                 chunk("stopped listening")
                 hang()
         elif method == "session/prompt":
+            if MODE in ("close-stdout", "close-both"):  # a word, then silence, still running
+                chunk("closing my stdout")
+                if MODE == "close-both":
+                    os.close(0)
+                os.close(1)
+                hang()
             prompt(message)
         elif rid is not None:
             send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})

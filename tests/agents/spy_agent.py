@@ -18,10 +18,18 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
                   {"request": M, "params": {...}, "cancel": true?}
                       ask the client; with cancel, send $/cancel_request for it at once
                   {"wait_cancel": true}              until session/cancel: stopReason cancelled
+                  {"sleep": seconds}                 pause (the agent working, silently)
+                  {"raw": "text"}                    write this text as one line, as it is
+                                                     (%SESSION% becomes the session id)
+                  {"raw_request": "text with %ID%"}  the same, a request: %ID% becomes its
+                                                     id ("spy-N"), and its reply is awaited
     answer        the turn's last message (default: the JSON list of replies to requests)
     prompt_reply  v2: the prompt is acknowledged at once with this result ({} or
                   {"messageId": …}); the turn then ends with a state_update idle whose stop
                   reason is ``stop`` (default end_turn), not with a reply
+    raw_reply     v1: the raw text of the prompt's reply line, %ID% for the request's id
+    after_reply   raw lines written right after the prompt's reply (%SESSION% as above),
+                  after_reply_pause seconds after it
 
 Unknown methods are answered -32601; every request the client sends is still recorded.
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 SCRIPT: dict[str, Any] = {}
@@ -72,10 +81,20 @@ def update(session_id: str, body: dict[str, Any]) -> None:
     send({"method": "session/update", "params": {"sessionId": session_id, "update": body}})
 
 
+def call_raw(line: str, request_id: str) -> dict[str, Any]:
+    OUT.write(line.replace("%ID%", json.dumps(request_id)).encode() + b"\n")
+    OUT.flush()
+    return reply_to(request_id)
+
+
 def call(method: str, params: dict[str, Any], request_id: Any, cancel: bool) -> dict[str, Any]:
     send({"id": request_id, "method": method, "params": params})
     if cancel:
         send({"method": "$/cancel_request", "params": {"requestId": request_id}})
+    return reply_to(request_id)
+
+
+def reply_to(request_id: Any) -> dict[str, Any]:
     while True:
         line = sys.stdin.buffer.readline()
         if not line:
@@ -88,7 +107,10 @@ def call(method: str, params: dict[str, Any], request_id: Any, cancel: bool) -> 
 
 
 def end_turn(request_id: Any, session_id: str, stop: str) -> None:
-    if "prompt_reply" in SCRIPT:  # v2: the reply went out first; idle ends the turn
+    if "raw_reply" in SCRIPT:  # the reply as the script spells it, numbers and all
+        OUT.write(SCRIPT["raw_reply"].replace("%ID%", json.dumps(request_id)).encode() + b"\n")
+        OUT.flush()
+    elif "prompt_reply" in SCRIPT:  # v2: the reply went out first; idle ends the turn
         update(session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})
     else:
         send({"id": request_id, "result": {"stopReason": stop}})
@@ -111,6 +133,15 @@ def prompt(request_id: Any, session_id: str) -> None:
             params = {"sessionId": session_id, **step.get("params", {})}
             reply = call(step["request"], params, f"spy-{number}", step.get("cancel", False))
             replies.append(reply.get("result", reply.get("error")))
+        elif "sleep" in step:
+            time.sleep(step["sleep"])
+        elif "raw" in step:
+            OUT.write(step["raw"].replace("%SESSION%", session_id).encode() + b"\n")
+            OUT.flush()
+        elif "raw_request" in step:
+            line = step["raw_request"].replace("%SESSION%", session_id)
+            reply = call_raw(line, f"spy-{number}")
+            replies.append(reply.get("result", reply.get("error")))
         elif step.get("wait_cancel"):
             while (message := read()) is not None:
                 if message.get("method") == "session/cancel":
@@ -123,6 +154,11 @@ def prompt(request_id: Any, session_id: str) -> None:
         text = {"type": "text", "text": answer}
         update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text})
     end_turn(request_id, session_id, SCRIPT.get("stop", "end_turn"))
+    if SCRIPT.get("after_reply"):
+        time.sleep(SCRIPT.get("after_reply_pause", 0))  # so the reply is read on its own
+    for line in SCRIPT.get("after_reply", []):
+        OUT.write(line.replace("%SESSION%", session_id).encode() + b"\n")
+        OUT.flush()
 
 
 def result_for(method: str, params: dict[str, Any]) -> Any:

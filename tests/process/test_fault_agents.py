@@ -82,10 +82,16 @@ def test_grandchildren_that_ignore_sigterm_all_die(harness: AgentHarness) -> Non
     assert "SIGKILL" in notes
 
 
-def test_twenty_megabyte_line_is_read_whole(harness: AgentHarness) -> None:
+def test_twenty_megabyte_line_is_read_whole_and_its_answer_kept_to_the_cap(
+    harness: AgentHarness,
+) -> None:
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_BYTES
+
     result = run_fault(harness, "huge-line")
     assert result.status == "done"
-    assert result.output == "x" * (20 * 1024 * 1024)
+    assert result.output == "x" * MAX_ANSWER_BYTES  # the head, up to the answer's cap
+    cut = 20 * 1024 * 1024 - MAX_ANSWER_BYTES
+    assert any(f"{cut} more characters" in w for w in result.meta.warnings or [])
 
 
 def test_line_over_the_ceiling_is_a_protocol_error(harness: AgentHarness) -> None:

@@ -238,6 +238,21 @@ def test_run_limits_have_documented_bounds(tmp_path: Path, yaml: str) -> None:
         loaded.profiles.get("demo")
 
 
+@pytest.mark.parametrize("text", ["x" * 3_000_000, 'é"\\\n\x00😀' * 500_000, "a" * (1 << 20)])
+def test_a_long_answer_is_stored_in_pieces_and_read_back_whole(tmp_path: Path, text: str) -> None:
+    from acp_bridge._runs.envelopes import outcome
+    from acp_bridge.envelope import done
+
+    store = Store(tmp_path / "runs.db")
+    store.create(new_run("sub_000000000009"), proc.own_identity())
+    result = done(text, task_id="sub_000000000009")
+    with store.write() as db:
+        assert store.finish(db, "sub_000000000009", outcome(result))
+    stored = store.get("sub_000000000009")
+    assert stored is not None and stored.envelope == result.to_dict()
+    store.close()
+
+
 def test_listings_as_json_data_are_the_records_as_json_data(tmp_path: Path) -> None:
     """``ps --json`` makes its rows straight from the store; they must say what the records
     say (queued with a supervisor, ended, a foreground run without one, in a group)."""

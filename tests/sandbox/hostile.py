@@ -51,7 +51,9 @@ def environ_leaks(token: str) -> list[str]:
             try:
                 with open(f"/proc/{entry}/environ", "rb") as f:
                     if token.encode() in f.read():
-                        found.append(entry)
+                        with open(f"/proc/{entry}/cmdline", "rb") as c:
+                            command = c.read(300).replace(b"\0", b" ").decode("utf-8", "replace")
+                        found.append(f"{entry} {command}")
             except OSError:
                 continue
     return found

@@ -40,8 +40,11 @@ def write_config(scene: Scene, mode: str) -> Path:
     return config
 
 
-def run_bridge(scene: Scene, config: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``acp-bridge run hostile`` as a separate process; (envelope, the agent's report)."""
+def run_bridge(
+    scene: Scene, config: Path, *, detach: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``acp-bridge run hostile`` as a separate process (or ``--detach``ed, carried by a
+    supervisor, then waited for); (envelope, the agent's report)."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(scene.home),
@@ -49,11 +52,18 @@ def run_bridge(scene: Scene, config: Path) -> tuple[dict[str, Any], dict[str, An
         "XDG_STATE_HOME": str(scene.root / "state"),
         "XDG_CACHE_HOME": str(scene.root / "state" / "cache"),  # the bridge's, not the agent's
     }
+    cli = [sys.executable, "-m", "acp_bridge", "--config", str(config)]
     done = subprocess.run(
-        [sys.executable, "-m", "acp_bridge", "--config", str(config), "run", "hostile", "go",
-         "-q", "--cwd", str(scene.ws)],
+        [*cli, "run", "hostile", "go", "-q", "--cwd", str(scene.ws),
+         *(["--detach"] if detach else [])],
         capture_output=True, text=True, timeout=120, env=env, check=False,
     )  # fmt: skip
+    if detach:
+        run_id = json.loads(done.stdout)["task_id"]
+        done = subprocess.run(
+            [*cli, "wait", run_id, "--timeout", "100"],
+            capture_output=True, text=True, timeout=120, env=env, check=False,
+        )  # fmt: skip
     envelope = json.loads(done.stdout)
     assert envelope["status"] == "done", (envelope, done.stderr)
     return envelope, json.loads(envelope["output"])
@@ -83,6 +93,17 @@ def test_a_hostile_agent_is_confined(scene: Scene, mode: str) -> None:
     assert_files_confined(scene, envelope, report)
     assert scene.outside_state() == before  # nothing outside the write root changed
     assert survivors(scene.marker) == []  # no process of the run survived it
-    if mode == "auto":  # bubblewrap: no process outside the run is even visible
-        assert report["environ_leaks"] == []
-        assert scene.token not in report["ppid_environ"]
+    # bubblewrap: no process outside the run is even visible; Landlock: every process of the
+    # bridge is non-dumpable, and the agent has none of the capabilities that read past that.
+    assert report["environ_leaks"] == []
+    assert scene.token not in report["ppid_environ"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "landlock"])
+def test_a_detached_runs_supervisor_keeps_its_environment_from_the_agent(
+    scene: Scene, mode: str
+) -> None:
+    envelope, report = run_bridge(scene, write_config(scene, mode), detach=True)
+    assert envelope["meta"]["sandbox"]["mode"] == ("bwrap" if mode == "auto" else "landlock")
+    assert report["environ_leaks"] == []  # the supervisor holds the caller's environment
+    assert survivors(scene.marker) == []

@@ -144,3 +144,41 @@ def test_changes_made_inside_the_sandbox_by_agent_and_terminal(
 
     result = anyio.run(go)
     assert result.created == (str(repo / "by_agent.txt"), str(repo / "f.txt"))
+
+
+def test_measuring_thousands_of_new_files_stops_at_its_time_budget(tmp_path: Path) -> None:
+    """Issue 19, class 3: the walk, the comparison and the diffs all look at the budget (a
+    folder of 200 000 new files took minutes to read and diff, past any deadline)."""
+    root = tmp_path / "many"
+    root.mkdir()
+
+    async def go() -> tuple[FilesChanged, float]:
+        limits = ChangeLimits(max_seconds=0.05, max_files=1_000_000)
+        base = await take_baseline([root], workdir=tmp_path / "work", limits=limits)
+        for i in range(5_000):  # small text files: each read and diffed once found
+            (root / f"f{i:05d}.txt").write_text(f"line {i}\n" * 20)
+        started = anyio.current_time()
+        with anyio.fail_after(20):
+            result = await measure_changes(base)
+        return result, anyio.current_time() - started
+
+    result, took = anyio.run(go)
+    assert result.truncated and len(result.created) < 5_000
+    assert took < 5.0, took  # about two budgets, not the time to diff them all
+
+
+def test_a_cancelled_measurement_returns_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+
+    async def go() -> float:
+        limits = ChangeLimits(max_seconds=60, max_files=1_000_000)
+        base = await take_baseline([root], workdir=tmp_path / "work", limits=limits)
+        for i in range(3_000):
+            (root / f"f{i:05d}.txt").write_text(f"line {i}\n" * 20)
+        started = anyio.current_time()
+        with anyio.move_on_after(0.05):
+            await measure_changes(base)
+        return anyio.current_time() - started
+
+    assert anyio.run(go) < 2.0  # the thread is told to stop; the caller does not wait for it

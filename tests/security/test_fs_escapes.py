@@ -48,7 +48,7 @@ async def test_read_inside_works(world: World) -> None:
         ("/proc/self/cwd/../../../../../../../..{outside}/secret.txt", "outside"),
         ("{ws}/loop_a", "too many levels of symbolic links"),  # a symlink loop
         ("outside/secret.txt", "must be absolute"),  # relative path
-        ("{ws}/notes.txt\0/../../outside/secret.txt", "NUL byte"),
+        ("{ws}/notes.txt\0/../../outside/secret.txt", "Invalid params"),  # NUL: the schema
     ],
 )
 async def test_read_escape_is_refused(world: World, spelling: str, why: str) -> None:

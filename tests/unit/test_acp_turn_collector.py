@@ -113,3 +113,30 @@ def test_memory_held_grows_with_the_text_not_with_the_number_of_chunks() -> None
         tracemalloc.stop()
     assert collect.answer() == "".join(texts)
     assert held < 2 * text_bytes + 64 * 1024, f"{held} bytes held for {text_bytes} bytes of text"
+
+
+def test_the_answer_is_cut_at_its_cap_in_memory_keeping_the_head() -> None:
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_BYTES
+
+    collect = collector()
+    collect(chunk("a" * (MAX_ANSWER_BYTES - 10)))
+    collect(chunk("b" * 100))  # one chunk across the cap: its head is kept
+    collect(chunk("c" * 100))
+    answer = collect.answer()
+    assert answer == "a" * (MAX_ANSWER_BYTES - 10) + "b" * 10
+    assert collect.answer() is answer  # joined once, no copy for the next reader
+    assert any("cut at 16 MiB" in w and "190 more" in w for w in collect.warnings())
+
+
+def test_the_cap_counts_the_widest_character() -> None:
+    from acp_bridge._acp.turn_collector import MAX_ANSWER_BYTES
+
+    collect = collector()
+    collect(chunk("😀"))  # the joined answer takes 4 bytes a character from here on
+    collect(chunk("a" * (MAX_ANSWER_BYTES // 2)))
+    assert collect.answer() == "😀" + "a" * (MAX_ANSWER_BYTES // 4 - 1)
+    wide_later = collector()
+    wide_later(chunk("a" * (MAX_ANSWER_BYTES // 2)))
+    wide_later(chunk("😀" * 10))  # would make the kept half 4 bytes a character: not kept
+    assert wide_later.answer() == "a" * (MAX_ANSWER_BYTES // 2)
+    assert any("10 more" in w for w in wide_later.warnings())

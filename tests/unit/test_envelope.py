@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
+import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_bridge import envelope
 from acp_bridge._entries.bash import CommandResult
+from acp_bridge._os.schema_check import check_structured_output
 from acp_bridge._output_schema import (
     SchemaRegistry,
     parse_structured_output,
@@ -87,6 +92,10 @@ def _registry(tmp_path: Path, schema: object) -> SchemaRegistry:
     return SchemaRegistry({"demo.v1": path})
 
 
+def check(text: str, label: str, registry: SchemaRegistry | None) -> object:
+    return anyio.run(lambda: check_structured_output(text, label, registry, timeout=20))
+
+
 def test_registered_schema_is_enforced(tmp_path: Path) -> None:
     registry = _registry(
         tmp_path,
@@ -96,24 +105,24 @@ def test_registered_schema_is_enforced(tmp_path: Path) -> None:
             "properties": {"ok": {"type": "boolean"}, "value": {"type": "integer"}},
         },
     )
-    assert parse_structured_output('{"ok": true, "value": 42}', "demo.v1", registry)
+    assert check('{"ok": true, "value": 42}', "demo.v1", registry)
     with pytest.raises(OutputSchemaError, match=r"at \$.value: 'x' is not of type 'integer'"):
-        parse_structured_output('{"ok": true, "value": "x"}', "demo.v1", registry)
+        check('{"ok": true, "value": "x"}', "demo.v1", registry)
     with pytest.raises(OutputSchemaError, match="at the answer: 'value' is a required"):
-        parse_structured_output('{"ok": true}', "demo.v1", registry)
+        check('{"ok": true}', "demo.v1", registry)
     # An unregistered label is still a JSON contract, just without a shape.
-    assert parse_structured_output("[1]", "other.v1", registry) == [1]
+    assert check("[1]", "other.v1", registry) == [1]
     assert registry.schema("other.v1") is None
     assert registry.schema("demo.v1") is not None
 
 
 def test_broken_schema_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a valid JSON Schema"):
-        _registry(tmp_path, {"type": "no-such-type"}).validate("demo.v1", 1)
+        _registry(tmp_path, {"type": "no-such-type"}).resources("demo.v1")
     path = tmp_path / "bad.json"
     path.write_text("{nope")
     with pytest.raises(ConfigError, match=r"bad.json:1:2: output schema 'x': not valid JSON"):
-        SchemaRegistry({"x": path}).validate("x", 1)
+        SchemaRegistry({"x": path}).resources("x")
 
 
 def test_instruction_names_the_label_and_schema() -> None:
@@ -126,3 +135,46 @@ def test_repr_stays_small_for_huge_outputs() -> None:
     assert len(repr(big)) < 2000 and "task_id=" in repr(big)
     data = envelope.done({"rows": list(range(100_000))}, output_kind="json")
     assert len(repr(data)) < 2000
+
+
+LINE_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab \t\n\r\x0b\x0c\x1c\x1d\x85\u2028\u2029\u3000é")), max_size=400
+)
+
+
+@settings(max_examples=500)
+@given(LINE_TEXT, st.integers(2, 200))
+def test_first_line_is_the_first_non_blank_line_without_splitting_everything(
+    text: str, limit: int
+) -> None:
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    expected = line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    assert envelope.first_line(text, limit) == expected
+
+
+def test_the_summary_of_a_24_mib_answer_of_short_lines_costs_no_list_of_lines() -> None:
+    text = "\n" * 1000 + "  first line  \n" + "ab\n" * (8 << 20)
+    tracemalloc.start()
+    try:
+        assert envelope.done(text).summary == "first line"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # splitlines() made 8M strings: hundreds of MB
+
+
+@settings(max_examples=300)
+@given(st.text(), st.sampled_from([None, 2]), st.booleans(), st.integers(1, 9))
+def test_json_pieces_join_to_json_dumps(
+    text: str, indent: int | None, ascii_only: bool, piece: int
+) -> None:
+    from acp_bridge import _json_pieces
+
+    data = envelope.done(text).to_dict()
+    original = _json_pieces.JSON_PIECE_CHARS
+    _json_pieces.JSON_PIECE_CHARS = piece
+    try:
+        joined = "".join(_json_pieces.json_pieces(data, indent=indent, ensure_ascii=ascii_only))
+    finally:
+        _json_pieces.JSON_PIECE_CHARS = original
+    assert joined == json.dumps(data, indent=indent, ensure_ascii=ascii_only)

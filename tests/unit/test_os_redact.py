@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from acp_bridge._acp.transcript import Transcript
-from acp_bridge._os.redact import Redactor
+from acp_bridge._os.redact import Redactor, is_secret_value
 
 
 def lines_of(path: Path) -> list[dict[str, object]]:
@@ -52,3 +55,46 @@ def test_data_is_redacted_in_its_strings_keys_too() -> None:
     redactor = Redactor(["sk-live-abcdef"])
     data = {"a": ["x sk-live-abcdef", 3, None], "sk-live-abcdef": {"n": True}}
     assert redactor.data(data) == {"a": ["x [REDACTED]", 3, None], "[REDACTED]": {"n": True}}
+
+
+SECRET_CHARS = st.sampled_from(list('abcXYZ019-_/+="\\é€😀\t~'))
+
+
+def _spell(char: str, how: int) -> str:
+    """One of the ways JSON text may write ``char`` inside a string."""
+    code = ord(char)
+    if code > 0xFFFF:
+        high, low = 0xD800 + ((code - 0x10000) >> 10), 0xDC00 + ((code - 0x10000) & 0x3FF)
+        forms = [f"\\u{high:04x}\\u{low:04X}", f"\\u{high:04X}\\u{low:04x}"]
+    else:
+        forms = [f"\\u{code:04x}", f"\\u{code:04X}"]
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\t": "\\t"}
+    if char in short:
+        forms.append(short[char])
+    if char not in '"\\\t':
+        forms.append(char)
+    return forms[how % len(forms)]
+
+
+@settings(max_examples=400)
+@given(
+    st.text(SECRET_CHARS, min_size=4, max_size=24).filter(is_secret_value),
+    st.lists(st.integers(0, 3), min_size=24, max_size=24),
+    st.text(st.sampled_from(list('ab\\"/ é')), max_size=6),
+    st.text(st.sampled_from(list('ab\\"/ é')), max_size=6),
+)
+def test_a_secret_is_redacted_however_json_escapes_it(
+    secret: str, hows: list[int], before: str, after: str
+) -> None:
+    spelled = "".join(_spell(c, h) for c, h in zip(secret, hows, strict=False))
+    prefix, suffix = json.dumps(before)[1:-1], json.dumps(after)[1:-1]
+    line = ('{"k":"' + prefix + spelled + suffix + '","n":1}').encode()
+    assert json.loads(line)["k"] == before + secret + after  # the spelling is right
+    redacted = json.loads(Redactor([secret]).json_bytes(line))  # still valid JSON
+    assert secret not in redacted["k"] and "[REDACTED]" in redacted["k"]
+    assert redacted["n"] == 1
+
+
+def test_an_escaped_backslash_before_u_is_not_an_escape() -> None:
+    line = b'{"k":"\\\\u0061bcd"}'  # the text \u0061bcd, not "abcd"
+    assert Redactor(["abcd"]).json_bytes(line) == line

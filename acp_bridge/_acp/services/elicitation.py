@@ -17,6 +17,7 @@ agreed to open the URL themselves; the bridge never opens or fetches it.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.race import race
+from acp_bridge._os.schema_check import first_schema_error
 from acp_bridge.envelope import ElicitationRecord
 from acp_bridge.events import EventSink
 
@@ -77,18 +79,17 @@ class CompleteElicitationParams(Wire):
     elicitation_id: str
 
 
-def schema_problem(schema: dict[str, Any], content: dict[str, Any]) -> str | None:
-    """Why ``content`` does not fit the requested form ``schema`` (None: it fits)."""
-    import jsonschema  # lazily: only a run that gets an elicitation pays for it
+async def schema_problem(schema: dict[str, Any], content: dict[str, Any]) -> str | None:
+    """Why ``content`` does not fit the requested form ``schema`` (None: it fits). The schema
+    is the agent's: checked in a child process bounded in time (_os/schema_check.py), like
+    an output_schema, so a hostile pattern or ``$ref`` cannot hold the run."""
+    return await first_schema_error(
+        FORM_URI, {FORM_URI: schema}, json.dumps(content), timeout=FORM_CHECK_SECONDS
+    )
 
-    try:
-        jsonschema.validate(content, schema)
-    except jsonschema.ValidationError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        return f"{where + ': ' if where else ''}{exc.message}"
-    except jsonschema.SchemaError as exc:
-        return f"the agent's schema is invalid: {exc.message}"
-    return None
+
+FORM_URI = "urn:acp-bridge:elicitation-form"
+FORM_CHECK_SECONDS = 10.0
 
 
 class ElicitationService:
@@ -170,7 +171,7 @@ class ElicitationService:
             return ElicitationAnswer("cancel"), "turn cancelled"
         if answer.action == "accept" and request.mode == "form":
             assert request.requested_schema is not None
-            problem = schema_problem(request.requested_schema, answer.content or {})
+            problem = await schema_problem(request.requested_schema, answer.content or {})
             if problem is not None:
                 return ElicitationAnswer("cancel"), f"the host's answer does not fit: {problem}"
         return answer, f"host: {answer.action}"

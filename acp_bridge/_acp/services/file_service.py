@@ -14,6 +14,7 @@ import anyio
 from acp_bridge._acp.schema import ReadTextFileParams, WriteTextFileParams
 from acp_bridge._os.files import read_text, write_text
 from acp_bridge._os.roots import Roots
+from acp_bridge._os.stoppable import StopToken, in_thread
 
 
 class FileService:
@@ -27,14 +28,17 @@ class FileService:
         self.files_read: list[str] = []
 
     async def read_text_file(self, request: ReadTextFileParams) -> dict[str, Any]:
-        content = await anyio.to_thread.run_sync(
+        stop = StopToken()  # the run's end or its cancel stops the read as it goes
+        content = await in_thread(
             lambda: read_text(
                 self.roots,
                 request.path,
                 line=request.line,
                 limit=request.limit,
                 max_bytes=self.max_read_bytes,
-            )
+                stop=stop,
+            ),
+            stop,
         )
         if request.path not in self.files_read:
             self.files_read.append(request.path)

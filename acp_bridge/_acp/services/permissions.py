@@ -139,6 +139,8 @@ def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
     ):
         return False
     command, allow = question.parsed, rule.decision == "allow"
+    if not allow and command is not None and command.unread and (rule.command or rule.title):
+        return True  # too long to read: it may run what a reject or ask rule is about
     whole = command is None or command.simple or (rule.compound and command.only_operators)
     if rule.command is not None:
         if command is None:

@@ -9,6 +9,10 @@
   :data:`END_GRACE` seconds after the work stopped (or at once on ``abort``); then SIGKILL to
   every process the run started, whatever the polite steps managed. So a run with timeout T
   ends by T + END_GRACE, whatever the agent does.
+- ``timeouts.stall``: a turn that shows no progress (no update, no request, none being
+  served) for that long is cancelled like a timed-out one and ends ``stalled``.
+- After a turn's reply, the updates that follow it at once are read (:meth:`RunClock.drain`)
+  before the answer is taken for a check or a held turn's envelope.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ from acp_bridge._os.procgroup import RunProcesses
 from acp_bridge._os.race import race, wait_any
 from acp_bridge.errors import RunCancelled, RunTimeout
 
+DRAIN_QUIET = 0.02
+"""After a turn's reply, updates are read while each comes within this of the last …"""
+DRAIN_MOST = 0.25
+"""… for at most this long."""
 CANCEL_SHARE = 2.0
 """Seconds of END_GRACE kept from the wait for ``stopReason: cancelled`` (for the rest of
 the wind-down): ``cancel_grace`` is cut to END_GRACE - CANCEL_SHARE."""
@@ -45,6 +53,7 @@ class RunClock:
         *,
         shutdown_grace: float = 3.0,
         transcript: Transcript | None = None,
+        stall: float = 0.0,
     ) -> None:
         self.deadline = deadline
         """The run's own end (``anyio.current_time()``): its start + its timeout."""
@@ -55,24 +64,53 @@ class RunClock:
         """When the work stopped other than by finishing (a timeout, a cancel)."""
         self.shutdown_grace = shutdown_grace
         self.transcript = transcript
+        self.stall = stall
+        """Seconds a turn may show no progress (``timeouts.stall``; 0: no limit)."""
+        self.stalled = False
+        """Whether the last turn was cancelled for showing no progress."""
 
     async def stopped(self) -> None:
         """Until the caller cancels or aborts."""
         await wait_any(self.cancel, self.abort)
 
     async def turn(self, session: AcpSession, prompt: str, cancel_grace: float) -> TurnOutcome:
-        """One prompt turn under the run's deadline, against cancel/abort; the wait for
-        ``stopReason: cancelled`` is cut to leave the rest of the end grace."""
-        outcome = await session.prompt(
-            prompt,
-            deadline=self.deadline,
-            cancel=self.cancel,
-            abort=self.abort,
-            grace=min(cancel_grace, END_GRACE - CANCEL_SHARE),
-        )
+        """One prompt turn under the run's deadline, against cancel/abort and, with a
+        ``stall`` limit, against no progress for that long (then :attr:`stalled`: the turn is
+        cancelled like a timeout); the wait for ``stopReason: cancelled`` is cut to leave the
+        rest of the end grace."""
+        stop, self.stalled = self.cancel, False
+        async with anyio.create_task_group() as watchers:
+            if self.stall > 0:
+                stop = anyio.Event()
+                watchers.start_soon(self._watch_stall, session, stop)
+                watchers.start_soon(_forward, self.cancel, stop)
+            outcome = await session.prompt(
+                prompt,
+                deadline=self.deadline,
+                cancel=stop,
+                abort=self.abort,
+                grace=min(cancel_grace, END_GRACE - CANCEL_SHARE),
+            )
+            watchers.cancel_scope.cancel()
         if outcome.ended != "response":
             self.stopped_at = outcome.ended_at
         return outcome
+
+    async def _watch_stall(self, session: AcpSession, stop: anyio.Event) -> None:
+        await session.conn.activity.until_stalled(self.stall)
+        self.stalled = True
+        if self.transcript is not None:
+            self.transcript.note(f"no progress for {self.stall:g}s (timeouts.stall): cancelling")
+        stop.set()
+
+    async def drain(self, session: AcpSession) -> None:
+        """After a turn's reply: the updates agents send just after it (a last chunk, the
+        usage) are read before its answer is taken — while they keep coming, each within
+        DRAIN_QUIET of the last, DRAIN_MOST in all, never past the run's deadline."""
+        most = min(DRAIN_MOST, max(0.0, self.deadline - anyio.current_time()))
+        late = await session.conn.activity.drain(DRAIN_QUIET, most)
+        if late and self.transcript is not None:
+            self.transcript.note(f"read {late} update(s) or request(s) after the prompt's reply")
 
     async def phase(
         self,
@@ -95,6 +133,10 @@ class RunClock:
         if own <= self.deadline:
             raise RunTimeout(what)
         raise RunTimeout(f"the run did not finish within {self.timeout:g}s (timeout)")
+
+    def left(self) -> float:
+        """Seconds until the run's deadline (0 when it has passed)."""
+        return max(0.0, self.deadline - anyio.current_time())
 
     def end_by(self) -> float:
         """When the wind-down must be over: END_GRACE after the work stopped (now, for a
@@ -137,3 +179,8 @@ class RunClock:
         if transcript is not None:
             for done in process.notes:
                 transcript.note(done)
+
+
+async def _forward(source: anyio.Event | None, target: anyio.Event) -> None:
+    await wait_any(source)
+    target.set()

@@ -23,6 +23,7 @@ from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
+from acp_bridge._os.schema_check import check_structured_output
 from acp_bridge._output_schema import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
@@ -71,6 +72,8 @@ class AcpResult:
     confinement: Confinement | None = None
     warnings: list[str] = field(default_factory=list)
     tracing: Tracing = NO_TRACING
+    _checked: tuple[str, Answer] | None = None
+    """The answer text last checked, and its verdict."""
 
     def next_turn(self, output_schema: str) -> None:
         """A follow-up turn in the same session begins: it gathers its own answer, tool
@@ -84,14 +87,41 @@ class AcpResult:
         if self.services is not None:
             self.services.next_turn()
 
-    def answer(self) -> Answer:
+    async def check_answer(self, timeout: float) -> Answer:
+        """Parse the turn's answer and, when its label has a schema file, validate it — in a
+        child process bounded by ``timeout`` and the caller's cancel (_os/schema_check.py).
+        The verdict is kept for :meth:`answer` while the answer stays the same."""
         text = self.collector.answer()
         if not self.output_schema:
             return Answer(text, "text")
         try:
-            return Answer(parse_structured_output(text, self.output_schema, self.schemas), "json")
+            value = await check_structured_output(
+                text, self.output_schema, self.schemas, timeout=timeout
+            )
+            checked = Answer(value, "json")
+        except OutputSchemaError as exc:
+            checked = Answer(text, "text", exc)
+        self._checked = (text, checked)
+        return checked
+
+    def answer(self) -> Answer:
+        text = self.collector.answer()
+        if not self.output_schema:
+            return Answer(text, "text")
+        if self._checked is not None and self._checked[0] is text:
+            return self._checked[1]
+        # Not checked (the answer changed after its check): parsed, but not validated here,
+        # where nothing could stop the validation; the run says so.
+        try:
+            value = parse_structured_output(text, self.output_schema)
         except OutputSchemaError as exc:
             return Answer(text, "text", exc)
+        if self.schemas.resources(self.output_schema) is None:
+            return Answer(value, "json")
+        error = OutputSchemaError(
+            f"output for {self.output_schema} changed after it was checked; not validated"
+        )
+        return Answer(text, "text", error)
 
     def envelope(self) -> SubtaskResult:
         """The envelope, with the profile's secrets hidden in what the bridge wrote about the

@@ -47,7 +47,7 @@ from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError, ConfigError, SpawnError
+from acp_bridge.errors import BridgeError, ConfigError, RunCancelled, RunStalled, SpawnError
 from acp_bridge.events import EventSink
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
@@ -110,6 +110,8 @@ class AcpRun:
         )
         passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
         self.redactor = Redactor([*profile.secret_values(), *passed])
+        if self.redactor:
+            sink.redact = self.redactor.data  # events reach stderr and the run store
         self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
         grace = profile.timeouts.shutdown_grace
         self.clock = RunClock(
@@ -119,6 +121,7 @@ class AcpRun:
             abort,
             shutdown_grace=grace,
             transcript=self.transcript,
+            stall=profile.timeouts.stall,
         )
         self.collector = TurnCollector(sink)
         self.signals = TurnSignals()
@@ -191,7 +194,7 @@ class AcpRun:
         status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
         self.sink.emit("status", phase="starting", **status)
         try:
-            return confinement.launch(argv, self.env, self.cwd)
+            return confinement.launch(argv, self.env, self.cwd, handoff=True)
         except SpawnError as exc:
             where = f" ({self.origin})" if self.origin else ""
             if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
@@ -210,6 +213,7 @@ class AcpRun:
             install_hint=self.profile.install,
             origin=self.origin,
             graceful=launch.graceful,
+            handoff=launch.handoff,
         )
         result = self.result
         try:
@@ -307,10 +311,13 @@ class AcpRun:
             schema = result.schemas.schema(result.output_schema)
             prompt += "\n" + structured_output_instruction(result.output_schema, schema)
         await self._turn(session, prompt)
-        for _ in range(self.profile.repair_turns):
-            if not needs_repair(result):
+        for repairs_left in range(self.profile.repair_turns, -1, -1):
+            if not result.output_schema:
                 break
-            error = result.answer().error
+            self.result.collector.end_turn()  # the answer checked is the one kept
+            error = (await result.check_answer(self.clock.left())).error
+            if not repairs_left or not needs_repair(result):
+                break
             self.sink.emit("status", phase="repairing", reason=str(error))
             await self._turn(session, repair_prompt(result.output_schema, error))
 
@@ -321,12 +328,19 @@ class AcpRun:
             set_attributes(span, **{"acp.ended": outcome.ended})
         self.result.outcome = outcome
         error = turn_error(outcome, self.clock.timeout)
+        if isinstance(error, RunCancelled) and self.clock.stalled:
+            stall = self.clock.stall
+            error = RunStalled(f"the agent showed no progress for {stall:g}s (timeouts.stall)")
         if error is not None:
             raise error
         assert outcome.response is not None
         outcome.response.unwrap()  # an error reply or a dead agent ends the run here
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
+        if self.result.output_schema or self.follow_ups is not None:
+            # The answer is taken now (checked, or handed over with the agent held), not
+            # after the wind-down has read everything: read what follows the reply first.
+            await self.clock.drain(session)
 
     async def _hold(self, session: AcpSession, follow_ups: FollowUps) -> FollowUp | None:
         """The turn ended and the session is sound: hand its envelope over and keep the
@@ -365,6 +379,7 @@ class AcpRun:
             clock.abort,
             shutdown_grace=clock.shutdown_grace,
             transcript=clock.transcript,
+            stall=clock.stall,
         )
         self.transcript.note(f"follow-up turn {follow.task_id}")
         # The session goes on in the same agent process: no start-up, no session setup.

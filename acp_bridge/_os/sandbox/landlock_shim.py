@@ -8,8 +8,11 @@ bridge starts it in the agent's place; the shim
    than to init, and asks for ``SIGHUP`` when the bridge dies (``PR_SET_PDEATHSIG``);
 2. builds the Landlock ruleset the bridge computed (rules arrive pre-decomposed: this
    file only opens paths and makes syscalls);
-3. forks the command, which sets ``no_new_privs``, restricts itself and ``exec``s with
-   stdio inherited. The shim stays *outside* the Landlock domain on purpose: with ABI ≥ 6
+3. forks the command, which drops ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` and ``CAP_PERFMON``
+   from its bounding set (with any of them an agent run as root reads every process's
+   ``/proc/<pid>/environ``, the bridge's included, non-dumpable or not), sets
+   ``no_new_privs``, restricts itself and ``exec``s with stdio inherited. The shim stays
+   *outside* the Landlock domain on purpose: with ABI ≥ 6
    signal scoping the command cannot signal (so cannot kill) its keeper;
 4. waits. When the command exits — or it is told to stop and the command has not exited
    within ``grace`` — it SIGKILLs and reaps every remaining descendant, then exits the way
@@ -78,6 +81,8 @@ FS_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IO
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+CAPS_THAT_READ_ENVIRON = (19, 21, 38)  # CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON (measured)
 
 # Exit codes of the shim itself (the command's own codes pass through unchanged).
 EXIT_SETUP = 125  # the sandbox could not be set up (message on stderr)
@@ -281,6 +286,10 @@ def _start(config: _Config, ruleset: int) -> int:
         prctl(PR_SET_PDEATHSIG, _signal.SIGKILL)  # keeper SIGKILLed → at least we go too
         if os.getppid() != keeper:  # it was, before we asked
             os._exit(EXIT_SETUP)
+        # Root keeps its capabilities through exec, and any of these reads every process's
+        # /proc/<pid>/environ, non-dumpable (the bridge) or not: out of the bounding set.
+        for cap in CAPS_THAT_READ_ENVIRON:
+            _lib().prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0)  # EPERM: had none
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         _check(_lib().syscall(SYS_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
         os.close(ruleset)

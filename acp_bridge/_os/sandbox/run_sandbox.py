@@ -33,6 +33,7 @@ from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.plan import plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
+from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
 DEFAULT_SHIM_GRACE = 1.0
@@ -48,6 +49,8 @@ class Launch:
     cwd: Path
     mode: Chosen
     warnings: tuple[str, ...] = field(default=())
+    handoff: bool = False
+    """Its stdin and stdout go over a socket to the stdio shim (stdio_handoff.py)."""
 
 
 class RunSandbox:
@@ -127,11 +130,14 @@ class RunSandbox:
         *,
         cwd: Path | None = None,
         parent: int | None = None,
+        handoff: bool = False,
     ) -> Launch:
         """The sandboxed form of ``argv`` run in ``cwd`` (default: the spec's) with
         ``env`` (the constructed environment; ``TMPDIR`` is pointed at the private tmp).
         ``parent``: the pid of the process that will start it, when not this one (the
-        Landlock shim refuses to run for a parent that is already gone)."""
+        Landlock shim refuses to run for a parent that is already gone). ``handoff``: under
+        bubblewrap, its stdin and stdout are handed to it past bwrap's own processes (whose
+        copies would hide that it closed them); start it with ``handoff`` then."""
         where = self.spec.cwd if cwd is None else resolve(cwd, what="cwd")
         mode = self.choice.mode
         if mode == "off":
@@ -155,8 +161,9 @@ class RunSandbox:
         if mode == "bwrap":
             if self.private_tmp is not None:
                 out_env["TMPDIR"] = "/tmp"
+            handoff = handoff and self.choice.mode == "bwrap"
             command = bwrap_argv(
-                argv,
+                handoff_argv(list(argv)) if handoff else argv,
                 plan=plan,
                 cwd=where,
                 network=self.choice.network,
@@ -165,6 +172,7 @@ class RunSandbox:
             )
             warnings = plan.warnings
         else:
+            handoff = False  # Landlock's shim is the command itself: nothing else holds them
             if self.private_tmp is not None:
                 out_env["TMPDIR"] = str(self.private_tmp)
             rules = landlock_rules(
@@ -178,7 +186,7 @@ class RunSandbox:
         for warning in warnings:
             if warning not in self.warnings:
                 self.warnings.append(warning)
-        return Launch(command, out_env, where, mode, warnings)
+        return Launch(command, out_env, where, mode, warnings, handoff)
 
     def meta(self) -> dict[str, object]:
         """``meta.sandbox``: mode, reason, network, and what the mode could not do."""

@@ -31,9 +31,11 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._json_pieces import json_pieces
 from acp_bridge._os.locations import RUN_LOGS, SQLITE_SUFFIXES, run_store_path
 from acp_bridge._os.private_files import new_private_file, private_dir, refuse_links
 from acp_bridge._os.proc import Identity
@@ -200,17 +202,28 @@ class Store:
         if supervisor is not None:
             condition += " AND supervisor_pid = ? AND supervisor_start = ? AND supervisor_boot = ?"
             args = (supervisor.pid, supervisor.start, supervisor.boot)
+        # A long answer is written as a BLOB in pieces (json.loads reads bytes too): one
+        # json.dumps of it, then SQLite's own copy of that, were two more full copies.
+        pieces = list(islice(json_pieces(outcome.envelope), 2))
+        whole = len(pieces) == 1
+        envelope: str | int = pieces[0] if whole else _utf8_size(outcome.envelope)
         changed = db.execute(
-            "UPDATE runs SET status = ?, envelope = ?, summary = ?, error_code = ?, ended_at = ?,"
+            f"UPDATE runs SET status = ?, envelope = {'?' if whole else 'zeroblob(?)'},"
+            " summary = ?, error_code = ?, ended_at = ?,"
             " session_id = coalesce(?, session_id), transcript = coalesce(?, transcript),"
             " tokens = max(tokens, coalesce(?, 0)), cost = max(cost, coalesce(?, 0))"
             f" WHERE id = ? AND {condition}",
             (
-                outcome.status, json.dumps(outcome.envelope, ensure_ascii=False),
-                outcome.summary, outcome.error_code, time.time(), outcome.session_id,
-                outcome.transcript, outcome.tokens, outcome.cost, run_id, *args,
+                outcome.status, envelope, outcome.summary, outcome.error_code, time.time(),
+                outcome.session_id, outcome.transcript, outcome.tokens, outcome.cost, run_id,
+                *args,
             ),
         ).rowcount  # fmt: skip
+        if changed and not whole:
+            (rowid,) = db.execute("SELECT rowid FROM runs WHERE id = ?", (run_id,)).fetchone()
+            with db.blobopen("runs", "envelope", rowid) as blob:
+                for piece in json_pieces(outcome.envelope):
+                    blob.write(piece.encode())
         return bool(changed)
 
     # --- events -------------------------------------------------------------------------
@@ -314,6 +327,10 @@ class Store:
     def set_setting(self, key: str, value: str | None) -> None:
         with self.write() as db:
             _set_setting(db, key, value)
+
+
+def _utf8_size(envelope: dict[str, Any]) -> int:
+    return sum(len(piece.encode()) for piece in json_pieces(envelope))
 
 
 def _progress(

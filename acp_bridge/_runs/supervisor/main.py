@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from acp_bridge._os import proc
 from acp_bridge._os.proc import Identity
+from acp_bridge._os.undumpable import make_undumpable
 from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
@@ -157,6 +158,7 @@ USAGE = "usage: python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID"
 
 
 def main(argv: list[str] | None = None) -> int:
+    make_undumpable()  # it holds the caller's whole environment: no agent may read it
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     # No argparse: it costs a queued supervisor 20 ms of start-up, for two fixed arguments.
     args = sys.argv[1:] if argv is None else argv

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox.conftest import SECRET_ENV, Scene, survivors
+from tests.sandbox_modes import auto_mode
 
 AGENT = Path(__file__).resolve().parent.parent / "agents" / "hostile_agent.py"
 
@@ -48,6 +49,7 @@ def run_bridge(scene: Scene, config: Path) -> tuple[dict[str, Any], dict[str, An
         SECRET_ENV: scene.token,  # in the bridge's own (initial) environment
         "XDG_STATE_HOME": str(scene.root / "state"),
         "XDG_CACHE_HOME": str(scene.root / "state" / "cache"),  # the bridge's, not the agent's
+        **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"},  # what auto is
     }
     done = subprocess.run(
         [sys.executable, "-m", "acp_bridge", "--config", str(config), "run", "hostile", "go",
@@ -78,11 +80,12 @@ def test_a_hostile_agent_is_confined(scene: Scene, mode: str) -> None:
     config = write_config(scene, mode)
     before = scene.outside_state()
     envelope, report = run_bridge(scene, config)
-    assert envelope["meta"]["sandbox"]["mode"] == ("bwrap" if mode == "auto" else "landlock")
+    ran = envelope["meta"]["sandbox"]["mode"]
+    assert ran == (auto_mode() if mode == "auto" else "landlock")
     assert report["started"] == 102  # 100 children, a setsid daemon, an env -i daemon
     assert_files_confined(scene, envelope, report)
     assert scene.outside_state() == before  # nothing outside the write root changed
     assert survivors(scene.marker) == []  # no process of the run survived it
-    if mode == "auto":  # bubblewrap: no process outside the run is even visible
+    if ran == "bwrap":  # no process outside the run is even visible
         assert report["environ_leaks"] == []
         assert scene.token not in report["ppid_environ"]

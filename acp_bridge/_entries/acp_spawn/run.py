@@ -39,7 +39,7 @@ from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
 from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
+from acp_bridge._os.procgroup import Launched, RunProcesses, resolve_command, run_processes
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
@@ -154,6 +154,7 @@ class AcpRun:
         try:
             if result.output_schema:  # a broken schema file is a config error before a spawn
                 result.schemas.schema(result.output_schema)
+            self._check_installed()
             async with confined(
                 self.sandbox,
                 task_id=self.ctx.task_id,
@@ -185,18 +186,33 @@ class AcpRun:
             self.transcript.close()
         return result.envelope()
 
+    def _check_installed(self) -> None:
+        """An agent that is not installed fails the run before anything is set up (no
+        sandbox, no worktree, no "starting"), with the command that installs it."""
+        try:
+            resolve_command(self.profile.command, self.env.get("PATH", os.defpath), self.cwd)
+        except FileNotFoundError as exc:
+            raise self._spawn_error(f"command not found: {self.profile.command}") from exc
+        except OSError:  # there but not runnable: the launch says how, as for any command
+            return
+
+    def _spawn_error(self, why: object) -> SpawnError:
+        where = f" ({self.origin})" if self.origin else ""
+        hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
+        return SpawnError(f"{why}{where}{hint}")
+
     def _launch(self, confinement: Confinement) -> Launched:
         argv = [self.profile.command, *self.profile.args]
+        try:
+            launched = confinement.launch(argv, self.env, self.cwd)
+        except SpawnError as exc:
+            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
+                where = f" ({self.origin})" if self.origin else ""
+                raise ConfigError(f"{exc}{where}") from exc
+            raise self._spawn_error(exc) from exc
         status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
         self.sink.emit("status", phase="starting", **status)
-        try:
-            return confinement.launch(argv, self.env, self.cwd)
-        except SpawnError as exc:
-            where = f" ({self.origin})" if self.origin else ""
-            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
-                raise ConfigError(f"{exc}{where}") from exc
-            hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
-            raise SpawnError(f"{exc}{where}{hint}") from exc
+        return launched
 
     async def _run_agent(self, confinement: Confinement, started: RunProcesses) -> None:
         launch = self._launch(confinement)

@@ -112,6 +112,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
+    if args.install:  # the agent first, if it is missing (agents install)
+        from acp_bridge.cli._agents import install_if_missing
+
+        install_if_missing(load(args), args.agent)
     request = request_from(args, "acp_spawn", read_task(args.task), agent=args.agent)
     return run_request(args, request, _hooks(args))
 

@@ -35,11 +35,17 @@ from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import AcpResult, needs_repair, repair_prompt
+from acp_bridge._entries.agent_commands import (
+    agent_command,
+    check_installed,
+    install_hint,
+    spawn_error,
+)
 from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
 from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.procgroup import Launched, RunProcesses, resolve_command, run_processes
+from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
@@ -107,6 +113,8 @@ class AcpRun:
             extra=profile.env,
             passthrough=profile.env_passthrough,
         )
+        # The managed install of the profile's package, if any (agents install), else PATH.
+        self.command, self.env = agent_command(profile, self.env)
         passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
         self.redactor = Redactor([*profile.secret_values(), *passed])
         self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
@@ -154,7 +162,7 @@ class AcpRun:
         try:
             if result.output_schema:  # a broken schema file is a config error before a spawn
                 result.schemas.schema(result.output_schema)
-            self._check_installed()
+            check_installed(self.command, self.env, self.cwd, self.profile, self.origin)
             async with confined(
                 self.sandbox,
                 task_id=self.ctx.task_id,
@@ -186,32 +194,19 @@ class AcpRun:
             self.transcript.close()
         return result.envelope()
 
-    def _check_installed(self) -> None:
-        """An agent that is not installed fails the run before anything is set up (no
-        sandbox, no worktree, no "starting"), with the command that installs it."""
-        try:
-            resolve_command(self.profile.command, self.env.get("PATH", os.defpath), self.cwd)
-        except FileNotFoundError as exc:
-            raise self._spawn_error(f"command not found: {self.profile.command}") from exc
-        except OSError:  # there but not runnable: the launch says how, as for any command
-            return
-
-    def _spawn_error(self, why: object) -> SpawnError:
-        where = f" ({self.origin})" if self.origin else ""
-        hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
-        return SpawnError(f"{why}{where}{hint}")
-
     def _launch(self, confinement: Confinement) -> Launched:
-        argv = [self.profile.command, *self.profile.args]
+        argv = [self.command, *self.profile.args]
         try:
             launched = confinement.launch(argv, self.env, self.cwd)
         except SpawnError as exc:
             if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
                 where = f" ({self.origin})" if self.origin else ""
                 raise ConfigError(f"{exc}{where}") from exc
-            raise self._spawn_error(exc) from exc
+            raise spawn_error(exc, self.profile, self.origin) from exc
         status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
         self.sink.emit("status", phase="starting", **status)
+        for warning in confinement.box.warnings:  # what the sandbox cannot give: said live
+            self.sink.emit("warning", message=warning)
         return launched
 
     async def _run_agent(self, confinement: Confinement, started: RunProcesses) -> None:
@@ -222,7 +217,7 @@ class AcpRun:
             cwd=launch.cwd,
             grace=self.profile.timeouts.shutdown_grace,
             sink=self.sink,
-            install_hint=self.profile.install,
+            install_hint=install_hint(self.profile),
             origin=self.origin,
             graceful=launch.graceful,
         )

@@ -1,8 +1,8 @@
 """``acp-bridge agents install``: a profile's pinned package into the managed prefix.
 
 No global install and no sudo: each package version gets its own folder under the user's data
-directory (``agent_commands.install_dir``), built in a temporary sibling and renamed into place
-when complete, so a failed or interrupted install never leaves a half-working agent behind.
+directory (``agent_commands.install_dir``), built in place and stamped last: a folder without
+its stamp is never used (a failed install is removed; an interrupted one is started over).
 The package manager's own record is kept beside it: npm's ``package-lock.json`` (with the
 integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
 every distribution pip installed (from ``pip install --report``).
@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,35 +68,35 @@ async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
     target = install_dir(spec)
     if installed(spec) is not None and not force:
         return Installed(profile.name, spec, target, fresh=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    # Built in place (a venv's scripts name their venv's path: it cannot be moved) after
+    # whatever was there; the stamp, written last, is what makes it an install.
+    await anyio.to_thread.run_sync(_fresh_dir, target)
     try:
         with anyio.fail_after(INSTALL_TIMEOUT):
-            record = await (_npm(spec, work) if spec.manager == "npm" else _pypi(spec, work))
-        command = profile.command
-        if not (_bin_in(spec, work) / command).exists():
-            raise InstallError(f"{spec} installed, but it has no command {command!r}")
-        record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
-        record |= {"version": spec.version, "command": command, "installed_at": time.time()}
-        await anyio.to_thread.run_sync(_put_in_place, work, target, json.dumps(record, indent=1))
+            await _build(profile, spec, target)
     except TimeoutError as exc:
+        await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(shutil.rmtree, target, True)
+        raise
     return Installed(profile.name, spec, target, fresh=True)
 
 
-def _put_in_place(work: Path, target: Path, stamp: str) -> None:
-    """Stamp the finished install and rename it into place (--force: the old one goes only
-    once the new one is complete)."""
-    (work / STAMP).write_text(stamp)
-    if target.exists():
-        shutil.rmtree(target)
-    work.rename(target)
+async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
+    record = await (_npm(spec, target) if spec.manager == "npm" else _pypi(spec, target))
+    command = profile.command
+    if not await anyio.Path(bin_dir(spec) / command).exists():
+        raise InstallError(f"{spec} installed, but it has no command {command!r}")
+    record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
+    record |= {"version": spec.version, "command": command, "installed_at": time.time()}
+    await anyio.Path(target / STAMP).write_text(json.dumps(record, indent=1))
 
 
-def _bin_in(spec: PackageSpec, prefix: Path) -> Path:
-    return prefix / bin_dir(spec).relative_to(install_dir(spec))
+def _fresh_dir(target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
 
 
 async def _run(argv: list[str], cwd: Path, what: str) -> str:
@@ -167,18 +166,27 @@ def _lock_lines(report: Path) -> str:
 
 async def find_python(minimum: str | None) -> str:
     """A Python at least ``minimum`` (``3.12``): the bridge's own if it is, else the newest
-    ``python3.X`` on PATH that is."""
+    ``python3.X`` on PATH that runs, else pyenv's newest that is new enough."""
     if minimum is None or sys.version_info[:2] >= _version(minimum):
         return sys.executable
-    for minor in range(20, _version(minimum)[1] - 1, -1):
-        candidate = shutil.which(f"python3.{minor}")
-        if candidate is not None and await _runs(candidate):
+    wanted = _version(minimum)[1]
+    found = [shutil.which(f"python3.{minor}") for minor in range(20, wanted - 1, -1)]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found += [str(p) for p in sorted(pyenv.glob("3.*/bin/python"), key=_minor, reverse=True)]
+    for candidate in found:
+        if candidate is not None and _minor(Path(candidate)) >= wanted and await _runs(candidate):
             return candidate
     raise InstallError(
         f"needs Python >= {minimum} (this is {sys.version.split()[0]}), and no python3.X "
         f"of that age is on PATH: install one (e.g. apt-get install python{minimum}, pyenv "
         f"install {minimum}) and try again"
     )
+
+
+def _minor(python: Path) -> int:
+    """3.X's X from a path like ``…/python3.12`` or ``…/versions/3.13.0/bin/python``."""
+    found = re.search(r"3\.(\d+)", str(python))
+    return int(found.group(1)) if found else 0
 
 
 def _version(text: str) -> tuple[int, int]:

@@ -136,7 +136,13 @@ def sandbox_spec(
     the agent's state and readable paths, and hidden the bridge's own state and config."""
     return SandboxSpec(
         cwd=worktree.cwd if worktree else cwd,
-        write=(*writes, *settings.state, *(worktree.sandbox_write_paths() if worktree else ())),
+        # A state file not made yet (a fresh machine has no ~/.claude.json) cannot be a
+        # write root: left out, and said so (_make_state_dirs), rather than failing the run.
+        write=(
+            *writes,
+            *(path for path in settings.state if path.exists()),
+            *(worktree.sandbox_write_paths() if worktree else ()),
+        ),
         read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
         hidden=(*settings.hidden, state_dir(), config_dir(), *run_store_files()),
         mode=settings.mode,

@@ -24,6 +24,9 @@ PROBE_TIMEOUT = 60.0
 """The most a probe may take, whatever the profile's ``timeouts.startup`` says."""
 
 
+STDERR_LINES, STDERR_CHARS = 8, 600  # of the agent's stderr, in a failed probe's detail
+
+
 @dataclass(frozen=True)
 class ProbeResult:
     ok: bool
@@ -60,7 +63,9 @@ async def probe_initialize(loaded: LoadedConfig, name: str) -> ProbeResult:
         envelope = await run.execute()
     session = run.result.session
     if session is None or session.init is None or run.result.error is not None:
-        return ProbeResult(False, envelope.error)
+        said = [line.strip() for line in (envelope.meta.stderr_tail or "").splitlines()]
+        last = " ".join([line for line in said if line][-STDERR_LINES:])[-STDERR_CHARS:]
+        return ProbeResult(False, envelope.error + (f"; its stderr ends: {last}" if last else ""))
     info = session.init.agent_info
     agent = f"{info.name} {info.version or ''}".strip() if info is not None else "the agent"
     mode = (envelope.meta.sandbox or {}).get("mode", "?")

@@ -87,6 +87,14 @@ def _ask_version(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
     return done.returncode, (done.stdout or done.stderr).strip()
 
 
+def command_version(profile: AgentProfile, command: str) -> str | None:
+    """The version ``command`` says it is (``version_args``), or None (bounded in time)."""
+    env = constructed_env(depth=1, extra=profile.env, passthrough=profile.env_passthrough)
+    code, output = _ask_version([command, *profile.version_args], env)
+    version = parse_version(output) if code == 0 else None
+    return ".".join(map(str, version)) if version is not None else None
+
+
 async def _command_checks(profile: AgentProfile) -> list[Check]:
     env = constructed_env(depth=1, extra=profile.env, passthrough=profile.env_passthrough)
     found = find_command(profile)

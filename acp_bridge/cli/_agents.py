@@ -15,8 +15,14 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._entries.agent_commands import install_dir, installed, managed_command
+from acp_bridge._entries.agent_commands import (
+    find_command,
+    install_dir,
+    installed,
+    managed_command,
+)
 from acp_bridge._entries.agent_install import install, on_path, spec_of
+from acp_bridge._entries.doctor import command_version
 from acp_bridge.cli._printing import EXIT_OK, err, out
 from acp_bridge.cli._profiles import load
 from acp_bridge.config import AgentProfile, LoadedConfig
@@ -44,7 +50,7 @@ def _install(profile: AgentProfile, *, force: bool = False) -> None:
 def install_if_missing(loaded: LoadedConfig, name: str) -> None:
     """``run --install``: install the agent of profile ``name`` first when it is missing."""
     profile = loaded.profiles.get(name).profile
-    if managed_command(profile) is None and on_path(profile.command) is None:
+    if find_command(profile) is None:
         _install(profile)
 
 
@@ -58,7 +64,10 @@ def _row(name: str, profile: AgentProfile) -> dict[str, Any]:
         "package": f"{spec.manager}:{spec.name}",
         "pinned": spec.version,
         "installed": managed is not None or system is not None,
-        "version": stamp["version"] if stamp is not None and managed else None,
+        # The managed install's from its record; an install of the operator's, as it says.
+        "version": stamp["version"]
+        if stamp and managed
+        else system and command_version(profile, system),
         "from": managed or system,
         "managed": managed is not None,
     }
@@ -75,9 +84,11 @@ def cmd_agents_list(args: argparse.Namespace) -> int:
         out(json.dumps(rows, indent=2))
         return EXIT_OK
     width = max((len(r["name"]) for r in rows), default=4)
-    out(f"{'NAME':<{width}}  {'INSTALLED':<9}  {'PINNED':<9}  PACKAGE / FROM")
+    out(f"{'NAME':<{width}}  {'INSTALLED':<9}  {'VERSION':<9}  {'PINNED':<9}  PACKAGE  FROM")
     for row in rows:
         state = "managed" if row["managed"] else "PATH" if row["installed"] else "no"
-        where = row["from"] or f"acp-bridge agents install {row['name']}"
-        out(f"{row['name']:<{width}}  {state:<9}  {row['pinned']:<9}  {row['package']}  {where}")
+        version = row["version"] or ("?" if row["installed"] else "-")
+        where = row["from"] or f"(acp-bridge agents install {row['name']})"
+        cells = f"{state:<9}  {version:<9}  {row['pinned']:<9}  {row['package']}  {where}"
+        out(f"{row['name']:<{width}}  {cells}")
     return EXIT_OK

@@ -60,6 +60,7 @@ def cli(
     )
 
 
+@pytest.mark.timeout(INSTALL_TIMEOUT + 300)  # an install takes minutes, not the suite's 120 s
 @pytest.mark.parametrize("agent", AGENTS)
 def test_installed_agent_passes_doctor(agent: str, data_home: Path, tmp_path: Path) -> None:
     if shutil.which("npm") is None and not agent.startswith("fast-agent"):

@@ -70,7 +70,7 @@ def cmd_profiles_list(args: argparse.Namespace) -> int:
         if str(problem) not in shown:
             err(f"warning: {problem}")
     config = loaded.path or "none (built-in profiles only)"
-    err(f"config: {config}. READY: the agent's command is on PATH.")
+    err(f"config: {config}. READY: the agent's command is installed (agents install, or on PATH).")
     return EXIT_OK
 
 

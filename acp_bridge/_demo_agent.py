@@ -308,6 +308,11 @@ def _final_answer(
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--version"]:  # its own version (acp-bridge doctor), not Python's
+        from acp_bridge._version import __version__
+
+        print(f"acp-bridge demo agent {__version__}")
+        return 0
     with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         DemoAgent(sys.stdin.buffer, sys.stdout.fileno()).serve()
     return 0

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from acp_bridge._json_pieces import json_pieces
-from acp_bridge.errors import BridgeError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 SUMMARY_LIMIT = 160
 BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
@@ -152,6 +152,8 @@ class Meta(BaseModel):
     node: str | None = None
     lost_reason: Literal["node_died", "deadline"] | None = None
     batch: dict[str, Any] | None = None
+    # config_error: every problem found, one each (``error`` joins them on one line)
+    problems: list[str] | None = None
 
 
 class SubtaskResult(BaseModel):
@@ -315,5 +317,10 @@ def failed(
 
 
 def from_error(exc: BridgeError, **kwargs: Any) -> SubtaskResult:
-    """The failed envelope for a library error (the entry points' catch-all)."""
+    """The failed envelope for a library error (the entry points' catch-all). A config
+    error with several problems lists each in ``meta.problems`` too: ``error`` is one line,
+    and a broken profile has seven problems as easily as one."""
+    if isinstance(exc, ConfigError) and len(exc.problems) > 1:
+        meta = kwargs.get("meta") or Meta()
+        kwargs["meta"] = meta.model_copy(update={"problems": [str(p) for p in exc.problems]})
     return failed(str(exc), exc.code, **kwargs)

@@ -140,6 +140,24 @@ def host_level(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def sandbox_mode_needed(request: pytest.FixtureRequest) -> None:
+    """A test that needs a sandbox mode (``@pytest.mark.sandbox_mode("bwrap")``, or a
+    ``mode`` parameter in tests/sandbox and tests/security) is skipped where that mode does
+    not work, with the reason and the fix (tests/sandbox_modes.py)."""
+    from tests.sandbox_modes import require
+
+    for mark in request.node.iter_markers("sandbox_mode"):
+        for mode in mark.args:
+            require(mode)
+    callspec = getattr(request.node, "callspec", None)
+    folder = request.node.path.parent.name
+    if callspec is not None and folder in ("sandbox", "security"):
+        mode = callspec.params.get("mode")
+        if isinstance(mode, str):
+            require(mode)
+
+
 @pytest.fixture
 def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No user or local config leaks in: cwd and HOME are the test's own folder."""

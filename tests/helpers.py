@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -22,6 +23,22 @@ ECHO_SCHEMA = {
     "required": ["ok", "value"],
 }
 """The JSON Schema of the ``subagent.demo.echo.v1`` label used across the tests."""
+
+
+def demo_profile(**extra: Any) -> dict[str, Any]:
+    """A profile of the bundled demo agent whose memory of sessions (``remember``, ``recall``,
+    resume) goes where the sandbox lets it write in every mode: the suite's
+    ``$ACP_BRIDGE_DEMO_STATE``, declared as its state, as the built-in ``demo`` profile does.
+    (Without it the memory falls under ``$HOME``, which a test often puts inside a write root
+    with hidden paths in it, where Landlock cannot create new entries.)"""
+    state = os.environ["ACP_BRIDGE_DEMO_STATE"]
+    return {
+        "command": sys.executable,
+        "args": ["-m", "acp_bridge._demo_agent"],
+        "env_passthrough": ["ACP_BRIDGE_DEMO_STATE"],
+        "sandbox": {"state": [state]},
+        **extra,
+    }
 
 
 def run_bounded(
@@ -195,3 +212,12 @@ def terminal_controls(text: str) -> list[str]:
         for c in text
         if c not in _TERMINAL_SAFE and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")
     ]
+
+
+def killed_after_sigterm(note: str, result: Any) -> bool:
+    """Whether a transcript note says the run's processes were killed after SIGTERM: by the
+    bridge's SIGKILL, or — under Landlock, where the shim keeps them — by the shim's own
+    SIGKILL after its grace, which the bridge only sees as the end of its SIGTERM."""
+    if "SIGKILL" in note:
+        return True
+    return result.meta.sandbox.get("mode") == "landlock" and "sent SIGTERM" in note

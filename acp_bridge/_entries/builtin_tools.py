@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from acp_bridge._entries.agent_commands import ready_profiles
 from acp_bridge._entries.options import arguments_model
 from acp_bridge._loop.toolset import NESTING_TOOLS, Tool, ToolSet
 from acp_bridge._os.files import read_text, write_text
@@ -207,13 +208,13 @@ async def _acp_spawn_tool(args: BaseModel, tools: ToolSet) -> str:
 
 
 def _acp_spawn_spec(schema: dict[str, Any], tools: ToolSet) -> None:
-    usable = tools.config.profiles.usable()
-    names = sorted(usable)
-    lines = [f"{n}: {usable[n].profile.description or '(no description)'}" for n in names]
+    ready = ready_profiles(tools.config)  # as the MCP face: only agents that would start
+    names = sorted(ready)
+    lines = [f"{n}: {ready[n] or '(no description)'}" for n in names]
     prop = schema["properties"]["agent"]
     prop.update(_one_of(names))
     prop["description"] = "the agent profile to run; one of:\n" + (
-        "\n".join(lines) or "(no usable profile: see acp-bridge profiles list)"
+        "\n".join(lines) or "(no agent is ready here: see acp-bridge doctor)"
     )
 
 

@@ -130,6 +130,32 @@ async def _make_state_dirs(paths: Sequence[Path]) -> list[str]:
     return notes
 
 
+def sandbox_spec(
+    settings: ResolvedSandbox,
+    *,
+    cwd: Path,
+    reads: Sequence[Path],
+    writes: Sequence[Path],
+    worktree: Worktree | None = None,
+) -> SandboxSpec:
+    """The sandbox policy of a run (also what ``doctor`` checks a cwd against): its roots,
+    the agent's state and readable paths, and hidden the bridge's own state and config."""
+    return SandboxSpec(
+        cwd=worktree.cwd if worktree else cwd,
+        # A state file not made yet (a fresh machine has no ~/.claude.json) cannot be a
+        # write root: left out, and said so (_make_state_dirs), rather than failing the run.
+        write=(
+            *writes,
+            *(path for path in settings.state if path.exists()),
+            *(worktree.sandbox_write_paths() if worktree else ()),
+        ),
+        read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
+        hidden=(*settings.hidden, state_dir(), config_dir(), *run_store_files()),
+        mode=settings.mode,
+        network=settings.network,
+    )
+
+
 @asynccontextmanager
 async def confined(
     settings: ResolvedSandbox,
@@ -163,18 +189,7 @@ async def confined(
     try:
         reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
         notes += await _make_state_dirs(settings.state)
-        spec = SandboxSpec(
-            cwd=worktree.cwd if worktree else cwd,
-            write=(
-                *writes,
-                *settings.state,
-                *(worktree.sandbox_write_paths() if worktree else ()),
-            ),
-            read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
-            hidden=(*settings.hidden, state, config_dir(), *run_store_files()),
-            mode=settings.mode,
-            network=settings.network,
-        )
+        spec = sandbox_spec(settings, cwd=cwd, reads=reads, writes=writes, worktree=worktree)
         conf = Confinement(
             RunSandbox(
                 spec, choice, tmp_parent=state / "tmp", grace=shutdown_grace * SHIM_GRACE_SHARE

@@ -44,7 +44,11 @@ def choose_model(models: ModelsConfig, requested: str | None) -> ModelChoice:
     warnings = []
     if requested and requested != PASSTHROUGH_MODEL and requested not in models.entries:
         known = ", ".join([PASSTHROUGH_MODEL, *sorted(models.entries)])
-        raise ConfigError(f"unknown model {requested!r}; known models (models.entries): {known}")
+        raise ConfigError(
+            f"unknown model {requested!r}; known models: {known}. Name it under models.entries "
+            f"in the config (an OpenAI-compatible endpoint: docs/how-to/configure.md#models), "
+            f"or use passthrough, the offline echo model"
+        )
     name = requested or models.default
     if name == PASSTHROUGH_MODEL and not requested and "default" not in models.model_fields_set:
         warnings.append(

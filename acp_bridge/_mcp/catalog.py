@@ -9,7 +9,6 @@ run-control tools describe the runs (:mod:`.run_control`).
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -19,7 +18,6 @@ from pydantic import BaseModel
 
 from acp_bridge._loop.toolset import json_parameters
 from acp_bridge._mcp import arguments as a
-from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
 
@@ -140,15 +138,6 @@ def select(names: Sequence[str] | None) -> tuple[str, ...]:
     if not names:
         raise ConfigError("--tools: name at least one tool")
     return tuple(dict.fromkeys(names))
-
-
-def ready_profiles(config: LoadedConfig) -> dict[str, str]:
-    """Profile name → description, for every profile that would start here."""
-    return {
-        name: resolved.profile.description
-        for name, resolved in config.profiles.usable().items()
-        if shutil.which(resolved.profile.command) is not None
-    }
 
 
 @cache

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
+from acp_bridge._entries.agent_commands import ready_profiles
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._mcp import arguments as a
 from acp_bridge._mcp import run_control
@@ -29,7 +30,6 @@ from acp_bridge._mcp.catalog import (
     SPECS,
     envelope_schema,
     input_schema,
-    ready_profiles,
 )
 from acp_bridge._mcp.compare_tool import call_compare, compare_schema
 from acp_bridge._mcp.host import Host, LogGate

@@ -2,9 +2,10 @@
 
 State (transcripts, diffs, worktrees, the run store) under ``$XDG_STATE_HOME/acp-bridge``,
 else ``~/.local/state/acp-bridge`` (the run store: ``$ACP_BRIDGE_RUNS_DB`` if set); the
-config under ``$XDG_CONFIG_HOME/acp-bridge``, else ``~/.config/acp-bridge``. The sandbox
-hides both, and the run store, from agents (other runs' transcripts and the operator's keys
-are none of their business).
+config under ``$XDG_CONFIG_HOME/acp-bridge``, else ``~/.config/acp-bridge``; agents that
+``acp-bridge agents install`` installed under ``$XDG_DATA_HOME/acp-bridge/agents``, else
+``~/.local/share/acp-bridge/agents``. The sandbox hides state and config, and the run store,
+from agents (other runs' transcripts and the operator's keys are none of their business).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     return _base("XDG_CONFIG_HOME", ".config", environ)
+
+
+def agents_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where ``acp-bridge agents install`` puts agents: ``$XDG_DATA_HOME/acp-bridge/agents``,
+    else ``~/.local/share/acp-bridge/agents`` (data, not state: reinstalling costs minutes
+    and network)."""
+    return _base("XDG_DATA_HOME", ".local/share", environ) / "agents"
 
 
 RUNS_DB_ENV = "ACP_BRIDGE_RUNS_DB"

@@ -30,13 +30,17 @@ ringer died between its commit and its ring)."""
 class UnknownRunError(ConfigError):
     """No run with that id in the store."""
 
+    def __init__(self, message: str, run_id: str = "") -> None:
+        super().__init__(message)
+        self.run_id = run_id  # the id asked for: what a refusal names on stdout
+
 
 def get_checked(store: Store, run_id: str) -> RunRecord:
     """The run, with lost-ness settled; :class:`UnknownRunError` if there is none."""
     run = store.get(run_id)
     if run is None:
         shown = run_id if len(run_id) <= 80 else f"{run_id[:80]}…"  # echo a bounded part
-        raise UnknownRunError(f"no run {shown!r} in {store.path}")
+        raise UnknownRunError(f"no run {shown!r} in {store.path}", shown)
     return liveness.check(store, run)
 
 

@@ -28,6 +28,8 @@ __all__ = ["exit_code_for", "main"]
 ENTRY_COMMANDS = {"run": "acp_spawn", "bash": "bash", "spawn": "spawn", "ask": "ask"}
 OPTIONS_COMMANDS = frozenset({"compare"})
 """Commands that are no entry path but whose flags come from an options model too."""
+CONTROL_COMMANDS = frozenset({"wait", "stop", "show", "logs"})
+"""Commands about runs: a refusal answers ``{"task_id", "status": "refused"}`` on stdout."""
 
 
 def command_of(argv: Sequence[str]) -> str | None:
@@ -64,13 +66,13 @@ def _main(argv: list[str]) -> int:
         EXIT_FAILED,
         EXIT_INTERRUPTED,
         EXIT_OK,
-        EXIT_USAGE,
         StdoutError,
         err,
         flush_stdout,
+        refuse_error,
     )
     from acp_bridge.cli._streams import stdout_gone
-    from acp_bridge.errors import BridgeError, ConfigError
+    from acp_bridge.errors import BridgeError
 
     entry = entry_of(argv)
     if entry is None:  # not an entry path: Ctrl-C stops it the usual way
@@ -82,16 +84,18 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     try:
-        code = handler(args)
+        try:
+            code = handler(args)
+        except BridgeError as exc:  # refused: the one rule of _printing.refuse
+            command = args.command
+            code = refuse_error(
+                exc,
+                entry=ENTRY_COMMANDS.get(command) or ("acp_spawn" if command == "send" else None),
+                agent=getattr(args, "agent", None),
+                control=command in CONTROL_COMMANDS,
+                pretty=getattr(args, "pretty", False),
+            )
         flush_stdout()  # here, not at exit: a failed write is reported like any other
-    except ConfigError as exc:
-        name = type(exc).__name__
-        for problem in exc.problems:
-            err(f"{name}: {problem}")
-        return EXIT_USAGE
-    except BridgeError as exc:
-        err(f"{type(exc).__name__}: {exc}")
-        return EXIT_FAILED
     except KeyboardInterrupt:
         err("interrupted")
         return EXIT_INTERRUPTED

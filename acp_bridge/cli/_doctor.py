@@ -21,7 +21,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         for report in reports:
             out(f"{one_line(report.profile)}: {'ready' if report.ready else 'NOT READY'}")
             for check in report.checks:
-                mark = "ok " if check.ok else "!! "
+                mark = "?? " if check.warning else "ok " if check.ok else "!! "
                 out(f"  {mark}{check.name:<8} {one_line(check.detail)}")
                 if check.fix:
                     out(f"     fix: {one_line(check.fix)}")

@@ -20,13 +20,13 @@ from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._runs.store import foreground
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._options import request_from
-from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope
+from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope, refuse_error
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import FLUSH_EVERY, event_printer
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import typed_text
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error
+from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ConfigError, ErrorCode
 
 if TYPE_CHECKING:
@@ -60,10 +60,7 @@ def run_request(
     try:
         loaded: LoadedConfig = load(args)
     except ConfigError as exc:
-        for problem in exc.problems:
-            err(f"{type(exc).__name__}: {problem}")
-        envelope = from_error(exc, meta=Meta(entry=request.entry, agent=request.agent))
-        return print_envelope(envelope, pretty=args.pretty)
+        return refuse_error(exc, entry=request.entry, agent=request.agent, pretty=args.pretty)
     handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
@@ -115,6 +112,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
+    if args.install:  # the agent first, if it is missing (agents install)
+        from acp_bridge.cli._agents import install_if_missing
+
+        install_if_missing(load(args), args.agent)
     request = request_from(args, "acp_spawn", read_task(args.task), agent=args.agent)
     return run_request(args, request, _hooks(args))
 

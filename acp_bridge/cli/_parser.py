@@ -14,6 +14,7 @@ from typing import Any
 
 from acp_bridge._version import __version__
 from acp_bridge.cli import _batch_parser, _compare_parser, _runs
+from acp_bridge.cli._agents_parser import add_agents_command
 from acp_bridge.cli._argtypes import count, seconds
 from acp_bridge.cli._usage import EntryParser, for_entry
 
@@ -38,7 +39,7 @@ class _Handlers:
 
 _doctor, _entries = _Handlers("_doctor"), _Handlers("_entries")
 _profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _Handlers("_smoke")
-_mcp = _Handlers("_mcp")
+_mcp, _agents = _Handlers("_mcp"), _Handlers("_agents")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -112,6 +113,7 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
     )
     p.add_argument("agent", metavar="AGENT", help="profile name (see: acp-bridge profiles list)")
     p.add_argument("task", metavar="TASK", help="the prompt; '-' reads it from stdin")
+    p.add_argument("--install", action="store_true", help="install the agent first if missing")
     _entry_options(p, "acp_spawn", every_option or entry == "acp_spawn")
     _answer_options(p)
     _runs.add_output_options(p)
@@ -186,6 +188,7 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
     p.set_defaults(handler=_doctor.cmd_doctor)
 
     _add_mcp_command(commands)
+    add_agents_command(commands, _agents, _Formatter)
 
     p = commands.add_parser(
         "demo-agent",

@@ -5,15 +5,22 @@ human text, :func:`out_json` and :func:`err_json` for JSON, :func:`human_stream`
 printers that stream (live progress, ``logs``, the smoke progress block). Human text has its
 control characters made visible and JSON carries none raw (_safe_text.py); stderr never
 blocks a run (_streams.py).
+
+One rule for refusals (:func:`refuse`), whatever the command and whatever refused it (a
+bad agent, config or option; an agent that is not installed): stdout carries what a
+machine reads — an entry command's failed envelope, a control command's ``{"task_id",
+"status": "refused", "error"}`` — and stderr one readable line per problem, naming what to
+fix. A script parsing stdout and a person reading the terminal both learn why.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from acp_bridge.cli._safe_text import is_utf, json_text, safe_json, visible
-from acp_bridge.errors import ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:  # not at run time: wait, ps and logs must start without pydantic
     from acp_bridge.envelope import SubtaskResult
@@ -23,6 +30,12 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
+
+REFUSALS = frozenset(
+    {ErrorCode.CONFIG_ERROR, ErrorCode.SPAWN_FAILED, ErrorCode.DEPTH_LIMIT, ErrorCode.AUTH_REQUIRED}
+)
+"""The ``error_code`` of a run that never got going for a reason the user can fix: it is
+said on stderr too, not only inside the envelope."""
 
 
 class StdoutError(Exception):
@@ -126,6 +139,43 @@ def human_stream(which: str = "stderr") -> HumanStream:
     return HumanStream(sys.stdout if which == "stdout" else sys.stderr)
 
 
+def refuse(problems: Iterable[object], *, answer: Any = None, pretty: bool = False) -> None:
+    """Print a refusal the one way every command does: ``answer`` (JSON data: what the
+    command prints for machines, if it has such an answer) on stdout, then each problem on
+    its own line on stderr as ``error: PROBLEM``."""
+    if answer is not None:
+        out_json(answer, pretty=pretty)
+    for problem in problems:
+        err(f"error: {problem}")
+
+
+def refuse_error(
+    exc: BridgeError,
+    *,
+    entry: str | None = None,
+    agent: str | None = None,
+    control: bool = False,
+    pretty: bool = False,
+) -> int:
+    """A command that raised ``exc`` instead of running, by :func:`refuse`; its exit code.
+    ``entry``: the entry path the command runs (its answer is a failed envelope);
+    ``control``: a command about runs (``wait``, ``stop``, …: ``{"task_id", "status"}``)."""
+    problems: list[object] = list(exc.problems) if isinstance(exc, ConfigError) else [exc]
+    if entry is not None:
+        from acp_bridge.envelope import Meta, from_error
+
+        envelope = from_error(exc, meta=Meta.model_validate({"entry": entry, "agent": agent}))
+        refuse(problems, answer=envelope.to_dict(), pretty=pretty)
+        return exit_code_for(envelope)
+    answer = None
+    if control:
+        task_id = getattr(exc, "run_id", None) or None
+        one_line = " ".join(str(exc).split())
+        answer = {"task_id": task_id, "status": "refused", "error": one_line}
+    refuse(problems, answer=answer)
+    return EXIT_USAGE if isinstance(exc, ConfigError) else EXIT_FAILED
+
+
 def exit_code_for(result: SubtaskResult, *, interrupted: bool = True) -> int:
     """The process exit code for an envelope (DESIGN §7). ``cancelled`` is 130 only when
     this process was interrupted: an agent that cancels its own turn is a failure (1)."""
@@ -145,11 +195,22 @@ def exit_code_of(status: str, code: str | None, *, interrupted: bool = True) -> 
     return EXIT_FAILED
 
 
-def print_envelope(result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True) -> int:
-    """The envelope on stdout (indented on a terminal or with --pretty); its exit code.
-    Written in pieces: a many-MB answer is not copied whole once more to be printed."""
-    indent = 2 if pretty or _isatty(sys.stdout) else None
-    for piece in result.json_pieces(indent=indent, ensure_ascii=not is_utf(sys.stdout)):
-        _to_stdout(safe_json(piece))
-    _to_stdout("\n")
+def print_envelope(
+    result: SubtaskResult, *, pretty: bool = False, interrupted: bool = True, said: bool = False
+) -> int:
+    """The envelope on stdout (indented on a terminal or with --pretty); its exit code. A
+    run refused before it got going (:data:`REFUSALS`) is a refusal: its problems go to
+    stderr as well, unless the caller ``said`` them already. Written in pieces: a many-MB
+    answer is not copied whole once more to be printed."""
+    if result.status == "failed" and result.meta.error_code in REFUSALS and not said:
+        refuse(result.meta.problems or [result.error], answer=result.to_dict(), pretty=pretty)
+    else:
+        indent = 2 if pretty or _isatty(sys.stdout) else None
+        for piece in result.json_pieces(indent=indent, ensure_ascii=not is_utf(sys.stdout)):
+            _to_stdout(safe_json(piece))
+        _to_stdout("\n")
+    worktree = result.meta.worktree or {}
+    if worktree.get("kept"):  # the run's work lives there, not in the cwd: say where
+        path, branch = worktree.get("worktree"), worktree.get("branch")
+        err(f"worktree kept: {path} on branch {branch}")
     return exit_code_for(result, interrupted=interrupted)

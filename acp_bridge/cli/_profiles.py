@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from acp_bridge._entries.agent_commands import find_command
 from acp_bridge._os.redact import Redactor, shown
 from acp_bridge.cli._printing import EXIT_OK, EXIT_USAGE, err, out, out_json
 from acp_bridge.cli._safe_text import one_line
@@ -35,35 +36,63 @@ def cmd_profiles_list(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for name in catalog.names():
         if name in catalog.errors:
-            first = catalog.errors[name].problems[0]
-            rows.append({"name": name, "installed": None, "description": "", "error": str(first)})
+            rows.append(_error_row(name, None, catalog.errors[name].problems))
             continue
         profile = catalog.get(name).profile
         rows.append(
             {
                 "name": name,
-                "installed": shutil.which(profile.command) is not None,
+                "installed": find_command(profile) is not None,
                 "description": profile.description,
                 "command": " ".join([profile.command, *profile.args]),
                 "install": profile.install,
             }
         )
+    # A file of a profiles folder that is not a profile at all is a row too, by its file.
+    rows += [_error_row(None, path, found) for path, found in catalog.unreadable.items()]
     if args.json:
         out_json(rows, pretty=True)
         return EXIT_OK
-    width = max((len(r["name"]) for r in rows), default=4)
+    width = max((len(r["name"] or r["file"]) for r in rows), default=4)
     out(f"{'NAME':<{width}}  {'READY':<5}  DESCRIPTION")
     for row in rows:
+        label = one_line(row["name"] or row["file"])
         if "error" in row:
-            out(f"{row['name']:<{width}}  {'ERROR':<5}  {one_line(row['error'])}")
+            first, *more = row["problems"]
+            out(f"{label:<{width}}  {'ERROR':<5}  {one_line(first)}")
+            for problem in more:  # each problem on its own line, under the first
+                out(f"{'':<{width}}  {'':<5}  {one_line(problem)}")
             continue
         ready = "yes" if row["installed"] else "no"
-        out(f"{row['name']:<{width}}  {ready:<5}  {one_line(row['description'])}")
+        out(f"{label:<{width}}  {ready:<5}  {one_line(row['description'])}")
+    shown = {str(p) for r in rows for p in r.get("problems", [])}
     for problem in loaded.problems:
-        err(f"warning: {problem}")
+        if str(problem) not in shown:
+            err(f"warning: {problem}")
     config = loaded.path or "none (built-in profiles only)"
-    err(f"config: {config}. READY: the agent's command is on PATH.")
+    err(f"config: {config}. READY: the agent's command is installed (agents install, or on PATH).")
     return EXIT_OK
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when below it (as problems show it)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _error_row(name: str | None, path: Path | None, problems: list[Problem]) -> dict[str, Any]:
+    """A profile (by ``name``) or a file (by ``path``) that cannot be used, with why."""
+    texts = [str(p) for p in problems] or ["unusable"]
+    return {
+        "name": name,
+        "file": _shown(path) if path is not None else None,
+        "installed": None,
+        "description": "",
+        "error": texts[0],
+        "problems": texts,
+    }
 
 
 def _leaves(

@@ -23,6 +23,7 @@ from acp_bridge.cli._printing import (
 )
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._safe_text import json_text, one_line
+from acp_bridge.errors import ConfigError
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -87,6 +88,16 @@ class _SmokeProgress:
         self.stream.flush()
 
 
+def _check_agents(wanted: list[str], in_suites: list[str]) -> None:
+    """--agents names only agents the suites run: a typo would silently drop every
+    acp_spawn case and still pass on the others."""
+    unknown = [name for name in wanted if name not in in_suites]
+    if not wanted or unknown:
+        known = ", ".join(sorted(set(in_suites))) or "none (no acp_spawn case)"
+        what = f"no case runs agent(s) {', '.join(unknown)}" if unknown else "no agent named"
+        raise ConfigError(f"--agents: {what}; the suites' agents: {known}")
+
+
 def cmd_smoke(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
@@ -99,7 +110,10 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         if path is not None:
             report.check_report_path(path, option)  # before an hour of cases, not after
     suites = [load_suite(path) for path in args.suites]
-    runs, filtered = expand(suites, names(args.agents))
+    wanted = names(args.agents)
+    if wanted is not None:
+        _check_agents(wanted, [a for suite in suites for case in suite.cases for a in case.agents])
+    runs, filtered = expand(suites, wanted)
     if not runs:
         err("no case to run" + (f" ({filtered} left out by --agents)" if filtered else ""))
         return EXIT_USAGE

@@ -27,7 +27,8 @@ class EntryParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         meta = Meta(entry=self.entry)
-        print_envelope(failed(f"usage: {message}", ErrorCode.CONFIG_ERROR, meta=meta))
+        # said: the usage line above is the readable message of this refusal
+        print_envelope(failed(f"usage: {message}", ErrorCode.CONFIG_ERROR, meta=meta), said=True)
         sys.exit(EXIT_USAGE)
 
 

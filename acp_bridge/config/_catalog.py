@@ -28,6 +28,9 @@ class ProfileCatalog:
     builtin: dict[str, Path] = field(default_factory=dict)
     layers: dict[str, list[ProfileLayer]] = field(default_factory=dict)
     errors: dict[str, ProfileError] = field(default_factory=dict)
+    unreadable: dict[Path, list[Problem]] = field(default_factory=dict)
+    """Files of profile folders that did not even become a profile (not YAML, not a
+    mapping, not UTF-8, …): no name to list them under, so listed by file."""
     _resolved: dict[str, ResolvedProfile] = field(default_factory=dict)
 
     def names(self) -> list[str]:
@@ -129,17 +132,21 @@ def _add_group(catalog: ProfileCatalog, layers: list[ProfileLayer]) -> list[Prob
     return problems
 
 
-def _load_profile_dir(directory: Path, origin: Origin) -> tuple[list[ProfileLayer], list[Problem]]:
-    layers, problems = [], []
+def _load_profile_dir(
+    directory: Path, origin: Origin
+) -> tuple[list[ProfileLayer], dict[Path, list[Problem]]]:
+    """The profiles of one folder, and the files that are not profiles with their problems."""
+    layers: list[ProfileLayer] = []
+    unreadable: dict[Path, list[Problem]] = {}
     for path in _profile_files(directory):
         try:
             doc = load_yaml(path)
         except ConfigError as exc:
-            problems.extend(exc.problems)
+            unreadable[path] = exc.problems
             continue
         root_problems = _check_profile_root(doc, ())
         if root_problems:
-            problems.extend(root_problems)
+            unreadable[path] = root_problems
             continue
         layers.append(ProfileLayer(origin, doc))
-    return layers, problems
+    return layers, unreadable

@@ -117,8 +117,10 @@ def load_config(
     doc = load_yaml(config_path)
     settings = _config_doc_settings(doc, environ)
     for directory in settings.profiles_dirs:
-        layers, dir_problems = _load_profile_dir(directory, "profiles dir")
-        problems += dir_problems + _add_group(catalog, layers)
+        layers, unreadable = _load_profile_dir(directory, "profiles dir")
+        catalog.unreadable.update(unreadable)
+        problems += [p for file_problems in unreadable.values() for p in file_problems]
+        problems += _add_group(catalog, layers)
     agent_layers = []
     for index, _entry in enumerate(settings.acp.agents):
         prefix: DataPath = ("acp", "agents", index)

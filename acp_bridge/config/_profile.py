@@ -24,6 +24,7 @@ from acp_bridge._os.limits import (
     MAX_SECONDS,
 )
 from acp_bridge._os.redact import looks_secret
+from acp_bridge.config._package import PackageSpec
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree, SandboxSettings
 
 
@@ -338,6 +339,11 @@ class AgentProfile(StrictModel):
         "gets the MCP server (v2 has no fs/* or terminal/*)",
     )
     install: str = Field("", description="how to install the command (shown when it is missing)")
+    package: PackageSpec | None = Field(
+        None,
+        description="the npm or PyPI package (exact version) that provides the command: "
+        "acp-bridge agents install NAME puts it in a managed prefix, where the profile finds it",
+    )
     min_version: str | None = Field(
         None, description="oldest version of the command known to work (acp-bridge doctor)"
     )

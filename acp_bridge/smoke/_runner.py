@@ -16,7 +16,6 @@ started. A case the executor could not run (no node offers its agent, a lost nod
 from __future__ import annotations
 
 import functools
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import anyio
 from acp_bridge._batch.executor import Executor, LocalExecutor
 from acp_bridge._batch.runner import TaskOutcome, run_batch
 from acp_bridge._batch.tasks import BatchTask, Keyed, Workspace
+from acp_bridge._entries.agent_commands import find_command
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.store import foreground
 from acp_bridge.config import LoadedConfig
@@ -165,6 +165,6 @@ class SmokeRunner:
             profile = self.config.profiles.get(run.agent).profile
         except BridgeError:
             return ""  # the run itself reports the broken or unknown profile
-        if shutil.which(profile.command) is None:
+        if find_command(profile) is None:
             return f"{profile.command} is not installed (profile {run.agent})"
         return ""

@@ -60,7 +60,7 @@ def test_not_offered_is_a_usage_error(spy: Spy) -> None:
     for args in (["sessions", "spy"], ["logout", "spy"]):
         done = cli(spy, *args)
         assert done.returncode == 2
-        assert "NotOffered: the agent does not offer" in done.stderr
+        assert "error: the agent does not offer" in done.stderr
     assert set(spy.methods()) == {"initialize"}
 
 

@@ -26,10 +26,12 @@ from acp_bridge import Event, SubtaskResult, acp_spawn, bash, spawn
 from acp_bridge._os.environment import DEPTH_ENV
 from tests.conftest import AgentHarness
 from tests.helpers import ECHO_SCHEMA
+from tests.sandbox_modes import auto_mode
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "envelope"
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
 DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"], "timeouts": FAST}
+MISSING_DIR = Path("/nonexistent-acp-bridge-golden/missing")
 _SESSION_ID = re.compile(r"demo_[0-9a-f]{12}")
 
 
@@ -93,7 +95,9 @@ CASES: dict[str, Callable[[AgentHarness], SubtaskResult]] = {
     "bash_done": lambda h: _entry(h, lambda: bash("printf 'one\\ntwo\\n'", cwd=h.workspace)),
     "bash_nonzero": lambda h: _entry(h, lambda: bash("echo oops >&2; exit 3", cwd=h.workspace)),
     "bash_timeout": lambda h: _entry(h, lambda: bash("sleep 30", timeout=0.5, cwd=h.workspace)),
-    "bash_cannot_start": lambda h: _entry(h, lambda: bash("true", cwd=h.root / "missing")),
+    # A missing cwd of a fixed length: the summary is cut at 160 characters, and a path
+    # under the temp directory would cut it differently for each TMPDIR.
+    "bash_cannot_start": lambda h: _entry(h, lambda: bash("true", cwd=MISSING_DIR)),
     "bash_truncated": lambda h: _entry(
         h, lambda: bash("seq 1 2000", max_output_bytes=64, cwd=h.workspace)
     ),
@@ -111,7 +115,9 @@ def normalise(envelope: dict[str, Any], harness: AgentHarness) -> dict[str, Any]
         meta["duration_ms"] = 0
     if "transcript" in meta:
         meta["transcript"] = "<transcript>"
-    if "sandbox" in meta:  # the mode is pinned; why (a version, a path) is the machine's
+    if "sandbox" in meta:  # the mode `auto` takes and why (a version, a path) are the machine's
+        assert meta["sandbox"]["mode"] == auto_mode()
+        meta["sandbox"]["mode"] = "<auto>"
         meta["sandbox"]["reason"] = "<reason>"
     text = json.dumps(envelope, ensure_ascii=False)
     text = text.replace(str(harness.root), "<tmp>").replace(sys.executable, "<python>")

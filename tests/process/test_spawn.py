@@ -71,7 +71,7 @@ def test_a_tool_the_model_was_not_given_is_not_run(tmp_path: Path) -> None:
 def test_an_unknown_model_is_a_config_error_not_an_echo(tmp_path: Path) -> None:
     result = run_spawn(tmp_path, "echo me", ["bash"], model="gpt-9")
     assert result.status == "failed" and result.meta.error_code == ErrorCode.CONFIG_ERROR
-    assert result.error == "unknown model 'gpt-9'; known models (models.entries): passthrough"
+    assert result.error.startswith("unknown model 'gpt-9'; known models: passthrough. Name it")
     assert result.output == ""  # nothing ran: the echo model did not stand in
 
 

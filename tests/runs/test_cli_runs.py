@@ -80,13 +80,21 @@ def test_budget_options_run_through_the_store_and_are_followed(
 def test_nothing_starts_for_an_unknown_agent_or_a_prompt_answer(
     runs: RunsEnv, capsys: Capture
 ) -> None:
+    # Refused as every command refuses: the envelope on stdout, the reason on stderr.
     code, out, err = cli(capsys, "run", "--detach", "nobody", "hello")
-    assert code == 2 and out == "" and "nobody" in err
+    envelope = json.loads(out)
+    assert code == 2 and envelope["meta"]["error_code"] == "config_error"
+    assert err.startswith("error: no agent profile named 'nobody'")
     code, out, err = cli(capsys, "run", "--detach", "--yes", "demo", "hello")
-    assert code == 2 and out == "" and "--yes" in err
+    assert code == 2 and "--yes" in json.loads(out)["error"] and "--yes" in err
     assert cli(capsys, "ps", "--all", "--json")[1].strip() == "[]"
-    code, _, err = cli(capsys, "wait", "sub_000000000000")
+    code, out, err = cli(capsys, "wait", "sub_000000000000")
     assert code == 2 and "no run" in err
+    assert json.loads(out) == {
+        "task_id": "sub_000000000000",
+        "status": "refused",
+        "error": json.loads(out)["error"],
+    }
 
 
 def test_prune_keeps_the_newest(runs: RunsEnv, capsys: Capture) -> None:

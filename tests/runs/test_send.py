@@ -25,6 +25,7 @@ from acp_bridge._runs.store import retention
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
+from tests.helpers import demo_profile
 from tests.runs.conftest import RunsEnv
 from tests.spy import Spy
 
@@ -294,8 +295,7 @@ def test_a_follow_up_keeps_the_config_its_session_started_with(
 ) -> None:
     # A profile defined only in the project's config: sent from elsewhere, the follow-up
     # must still find it (the run's own config), not fail on "unknown profile".
-    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
-    runs.config({"project-agent": demo})
+    runs.config({"project-agent": demo_profile()})
     code, first = cli(capsys, "run", "-q", "project-agent", "remember FIG")
     assert code == 0 and first["output"] == "Remembered: FIG", first
     elsewhere = runs.root / "elsewhere"

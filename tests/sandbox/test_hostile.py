@@ -140,6 +140,7 @@ def test_stopping_the_run_ends_every_process(scene: Scene, box_for: BoxFor, mode
     assert survivors(scene.marker) == []
 
 
+@pytest.mark.sandbox_mode("bwrap")
 def test_bwrap_graceful_stop_reaches_the_command(scene: Scene, box_for: BoxFor) -> None:
     """signal_command: SIGTERM to the command inside, not to bwrap (which would die of it
     and take the namespace down before the command could react)."""

@@ -58,7 +58,7 @@ def test_profiles_show_says_where_values_came_from(
 
 def test_show_unknown_profile_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profiles", "show", "nope"]) == 2
-    assert "UnknownProfileError: no agent profile named 'nope'" in capsys.readouterr().err
+    assert "error: no agent profile named 'nope'" in capsys.readouterr().err
 
 
 def test_validate_broken_fixtures_exits_2_with_one_line_each(
@@ -94,7 +94,7 @@ def test_broken_config_file_exits_2_for_any_command(
     assert main(["profiles", "list"]) == 2
     err = capsys.readouterr().err
     assert (
-        'ConfigError: acp-bridge.yaml:1:23: subtasks.max_depth: must be a whole number, got "many"'
+        'error: acp-bridge.yaml:1:23: subtasks.max_depth: must be a whole number, got "many"'
     ) in err
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -78,13 +79,16 @@ def test_acp_spawn_agent_lists_the_allowed_profiles(tmp_path: Path) -> None:
 tools: {acp_spawn: {enabled: true}}
 acp:
   agents:
-    - {name: demo, description: A demo agent, command: demo-acp}
+    - {name: demo, description: A demo agent, command: {python}}
+    - {name: missing, description: not installed here, command: no-such-agent-acp}
     - {name: broken, command: x, timeouts: {run: -1}}
-""",
+""".replace("{python}", sys.executable),
     )
     (spec,) = ToolRegistry(loaded, cwd=tmp_path).select(["acp_spawn"]).registry.specs()
     agent = spec["function"]["parameters"]["properties"]["agent"]
+    # Only agents that would start here, as the MCP face offers them.
     assert "demo" in agent["enum"] and "broken" not in agent["enum"]
+    assert "missing" not in agent["enum"]
     assert "demo: A demo agent" in agent["description"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import anyio
@@ -23,9 +24,9 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A folder on PATH with an executable per fake agent."""
     folder = tmp_path / "bin"
     folder.mkdir()
-    for name in ("old-agent", "new-agent", "odd-agent"):
+    for name in ("old-agent", "new-agent", "odd-agent"):  # each one the demo agent, really
         path = folder / name
-        path.write_text("#!/bin/sh\nexit 0\n")
+        path.write_text(f"#!/bin/sh\nexec {sys.executable} -m acp_bridge._demo_agent\n")
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("FAKE_AGENT_KEY", raising=False)
@@ -64,15 +65,14 @@ def test_each_problem_is_found_with_its_fix(tmp_path: Path, tools: Path, fp: Fak
     assert not old["version"].ok and "1.9.3 is older than 2.0.0" in old["version"].detail
     new = {c.name: c for c in reports["new"].checks}
     assert new["version"].ok and new["version"].detail == "2.1.0"
-    assert not new["auth"].ok and new["auth"].fix.startswith("export FAKE_AGENT_KEY=")
-    assert not reports["new"].ready
+    # No key is a warning, not "not ready": the agent starts and answers without one.
+    assert new["auth"].warning and new["auth"].fix.startswith("export FAKE_AGENT_KEY=")
+    assert reports["new"].ready and new["start"].ok
+    assert "answered initialize in the sandbox" in new["start"].detail
     odd = {c.name: c for c in reports["odd"].checks}
     assert odd["version"].ok and odd["version"].detail.startswith("unknown")
-    assert all(
-        r.checks[-1].name == "sandbox" and r.checks[-1].ok
-        for r in reports.values()
-        if r.profile != "missing"
-    )
+    assert [c.name for c in reports["odd"].checks][-2:] == ["sandbox", "start"]
+    assert "start" not in old  # not ready already: not started
 
 
 def test_auth_set_makes_it_ready_and_the_cli_says_so(
@@ -88,12 +88,9 @@ def test_auth_set_makes_it_ready_and_the_cli_says_so(
     config(tmp_path)
     assert main(["--config", str(tmp_path / "acp-bridge.yaml"), "doctor", "new", "--json"]) == 0
     [report] = json.loads(capsys.readouterr().out)
-    assert report["ready"] and [c["name"] for c in report["checks"]] == [
-        "command",
-        "version",
-        "auth",
-        "sandbox",
-    ]
+    names = [c["name"] for c in report["checks"]]
+    assert report["ready"] and names[:4] == ["command", "version", "auth", "sandbox"]
+    assert names[-1] == "start" and report["checks"][-1]["ok"]
     assert main(["--config", str(tmp_path / "acp-bridge.yaml"), "doctor", "old", "nobody"]) == 1
     out = capsys.readouterr().out
     assert "old: NOT READY" in out and "nobody: NOT READY" in out and "fix: upgrade" in out

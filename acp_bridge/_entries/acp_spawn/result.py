@@ -23,6 +23,7 @@ from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
+from acp_bridge._os.sandbox.denials import explain_denials
 from acp_bridge._os.schema_check import check_structured_output
 from acp_bridge._output_schema import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
@@ -151,9 +152,12 @@ class AcpResult:
             how, when = self.process.exit_description(), self.session.phase
             reason = str(error)
             error = AgentExitedError(
-                f"the agent {how} during {when}"
-                if reason in ("the agent closed its stdout", "connection closed")
-                else f"{reason} during {when} (then the agent {how})"
+                (
+                    f"the agent {how} during {when}"
+                    if reason in ("the agent closed its stdout", "connection closed")
+                    else f"{reason} during {when} (then the agent {how})"
+                )
+                + self._sandbox_note()
             )
         common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
         partial = self.collector.answer()
@@ -175,6 +179,14 @@ class AcpResult:
         if answer.error is not None:
             return failed(str(answer.error), answer.error.code, output=answer.output, **common)
         return done(answer.output, output_kind=answer.kind, **common)
+
+    def _sandbox_note(self) -> str:
+        """Whether the agent's own words (its stderr) point at the sandbox, and the fix."""
+        plan = self.confinement.box.first_plan if self.confinement is not None else None
+        if plan is None or self.process is None or not self.process.started:
+            return ""
+        note = explain_denials(self.process.stderr_tail(), plan)
+        return f"; {note}" if note else ""
 
     def _warnings(self) -> list[str]:
         warnings = [*self.warnings, *(self.session.warnings if self.session else [])]

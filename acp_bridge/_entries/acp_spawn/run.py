@@ -35,6 +35,12 @@ from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import AcpResult, needs_repair, repair_prompt
+from acp_bridge._entries.agent_commands import (
+    agent_command,
+    check_installed,
+    install_hint,
+    spawn_error,
+)
 from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeout
@@ -108,6 +114,8 @@ class AcpRun:
             extra=profile.env,
             passthrough=profile.env_passthrough,
         )
+        # The managed install of the profile's package, if any (agents install), else PATH.
+        self.command, self.env = agent_command(profile, self.env)
         passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
         self.redactor = Redactor([*profile.secret_values(), *passed])
         if self.redactor:
@@ -158,6 +166,7 @@ class AcpRun:
         try:
             if result.output_schema:  # a broken schema file is a config error before a spawn
                 result.schemas.schema(result.output_schema)
+            check_installed(self.command, self.env, self.cwd, self.profile, self.origin)
             async with confined(
                 self.sandbox,
                 task_id=self.ctx.task_id,
@@ -190,17 +199,19 @@ class AcpRun:
         return result.envelope()
 
     def _launch(self, confinement: Confinement) -> Launched:
-        argv = [self.profile.command, *self.profile.args]
+        argv = [self.command, *self.profile.args]
+        try:
+            launched = confinement.launch(argv, self.env, self.cwd, handoff=True)
+        except SpawnError as exc:
+            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
+                where = f" ({self.origin})" if self.origin else ""
+                raise ConfigError(f"{exc}{where}") from exc
+            raise spawn_error(exc, self.profile, self.origin) from exc
         status = {"agent": self.profile.name, "command": argv, "sandbox": confinement.mode}
         self.sink.emit("status", phase="starting", **status)
-        try:
-            return confinement.launch(argv, self.env, self.cwd, handoff=True)
-        except SpawnError as exc:
-            where = f" ({self.origin})" if self.origin else ""
-            if isinstance(exc.__cause__, IsADirectoryError):  # the profile names a folder
-                raise ConfigError(f"{exc}{where}") from exc
-            hint = f"; install it with: {self.profile.install}" if self.profile.install else ""
-            raise SpawnError(f"{exc}{where}{hint}") from exc
+        for warning in confinement.box.warnings:  # what the sandbox cannot give: said live
+            self.sink.emit("warning", message=warning)
+        return launched
 
     async def _run_agent(self, confinement: Confinement, started: RunProcesses) -> None:
         launch = self._launch(confinement)
@@ -210,7 +221,7 @@ class AcpRun:
             cwd=launch.cwd,
             grace=self.profile.timeouts.shutdown_grace,
             sink=self.sink,
-            install_hint=self.profile.install,
+            install_hint=install_hint(self.profile),
             origin=self.origin,
             graceful=launch.graceful,
             handoff=launch.handoff,

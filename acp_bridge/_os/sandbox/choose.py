@@ -4,10 +4,16 @@
 everything in DESIGN §9), else Landlock (files and, with ABI ≥ 4, TCP; processes kept by the
 shim), else it refuses with the fix. ``off`` is only ever chosen explicitly. A mode that was
 asked for by name and does not work is an error too, never a silent downgrade.
+
+``$ACP_BRIDGE_SANDBOX`` (``bwrap`` | ``landlock``) names the mode ``auto`` stands for on this
+machine, where no profile or config file names one: an operator (or CI proving the Landlock
+path on a machine where bubblewrap works) chooses for every run without editing each file.
+It can never turn the sandbox off: ``off`` is a profile's decision, written down.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -16,6 +22,7 @@ from acp_bridge._os.sandbox.spec import Mode
 from acp_bridge.errors import ConfigError
 
 Chosen = Literal["bwrap", "landlock", "off"]
+MODE_ENV = "ACP_BRIDGE_SANDBOX"
 OFF_HINT = "or set `sandbox: {mode: off}` in the profile to run the agent unconfined"
 
 
@@ -50,24 +57,44 @@ def _landlock(probe: Probe, network: bool, reason: str) -> SandboxChoice:
     return SandboxChoice("landlock", reason, network, abi=probe.abi)
 
 
+def mode_from_environment() -> tuple[Mode, str]:
+    """The mode ``auto`` stands for (``$ACP_BRIDGE_SANDBOX``), and who set it."""
+    value = os.environ.get(MODE_ENV, "").strip().lower()
+    if value in ("", "auto"):
+        return "auto", ""
+    if value in ("bwrap", "landlock"):
+        return ("bwrap" if value == "bwrap" else "landlock"), f"${MODE_ENV}"
+    raise SandboxUnavailable(
+        f"{MODE_ENV}={value}: must be auto, bwrap or landlock (off is set in a profile, "
+        f"never by the environment)"
+    )
+
+
 async def choose_mode(mode: Mode, *, network: bool = True) -> SandboxChoice:
     """The mode to run with. Raises :class:`SandboxUnavailable` when none fits."""
+    setter = "the profile"
+    if mode == "auto":
+        mode, by_env = mode_from_environment()
+        setter = by_env or setter
     if mode == "off":
         return SandboxChoice("off", "sandbox mode off set by the profile: not confined", network)
     if mode == "bwrap":
         bwrap = await probe_bwrap()
         if not bwrap.works:
             raise SandboxUnavailable(
-                f"sandbox mode bwrap: {_why_not(bwrap)}; or set mode landlock; {OFF_HINT}"
+                f"sandbox mode bwrap (set by {setter}): {_why_not(bwrap)}; or set mode "
+                f"landlock; {OFF_HINT}"
             )
         return SandboxChoice(
-            "bwrap", f"mode bwrap set by the profile; {bwrap.detail}", network, bwrap=bwrap.path
+            "bwrap", f"mode bwrap set by {setter}; {bwrap.detail}", network, bwrap=bwrap.path
         )
     if mode == "landlock":
         landlock = await probe_landlock()
         if not landlock.works:
-            raise SandboxUnavailable(f"sandbox mode landlock: {_why_not(landlock)}; {OFF_HINT}")
-        return _landlock(landlock, network, f"mode landlock set by the profile; {landlock.detail}")
+            raise SandboxUnavailable(
+                f"sandbox mode landlock (set by {setter}): {_why_not(landlock)}; {OFF_HINT}"
+            )
+        return _landlock(landlock, network, f"mode landlock set by {setter}; {landlock.detail}")
     bwrap = await probe_bwrap()
     if bwrap.works:
         return SandboxChoice("bwrap", f"auto: {bwrap.detail} works here", network, bwrap=bwrap.path)

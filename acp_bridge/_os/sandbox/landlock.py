@@ -94,10 +94,7 @@ def landlock_rules(
     warnings = list(plan.warnings)
     for path, access in split:
         if access is Access.WRITE:
-            warnings.append(
-                f"landlock: {path} holds a hidden path, so entries cannot be created or "
-                "removed directly in it"
-            )
+            warnings.append(split_write_root_warning(path, plan))
     handled_net = 0
     if not network and abi >= 4:
         handled_net = (
@@ -108,6 +105,22 @@ def landlock_rules(
         landlock_shim.SCOPE_ABSTRACT_UNIX_SOCKET | landlock_shim.SCOPE_SIGNAL if abi >= 6 else 0
     )
     return LandlockRules(abi, write, handled_net, scoped, tuple(grants), tuple(warnings))
+
+
+SPLIT_WRITE_ROOT = "landlock cannot give the agent all of"
+"""How the warning of a write root split around a hidden path begins (doctor looks for it)."""
+
+
+def split_write_root_warning(path: str, plan: PathPlan) -> str:
+    """What a write root split around hidden paths costs the agent, and the fixes."""
+    hidden = [str(p) for p in plan.hidden() if _below(str(p), path)]
+    inside = ", ".join(hidden[:3]) + (f" and {len(hidden) - 3} more" if len(hidden) > 3 else "")
+    return (
+        f"{SPLIT_WRITE_ROOT} {path}: it holds hidden {inside}, so entries cannot be created "
+        f"or removed directly in {path} (mkdir, new files and renames there fail with EACCES; "
+        f"deeper folders are fine). Fix: choose a cwd that does not contain them, or move them "
+        f"out (the bridge's own state: set XDG_STATE_HOME elsewhere), or use bubblewrap"
+    )
 
 
 def _below(path: str, parent: str) -> bool:

@@ -31,7 +31,7 @@ from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
-from acp_bridge._os.sandbox.plan import plan_paths
+from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
 from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
@@ -75,6 +75,8 @@ class RunSandbox:
         self._tmp_parent = tmp_parent
         self.private_tmp: Path | None = None
         self.warnings: list[str] = []
+        self.first_plan: PathPlan | None = None
+        """The path plan of the first process wrapped (the agent): what it could see."""
 
     def __enter__(self) -> Self:
         if self.choice.mode != "off" and self.spec.private_tmp:
@@ -157,6 +159,7 @@ class RunSandbox:
         except OSError as exc:
             raise SpawnError(f"command not found: {argv[0]}") from exc
         plan = plan_paths(self.spec, needed=needed_paths(argv, env, where))
+        self.first_plan = self.first_plan or plan
         out_env = dict(env)
         if mode == "bwrap":
             if self.private_tmp is not None:

@@ -118,12 +118,34 @@ class SandboxSpec:
 
 
 def _install_prefix(path: Path) -> list[Path]:
-    """``path`` and, for ``…/bin/tool``, the prefix above ``bin``: a venv or a node prefix
-    keeps the interpreter and libraries next to ``bin`` (``lib/``, ``node_modules/``)."""
+    """``path`` and the whole installation it belongs to: for ``…/bin/tool`` (or an npm
+    ``…/node_modules/.bin/tool`` link) the prefix above (a venv, a node prefix: interpreter
+    and libraries live beside ``bin``); for anything inside a ``node_modules`` tree the folder
+    holding the outermost one (the npm prefix or project, every dependency in it); for
+    anything inside a virtualenv (``pyvenv.cfg``) the venv."""
     out = [path]
-    if path.parent.name in ("bin", "sbin"):
+    if path.parent.name in ("bin", "sbin", ".bin"):
         out.append(path.parent.parent)
+    parts = path.parts
+    if "node_modules" in parts[:-1]:
+        out.append(Path(*parts[: parts.index("node_modules")]))
+    out += [parent for parent in path.parents if (parent / "pyvenv.cfg").is_file()][:1]
     return out
+
+
+def _package_root(path: Path, home: Path) -> list[Path]:
+    """For a script given by path (``node /x/dist/agent.js``), the nearest folder above it
+    that is a package (``package.json``, ``node_modules``, ``pyproject.toml``): its
+    dependencies are next to it. Never the home folder or ``/`` themselves."""
+    for parent in list(path.parents)[:6]:
+        if parent in (home, Path("/")):
+            return []
+        if any((parent / marker).exists() for marker in _PACKAGE_MARKERS):
+            return [parent]
+    return []
+
+
+_PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml")
 
 
 def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path]:
@@ -133,7 +155,7 @@ def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path
         found = shutil.which(command, path=env.get("PATH", os.defpath))
     if found is None:
         return []  # the launch itself will report "command not found"
-    link = Path(found).absolute()
+    link = Path(found).absolute()  # the path it is called by (a .bin link), and its target
     real = Path(os.path.realpath(link))
     out = _install_prefix(link) + _install_prefix(real)
     try:  # a script's interpreter (`#!/tmp/venv/bin/python`) is needed just as much
@@ -144,25 +166,32 @@ def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path
     if first.startswith(b"#!"):
         words = first[2:].decode("utf-8", "replace").split()
         if words and words[0].startswith("/"):
-            out += _install_prefix(Path(os.path.realpath(words[0])))
+            interpreter = Path(words[0])  # a venv's python is a link out of the venv
+            out += _install_prefix(interpreter) + _install_prefix(
+                Path(os.path.realpath(interpreter))
+            )
     return out
 
 
 def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[Path, ...]:
-    """What running ``argv`` needs to see wherever it lives, ``/tmp`` included (issue 11):
-    the command (and its install prefix and ``#!`` interpreter), absolute paths among its
-    arguments (``/x`` or ``--opt=/x``) that exist, ``PATH`` entries under the host's tmp
+    """What running ``argv`` needs to see wherever it lives, ``/tmp`` included (issues 11,
+    20): the command by the path it is called by and by its target, each with its whole
+    installation (:func:`_install_prefix`) and its ``#!`` interpreter's; absolute paths among
+    its arguments (``/x`` or ``--opt=/x``) that exist, with their installation or package
+    folder; ``PATH`` entries under the host's tmp
     directories, this Python installation and the ``acp_bridge`` package (a nested bridge
     must start), and ``cwd``. Never unhides a secret: the plan drops these when they lie in
     a hidden path, unlike the explicit ``read`` list."""
     out: list[Path] = [cwd]
     if argv:
         out += _command_paths(argv[0], env, cwd)
+    home = Path(env.get("HOME") or Path.home())
     for arg in argv[1:]:
         candidates = [arg]
         if arg.startswith("-") and "=" in arg:
             candidates.append(arg.split("=", 1)[1])
-        out += [Path(c) for c in candidates if c.startswith("/") and Path(c).exists()]
+        for found in (Path(c) for c in candidates if c.startswith("/") and Path(c).exists()):
+            out += _install_prefix(found) + _package_root(found, home)
     for entry in env.get("PATH", "").split(os.pathsep):
         if entry.startswith("/") and any(
             entry == tmp or entry.startswith(tmp + "/") for tmp in HOST_TMP_DIRS

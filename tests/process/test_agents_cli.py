@@ -1,0 +1,104 @@
+"""``acp-bridge agents`` offline: a profile finds the pinned package in the managed prefix (an
+install laid out as npm lays it out, made here without a registry), runs it from there in
+its sandbox, and what cannot be installed is refused with the reason. The real installs
+from the registries are in tests/interop/test_agents_install.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROFILE = {
+    "name": "fake",
+    "description": "a demo agent, installed as an npm package would be",
+    "command": "fake-acp",
+    "package": {"npm": "@example/fake-acp", "version": "1.2.3"},
+}
+
+
+def run_cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(root / "home"),
+        "XDG_DATA_HOME": str(root / "data"),
+        "XDG_STATE_HOME": str(root / "state"),
+        **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"},
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_bridge", *argv],
+        cwd=root, env=env, capture_output=True, text=True, timeout=60, check=False,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "work").mkdir()
+    config = {"acp": {"agents": [PROFILE, {"name": "own", "command": "own-acp",
+                                           "install": "see the vendor's site"}]}}  # fmt: skip
+    (tmp_path / "acp-bridge.yaml").write_text(json.dumps(config))
+    return tmp_path
+
+
+def lay_out_install(root: Path) -> Path:
+    """What `agents install fake` leaves: the prefix, its .bin link, the stamp."""
+    prefix = root / "data" / "acp-bridge" / "agents" / "npm" / "@example+fake-acp@1.2.3"
+    package = prefix / "node_modules" / "@example" / "fake-acp"
+    (package / "bin").mkdir(parents=True)
+    script = package / "bin" / "fake-acp.sh"
+    # It checks that its own .bin folder is first on PATH (where npm's Node would be).
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$PATH" in "$(dirname "$0")"*|*/node_modules/.bin:*) ;; *) exit 9;; esac\n'
+        f"exec {sys.executable} -m acp_bridge._demo_agent\n"
+    )
+    script.chmod(0o755)
+    (prefix / "node_modules" / ".bin").mkdir()
+    (prefix / "node_modules" / ".bin" / "fake-acp").symlink_to(
+        "../@example/fake-acp/bin/fake-acp.sh"
+    )
+    (prefix / "acp-bridge-install.json").write_text(json.dumps({"version": "1.2.3"}))
+    return prefix
+
+
+def test_a_profile_runs_its_managed_install(root: Path) -> None:
+    code, out, err = run_cli(root, "run", "fake", "Reply with exactly MANAGED", "--cwd", "work")
+    assert code == 1 and "acp-bridge agents install fake" in err  # not installed yet
+    prefix = lay_out_install(root)
+    code, out, _ = run_cli(root, "agents", "list", "--json")
+    (row,) = [r for r in json.loads(out) if r["name"] == "fake"]
+    assert row["managed"] and row["version"] == "1.2.3" and row["from"].startswith(str(prefix))
+    code, out, err = run_cli(root, "run", "fake", "Reply with exactly MANAGED", "--cwd", "work")
+    envelope = json.loads(out)
+    assert code == 0 and envelope["output"] == "MANAGED", (envelope["error"], err)
+    rows = json.loads(run_cli(root, "profiles", "list", "--json")[1])
+    assert [r["installed"] for r in rows if r["name"] == "fake"] == [True]
+    code, out, _ = run_cli(root, "agents", "install", "fake")  # nothing to do
+    assert code == 0 and out.startswith("fake: already installed: npm @example/fake-acp@1.2.3")
+
+
+def test_what_cannot_be_installed_is_refused_before_anything_is(root: Path) -> None:
+    code, out, err = run_cli(root, "agents", "install", "fake", "own")
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "error: profile 'own' names no package: acp-bridge cannot install it "
+        "(install it yourself: see the vendor's site)"
+    )
+    assert not (root / "data" / "acp-bridge" / "agents" / "npm").exists()
+    code, _, err = run_cli(root, "agents", "install", "nosuch")
+    assert code == 2 and err.startswith("error: no agent profile named 'nosuch'")
+
+
+def test_a_package_must_be_pinned_and_from_one_registry(root: Path) -> None:
+    bad = {**PROFILE, "package": {"npm": "x", "pypi": "y", "version": "^1.0"}}
+    (root / "acp-bridge.yaml").write_text(json.dumps({"acp": {"agents": [bad]}}))
+    code, _, err = run_cli(root, "profiles", "validate")
+    assert code == 2
+    assert "package.version: must be one exact version (e.g. 0.16.0), not a range" in err + _

@@ -150,7 +150,7 @@ def test_a_dirty_tree_refuses_apply_before_anything_runs(
     began = time.monotonic()
     refused = run_cli(harness, repo, "plain,writer", TASK, "--verify", VERIFY, "--apply")
     assert refused.returncode == 2
-    assert "DirtyWorkingTree" in refused.stderr
+    assert "is not clean (README.md, scratch.txt)" in refused.stderr
     assert "README.md" in refused.stderr and "scratch.txt" in refused.stderr
     assert "[1/2]" not in refused.stderr  # no attempt ran
     assert time.monotonic() - began < 30

@@ -3,7 +3,9 @@
 A shell block marked ``<!-- runnable -->`` on the line before it is run, whole, with
 ``bash -euo pipefail`` in a fresh folder (its own HOME and XDG folders, ``notes.txt``, a
 ``src/`` with a TODO, and the project's ``examples/``), against the demo agent and the
-offline ``passthrough`` model, and must exit 0. Blocks that need a real agent, a model key or
+offline ``passthrough`` model, and must exit 0. A block marked
+``<!-- runnable, continued -->`` goes on from the runnable block before it, in the same
+folder (a guide's walk-through). Blocks that need a real agent, a model key or
 a placeholder filled in are left unmarked.
 """
 
@@ -21,19 +23,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "how-to").glob("*.md"))]
 MARKER = "<!-- runnable -->"
+CONTINUED = "<!-- runnable, continued -->"
 
 
 def runnable_blocks(page: Path) -> list[tuple[int, str]]:
-    """(line number, text) of each shell block marked runnable in ``page``."""
+    """(line number, text) of each shell block marked runnable in ``page``; a continued
+    block is added to the one before it."""
     lines = page.read_text().splitlines()
-    blocks = []
+    blocks: list[tuple[int, str]] = []
     for index, line in enumerate(lines):
-        if line.strip() != MARKER:
+        if line.strip() not in (MARKER, CONTINUED):
             continue
         fence = lines[index + 1] if index + 1 < len(lines) else ""
-        assert fence.strip() == "```sh", f"{page.name}:{index + 1}: {MARKER} must precede ```sh"
+        assert fence.strip() == "```sh", f"{page.name}:{index + 1}: {line} must precede ```sh"
         end = lines.index("```", index + 2)
-        blocks.append((index + 3, "\n".join(lines[index + 2 : end])))
+        text = "\n".join(lines[index + 2 : end])
+        if line.strip() == CONTINUED:
+            assert blocks, f"{page.name}:{index + 1}: {CONTINUED} with no runnable block before"
+            first, before = blocks.pop()
+            text = f"{before}\n{text}"
+            index = first - 3
+        blocks.append((index + 3, text))
     return blocks
 
 
@@ -58,6 +68,12 @@ def scene(root: Path) -> tuple[Path, dict[str, str]]:
         "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
         **{f"XDG_{k}_HOME": str(root / k.lower()) for k in ("STATE", "CONFIG", "DATA", "CACHE")},
         "ACP_BRIDGE_DEMO_STATE": str(root / "demo-memory"),
+        # who commits, as on any machine where git is set up (guides commit in a new repo)
+        **{
+            f"GIT_{who}_{what}": value
+            for who in ("AUTHOR", "COMMITTER")
+            for what, value in (("NAME", "Docs Reader"), ("EMAIL", "reader@example.invalid"))
+        },
         **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"},
     }
     return work, env

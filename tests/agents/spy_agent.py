@@ -10,6 +10,7 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
     setup         merged into the session/load, resume and fork replies
     sessions      the SessionInfo list session/list pages through (pageSize per page)
     replay        updates sent before the session/load reply (the history)
+    resumed       updates sent before the session/resume reply (v2: the state snapshot)
     hang          methods never answered
     errors        method → JSON-RPC error object to answer instead
     prompt        steps of a prompt turn, in order:
@@ -197,6 +198,8 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
             for body in SCRIPT.get("replay", []):
                 update(params["sessionId"], body)
             return None if not SCRIPT.get("setup") else SCRIPT["setup"]
+        for body in SCRIPT.get("resumed", []):
+            update(params["sessionId"], body)
         return SCRIPT.get("setup", {})
     if method == "session/fork":
         return {"sessionId": f"{params['sessionId']}-fork", **SCRIPT.get("setup", {})}
@@ -217,6 +220,8 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
         return {"configOptions": _config_options}
     if method in (
         "authenticate",
+        "auth/login",
+        "auth/logout",
         "session/set_mode",
         "session/set_model",
         "session/close",

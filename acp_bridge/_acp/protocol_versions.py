@@ -94,7 +94,7 @@ def initialize_result(version: int, reply: Any) -> InitializeResult:
     session = caps.get("session")
     methods = [_v1_auth_method(m) for m in data.get("authMethods") or []]
     # v2 advertises auth/login and auth/logout by a non-empty authMethods list.
-    auth = {"logout": {}} if methods else None
+    auth: dict[str, Any] | None = {"logout": {}} if methods else None
     shared: dict[str, Any] = {
         "protocolVersion": version,
         "authMethods": methods,

@@ -69,6 +69,9 @@ def main(target: str) -> int:
             continue
         headers = {
             **fixed,
+            # One connection per message: a kept-alive one goes stale while the agent thinks
+            # (the server drops it after seconds), and a message is never sent twice.
+            "connection": "close",
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
             "authorization": f"Bearer {token}",
@@ -82,12 +85,12 @@ def main(target: str) -> int:
             session = response.getheader("mcp-session-id") or session
             body = response.read()
         except (OSError, http.client.HTTPException) as exc:
-            conn.close()  # the next line connects afresh
             body = _unreachable(line, exc)
+        finally:
+            conn.close()
         if body and body.strip():
             sys.stdout.buffer.write(body.strip() + b"\n")
             sys.stdout.buffer.flush()
-    conn.close()
     return 0
 
 

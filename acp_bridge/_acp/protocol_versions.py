@@ -95,11 +95,13 @@ def initialize_result(version: int, reply: Any) -> InitializeResult:
     methods = [_v1_auth_method(m) for m in data.get("authMethods") or []]
     # v2 advertises auth/login and auth/logout by a non-empty authMethods list.
     auth: dict[str, Any] | None = {"logout": {}} if methods else None
+    # v2 names every transport it takes (stdio too, unlike v1): none named, none taken.
+    none_taken = {"http": False, "stdio": False}
     shared: dict[str, Any] = {
         "protocolVersion": version,
         "authMethods": methods,
         "agentInfo": data.get("info"),
-        "agentCapabilities": {"auth": auth},
+        "agentCapabilities": {"auth": auth, "mcpCapabilities": none_taken},
     }
     if isinstance(session, dict):
         mcp, prompt = _object(session.get("mcp")), _object(session.get("prompt"))

@@ -156,8 +156,10 @@ def test_an_http_only_agent_under_network_off_is_told_not_left_silent(spy: Spy, 
     assert "sandbox.network" in ONLY_HTTP
 
 
-def test_a_v2_agent_taking_no_mcp_servers_is_told(spy: Spy) -> None:
+@pytest.mark.parametrize("capabilities", [{"session": {"mcp": {}}}, {"session": {}}, {}])
+def test_a_v2_agent_taking_no_mcp_servers_is_told(spy: Spy, capabilities: dict[str, Any]) -> None:
     script = v2_script({}, [])
+    script["initialize"]["capabilities"] = capabilities  # no transport named: none taken
     script["prompt"] = script["prompt"][:1]
     script["answer"] = "OK"
     result = run(spy, script, "auto", "on")

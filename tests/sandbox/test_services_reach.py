@@ -15,27 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from acp_bridge._acp.services.mcp_transport import NO_MCP, ONLY_HTTP
-from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import BridgeError
+from tests.sandbox_modes import auto_mode
 from tests.spy import Spy
 
 RUN_RULE = {"kind": "execute", "name": "run_command", "decision": "allow"}
 CONTENT = "through the bridge's tools\n"
-
-
-def available(mode: str, network: bool = True) -> None:
-    """Skip unless ``mode`` works on this machine."""
-    if mode == "off":
-        return
-    try:
-        anyio.run(lambda: choose_mode(mode, network=network))  # type: ignore[arg-type]
-    except (SandboxUnavailable, BridgeError) as exc:
-        pytest.skip(f"sandbox mode {mode} is not available here: {exc}")
 
 
 def v2_script(mcp: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -95,12 +83,11 @@ def assert_served(result: SubtaskResult, workspace: Path) -> None:
 def test_a_stdio_only_agent_gets_files_and_commands_through_the_relay(
     spy: Spy, mode: str, network: str
 ) -> None:
-    available(mode, network == "on")
     workspace = spy.harness.workspace
     result = run(spy, v2_script({"stdio": {}}, write_and_run(workspace)), mode, network)
     assert_served(result, workspace)
     sandbox = result.meta.sandbox or {}
-    assert sandbox["mode"] == ("bwrap" if mode == "auto" else mode)
+    assert sandbox["mode"] == (auto_mode() if mode == "auto" else mode)
     assert sandbox["network"] is (network == "on")
     (server,) = offered(spy)
     assert server["type"] == "stdio" and server["args"][:2] == ["-m", "acp_bridge._services_relay"]
@@ -125,7 +112,6 @@ def test_without_an_allowing_rule_the_relay_carries_the_refusal(spy: Spy) -> Non
 
 @pytest.mark.parametrize("mode", ["bwrap", "landlock"])
 def test_with_the_network_off_an_agent_taking_both_gets_the_relay(spy: Spy, mode: str) -> None:
-    available(mode, network=False)
     workspace = spy.harness.workspace
     script = v2_script({"http": {}, "stdio": {}}, write_and_run(workspace))
     result = run(spy, script, mode, "off")
@@ -135,7 +121,6 @@ def test_with_the_network_off_an_agent_taking_both_gets_the_relay(spy: Spy, mode
 
 @pytest.mark.parametrize("mode", ["auto", "landlock"])
 def test_with_the_network_on_an_http_agent_gets_the_loopback_url(spy: Spy, mode: str) -> None:
-    available(mode)
     workspace = spy.harness.workspace
     result = run(spy, v2_script({"http": {}}, write_and_run(workspace)), mode, "on")
     assert_served(result, workspace)
@@ -145,7 +130,6 @@ def test_with_the_network_on_an_http_agent_gets_the_loopback_url(spy: Spy, mode:
 
 @pytest.mark.parametrize("mode", ["bwrap", "landlock"])
 def test_an_http_only_agent_under_network_off_is_told_not_left_silent(spy: Spy, mode: str) -> None:
-    available(mode, network=False)
     script = v2_script({"http": {}}, [])
     script["prompt"] = script["prompt"][:1]
     script["answer"] = "worked without tools"

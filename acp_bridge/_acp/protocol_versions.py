@@ -13,7 +13,8 @@ version ignoring the other's (v1 agents keep unknown fields; the official SDK's 
 drops what does not parse under the version it picks). The v2 reply is read into the same
 :class:`InitializeResult` the rest of the client uses: a v2 agent that supports sessions
 supports new, list, resume, close, prompt and cancel; its MCP transports and prompt
-capabilities move from ``session``.
+capabilities move from ``session``; its auth methods name their id ``methodId``, and a
+non-empty list advertises ``auth/login`` and ``auth/logout``.
 """
 
 from __future__ import annotations
@@ -91,11 +92,16 @@ def initialize_result(version: int, reply: Any) -> InitializeResult:
     data = _object(reply)
     caps = _object(data.get("capabilities"))
     session = caps.get("session")
+    methods = [_v1_auth_method(m) for m in data.get("authMethods") or []]
+    # v2 advertises auth/login and auth/logout by a non-empty authMethods list.
+    auth: dict[str, Any] | None = {"logout": {}} if methods else None
+    # v2 names every transport it takes (stdio too, unlike v1): none named, none taken.
+    none_taken = {"http": False, "stdio": False}
     shared: dict[str, Any] = {
         "protocolVersion": version,
-        "authMethods": data.get("authMethods") or [],
+        "authMethods": methods,
         "agentInfo": data.get("info"),
-        "agentCapabilities": {"auth": caps.get("auth")},
+        "agentCapabilities": {"auth": auth, "mcpCapabilities": none_taken},
     }
     if isinstance(session, dict):
         mcp, prompt = _object(session.get("mcp")), _object(session.get("prompt"))
@@ -104,7 +110,7 @@ def initialize_result(version: int, reply: Any) -> InitializeResult:
             {k: v for k, v in session.items() if k not in ("mcp", "prompt") and v is not None}
         )
         shared["agentCapabilities"] = {
-            "auth": caps.get("auth"),
+            "auth": auth,
             "sessionCapabilities": session_caps,
             "mcpCapabilities": {
                 "http": mcp.get("http") is not None,
@@ -113,6 +119,13 @@ def initialize_result(version: int, reply: Any) -> InitializeResult:
             "promptCapabilities": {k: prompt.get(k) is not None for k in prompt},
         }
     return parse_reply(InitializeResult, shared, "initialize")
+
+
+def _v1_auth_method(method: Any) -> Any:
+    """A v2 auth method in the v1 shape the client reads: v2 names its id ``methodId``."""
+    if isinstance(method, dict) and "methodId" in method and "id" not in method:
+        return {"id": method["methodId"], **method}
+    return method  # malformed: the reply's parse says so
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -77,10 +77,11 @@ CANCEL_WRITE = 1.0
 UNSTABLE_HINT = "opt in with --unstable (API: unstable=True) or the profile's `unstable: true`"
 
 ServicesServer = Callable[
-    [InitializeResult, bool], Awaitable["McpServerStdio | McpServerHttp | None"]
+    [InitializeResult, bool], Awaitable[tuple["McpServerStdio | McpServerHttp | None", str | None]]
 ]
 """Given what the agent advertised (and whether it speaks v2), the MCP server entry that
-offers it the bridge's files and terminals over a transport it takes (None: none)."""
+offers it the bridge's files and terminals over a transport it takes (None: none), and why
+none could be offered where it should have been (a warning)."""
 
 
 class AcpSession:
@@ -202,9 +203,11 @@ class AcpSession:
         """The profile's MCP servers, then the bridge's own services where it offers them."""
         servers = profile_mcp_servers(self.profile, v2=self.v2)
         if self.services_server is not None:
-            offered = await self.services_server(self.agent, self.v2)
+            offered, why_not = await self.services_server(self.agent, self.v2)
             if offered is not None:
                 servers.append(offered)
+            if why_not is not None and why_not not in self.warnings:
+                self.warnings.append(why_not)
         return servers
 
     def system_prompt_param(self) -> dict[str, Any] | None:

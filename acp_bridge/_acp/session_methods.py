@@ -1,6 +1,7 @@
 """Agent methods that are not part of a run's turn: ``session/list``, ``session/delete`` and
-``logout``, each on an initialized :class:`AcpSession` and only when the agent advertises it
-(``sessionCapabilities.list`` / ``.delete``, ``agentCapabilities.auth.logout``).
+``logout`` (v2: ``auth/logout``), each on an initialized :class:`AcpSession` and only when
+the agent advertises it (``sessionCapabilities.list`` / ``.delete``,
+``agentCapabilities.auth.logout``; v2: a non-empty ``authMethods``).
 
 ``session/list`` is paged with an opaque cursor: we follow ``nextCursor`` until it is absent,
 up to ``max_pages`` (an agent that hands out cursors forever must not keep us forever).
@@ -61,4 +62,4 @@ async def logout(session: AcpSession) -> None:
     if not session.agent.agent_capabilities.logout:
         raise NotOffered("the agent does not offer logout")
     session.phase = "logout"
-    await session.call("logout", EmptyParams())
+    await session.call("auth/logout" if session.v2 else "logout", EmptyParams())

@@ -10,6 +10,7 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
     setup         merged into the session/load, resume and fork replies
     sessions      the SessionInfo list session/list pages through (pageSize per page)
     replay        updates sent before the session/load reply (the history)
+    resumed       updates sent before the session/resume reply (v2: the state snapshot)
     hang          methods never answered
     errors        method → JSON-RPC error object to answer instead
     prompt        steps of a prompt turn, in order:
@@ -23,6 +24,9 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
                                                      (%SESSION% becomes the session id)
                   {"raw_request": "text with %ID%"}  the same, a request: %ID% becomes its
                                                      id ("spy-N"), and its reply is awaited
+                  {"mcp": [{"tool": T, "arguments": {...}}, ...]}
+                      call these tools of the client's MCP server ``acp-bridge`` (from the
+                      session's mcpServers; tests/agents/mcp_client.py): each reply is kept
     answer        the turn's last message (default: the JSON list of replies to requests)
     prompt_reply  v2: the prompt is acknowledged at once with this result ({} or
                   {"messageId": …}); the turn then ends with a state_update idle whose stop
@@ -46,6 +50,7 @@ if len(sys.argv) > 1:
     with open(sys.argv[1]) as script:
         SCRIPT = json.load(script)
 SESSION = SCRIPT.get("sessionId", "spy-session-1")
+SERVERS: list[dict[str, Any]] = []  # the mcpServers of the session set up last
 OUT = sys.stdout.buffer
 _pending: list[dict[str, Any]] = []
 _config_options: list[dict[str, Any]] = list(
@@ -142,6 +147,8 @@ def prompt(request_id: Any, session_id: str) -> None:
             line = step["raw_request"].replace("%SESSION%", session_id)
             reply = call_raw(line, f"spy-{number}")
             replies.append(reply.get("result", reply.get("error")))
+        elif "mcp" in step:
+            replies += use_tools(step["mcp"])
         elif step.get("wait_cancel"):
             while (message := read()) is not None:
                 if message.get("method") == "session/cancel":
@@ -161,7 +168,21 @@ def prompt(request_id: Any, session_id: str) -> None:
         OUT.flush()
 
 
+def use_tools(calls: list[dict[str, Any]]) -> list[Any]:
+    from mcp_client import McpClient  # beside this file
+
+    (server,) = [s for s in SERVERS if s.get("name") == "acp-bridge"]
+    client = McpClient(server)
+    try:
+        replies = [client.tool(call["tool"], call.get("arguments", {})) for call in calls]
+    finally:
+        client.close()
+    return [reply.get("result", reply.get("error")) for reply in replies]
+
+
 def result_for(method: str, params: dict[str, Any]) -> Any:
+    if method in ("session/new", "session/resume", "session/load", "session/fork"):
+        SERVERS[:] = params.get("mcpServers") or []
     if method == "initialize":
         return {
             "protocolVersion": 1,
@@ -177,6 +198,8 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
             for body in SCRIPT.get("replay", []):
                 update(params["sessionId"], body)
             return None if not SCRIPT.get("setup") else SCRIPT["setup"]
+        for body in SCRIPT.get("resumed", []):
+            update(params["sessionId"], body)
         return SCRIPT.get("setup", {})
     if method == "session/fork":
         return {"sessionId": f"{params['sessionId']}-fork", **SCRIPT.get("setup", {})}
@@ -197,6 +220,8 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
         return {"configOptions": _config_options}
     if method in (
         "authenticate",
+        "auth/login",
+        "auth/logout",
         "session/set_mode",
         "session/set_model",
         "session/close",

@@ -91,6 +91,7 @@ def run(
     deadline: float = 180.0,
     config_extra: dict[str, Any] | None = None,
     follow_ups: FollowUps | None = None,
+    resume: str | None = None,
 ) -> Run:
     """``acp_spawn`` of ``task`` on a profile named ``agent``; asserts no process is left."""
     marker = uuid.uuid4().hex
@@ -125,6 +126,7 @@ def run(
                     timeout=timeout,
                     on_event=events.append,
                     follow_ups=follow_ups,
+                    resume=resume,
                 )
             )
 

@@ -4,7 +4,9 @@ behind the SDK's protocol router, one scenario on both. In its turn the agent wr
 and runs a command through the bridge's MCP tools (the bridge's files and terminals offered
 in session/new), inside the default sandbox, each call decided by the policy and listed in
 the ledger. The two envelopes differ only in ``meta.protocol_version`` (and what is unique
-to a run: task id, session id, times, paths).
+to a run: task id, session id, times, paths). The agent taking only stdio MCP servers gets
+the same tools through the bridge's relay, with the sandbox's network off too; a v2 session
+is resumed for a follow-up turn in a new agent process.
 """
 
 from __future__ import annotations
@@ -37,6 +39,18 @@ def profile(**extra: Any) -> dict[str, Any]:
         "permissions": {"mode": "workspace-write", "rules": [RUN_RULE]},
         **extra,
     }
+
+
+def assert_served(result: SubtaskResult, work: Path) -> None:
+    """The scenario's turn: a file written and a command run through the tools, decided."""
+    assert result.status == "done", (result.error, result.meta.stderr_tail)
+    assert result.output == ANSWER
+    assert (work / "from-ts-agent.txt").read_text() == "written through the bridge's MCP tools\n"
+    ledger = [(p.name, p.kind, p.decision) for p in result.meta.permissions or []]
+    assert ledger == [
+        ("write_text_file", "edit", "allowed"),
+        ("run_command", "execute", "allowed"),
+    ]
 
 
 def comparable(result: SubtaskResult) -> dict[str, Any]:
@@ -95,3 +109,35 @@ def test_without_an_allowing_rule_the_command_is_refused_and_recorded(tmp_path: 
     decisions = {p.name: p.decision for p in result.meta.permissions or []}
     assert decisions == {"write_text_file": "allowed", "run_command": "rejected"}
     assert "permission request refused" in result.summary
+
+
+@pytest.mark.parametrize("network", ["on", "off"])
+def test_a_stdio_only_v2_agent_gets_the_tools_through_the_relay(
+    tmp_path: Path, network: str
+) -> None:
+    work = tmp_path / "stdio"
+    work.mkdir()
+    stdio_only = profile(protocol="2", env={"TS_AGENT_MCP": "stdio"}, sandbox={"network": network})
+    done = run(AGENT, stdio_only, "write and run", work)
+    assert_served(done.result, work)
+    assert (done.result.meta.sandbox or {})["network"] is (network == "on")
+    (new,) = [m for m in done.outgoing() if m.get("method") == "session/new"]
+    (server,) = new["params"]["mcpServers"]
+    assert server["type"] == "stdio" and server["args"][:2] == ["-m", "acp_bridge._services_relay"]
+    assert server["args"][2].startswith("unix:")  # the run's private /tmp: any network
+
+
+def test_a_v2_session_is_resumed_for_a_follow_up_in_a_new_process(tmp_path: Path) -> None:
+    work = tmp_path / "resume"
+    work.mkdir()
+    first = run(AGENT, profile(protocol="2"), "write and run", work).result
+    assert_served(first, work)
+    (work / "from-ts-agent.txt").unlink()
+    again = run(AGENT, profile(protocol="2"), "again", work, resume=first.meta.session_id)
+    assert_served(again.result, work)
+    meta = again.result.meta
+    assert (meta.session_id, meta.session_method) == (first.meta.session_id, "session/resume")
+    (resume,) = [m for m in again.outgoing() if m.get("method") == "session/resume"]
+    assert "replayFrom" not in resume["params"]
+    (server,) = resume["params"]["mcpServers"]  # the tools again, for the new process
+    assert server["name"] == "acp-bridge"

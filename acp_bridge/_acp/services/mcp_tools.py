@@ -15,13 +15,8 @@ profile serves reads / writes) and ``run_command(command, args?, cwd?, timeout?)
 serves terminals): the exit code, the signal, and the last ``terminal.output_byte_limit``
 bytes of output.
 
-Transport: streamable HTTP on a fresh loopback port, each request carrying a random bearer
-token (JSON responses, one session per agent). An agent that takes HTTP servers gets its
-URL; one that takes only stdio gets a relay command (``python -m
-acp_bridge._services_relay``, standard library only) that carries its lines to the same
-URL. Nothing is offered on a transport the agent did not advertise. Loopback is reachable
-from the default sandbox (it keeps the network); with the sandbox's network off nothing
-can reach it, and the run says so.
+How the agent reaches it — HTTP on loopback, or a stdio relay over a unix socket in the
+run's private ``/tmp`` — and when nothing can: mcp_transport.py.
 
 The official ``mcp`` SDK and uvicorn are imported only when the server starts (they cost
 over a second): a run that does not use it never loads them.
@@ -29,22 +24,13 @@ over a second): a run that does not use it never loads them.
 
 from __future__ import annotations
 
-import contextlib
-import secrets
-import socket
-import sys
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 
 from acp_bridge._acp.router import RequestError
 from acp_bridge._acp.schema import (
     CreateTerminalParams,
-    InitializeResult,
-    McpServerHttp,
-    McpServerStdio,
-    NameValue,
     ReadTextFileParams,
     TerminalIdParams,
     WriteTextFileParams,
@@ -55,13 +41,9 @@ from acp_bridge._acp.services.client import (
     describe_read,
     describe_write,
 )
-from acp_bridge._os.bearer import BearerToken
 from acp_bridge.errors import BridgeError
 
 SERVER_NAME = "acp-bridge"
-TOKEN_VARIABLE = "ACP_BRIDGE_SERVICES_TOKEN"
-PATH = "/mcp"
-STOP_GRACE = 2.0
 
 _READ = {
     "type": "object",
@@ -104,14 +86,10 @@ _RUN_OUTPUT = {
 
 
 class ServicesMcp:
-    """One run's MCP server of the bridge's services, from start to stop."""
+    """One run's services as MCP tools: what is listed, and each call judged and served."""
 
     def __init__(self, services: ClientServices, session_id: str = "") -> None:
         self.services = services
-        self.token = secrets.token_urlsafe(24)
-        self.url: str | None = None
-        self._server: Any = None
-        self._stopped = anyio.Event()
         self.session_id = session_id
 
     # --- what it offers ------------------------------------------------------------------
@@ -128,55 +106,8 @@ class ServicesMcp:
             listed.append(("run_command", what, _RUN, _RUN_OUTPUT))
         return listed
 
-    def entry(self, agent: InitializeResult, v2: bool) -> McpServerHttp | McpServerStdio | None:
-        """The ``mcpServers`` entry for an agent that advertised ``agent``'s transports."""
-        if self.url is None or not self.tools():
-            return None
-        mcp = agent.agent_capabilities.mcp_capabilities
-        auth = NameValue(name="Authorization", value=f"Bearer {self.token}")
-        if mcp.http:
-            return McpServerHttp(type="http", name=SERVER_NAME, url=self.url, headers=[auth])
-        if mcp.stdio:
-            return McpServerStdio(
-                type="stdio" if v2 else None,
-                name=SERVER_NAME,
-                command=sys.executable,
-                args=["-m", "acp_bridge._services_relay", self.url],
-                env=[NameValue(name=TOKEN_VARIABLE, value=self.token)],
-            )
-        return None
-
-    # --- serving ---------------------------------------------------------------------------
-
-    async def start(self, tg: TaskGroup) -> None:
-        """Listen on a fresh loopback port and serve in ``tg`` until :meth:`stop`."""
-        import uvicorn
-
-        app = BearerToken(self._build().streamable_http_app(
-            streamable_http_path=PATH, json_response=True, host="127.0.0.1"
-        ), self.token)  # fmt: skip
-        sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}{PATH}"
-        config = uvicorn.Config(app, log_config=None, log_level="warning", lifespan="on")
-        self._server = server = _Server(config)
-
-        async def serve() -> None:
-            try:
-                with contextlib.closing(sock):
-                    await server.serve([sock])
-            finally:
-                self._stopped.set()
-
-        tg.start_soon(serve)
-
-    async def stop(self) -> None:
-        """Ask uvicorn to finish (its lifespan ends cleanly), waiting at most STOP_GRACE."""
-        if self._server is not None:
-            self._server.should_exit = True
-            with anyio.move_on_after(STOP_GRACE):
-                await self._stopped.wait()
-
-    def _build(self) -> Any:
+    def app(self) -> Any:
+        """The low-level MCP server of these tools (the SDK is imported here)."""
         import mcp.types as types
         from mcp.server import Server
         from mcp.shared.exceptions import MCPError
@@ -256,46 +187,3 @@ class ServicesMcp:
             "truncated": bool(output.get("truncated")),
             "timed_out": timed_out,
         }
-
-
-class ServicesOffer:
-    """The run's files and terminals as an MCP server, started when a session will offer
-    it: to a v2 agent (v2 has no fs/* or terminal/*), or a v1 agent under ``services: mcp |
-    both``. The MCP SDK and uvicorn are imported only then."""
-
-    def __init__(self, services: ClientServices, tg: TaskGroup) -> None:
-        self._services, self._tg = services, tg
-        self._server: ServicesMcp | None = None
-
-    async def __call__(
-        self, agent: InitializeResult, v2: bool
-    ) -> McpServerHttp | McpServerStdio | None:
-        if not v2 and self._services.profile.services == "acp":
-            return None
-        if self._server is None:
-            self._server = ServicesMcp(self._services)
-            if not self._server.tools():
-                return None
-            await self._server.start(self._tg)
-        return self._server.entry(agent, v2)
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            await self._server.stop()
-
-
-def _server_class() -> Any:
-    import uvicorn
-
-    class Quiet(uvicorn.Server):
-        """uvicorn without its signal handlers: the bridge's own stay in charge."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield
-
-    return Quiet
-
-
-def _Server(config: Any) -> Any:
-    return _server_class()(config)

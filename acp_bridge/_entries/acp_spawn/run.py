@@ -24,7 +24,7 @@ from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.schema import Implementation
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.elicitation import ElicitationHook
-from acp_bridge._acp.services.mcp_tools import ServicesOffer
+from acp_bridge._acp.services.mcp_transport import ServicesOffer, ServicesReach
 from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_options import SessionChoices
@@ -253,7 +253,7 @@ class AcpRun:
                     transcript=self.transcript,
                     max_message_bytes=self.profile.max_message_bytes,
                 ) as conn:
-                    offer = ServicesOffer(services, services_tg)
+                    offer = ServicesOffer(services, services_tg, ServicesReach.of(confinement.box))
                     session = result.session = AcpSession(
                         conn,
                         profile=self.profile,

@@ -191,6 +191,22 @@ class RunSandbox:
                 self.warnings.append(warning)
         return Launch(command, out_env, where, mode, warnings, handoff)
 
+    @property
+    def host_loopback(self) -> bool:
+        """Whether the run's processes reach the host's loopback (a TCP port the bridge
+        listens on): the sandbox is off or keeps the network. ``network: off`` gives
+        bubblewrap a loopback of its own and makes Landlock refuse every TCP connect."""
+        return self.choice.mode == "off" or self.choice.network
+
+    def shared_path(self, name: str) -> tuple[Path, str] | None:
+        """A path in the run's private ``/tmp``: where the bridge finds it, and where the
+        run's processes do (``/tmp/NAME`` under bubblewrap, the same path under Landlock),
+        whatever the network setting. None: no private ``/tmp`` (the sandbox is off)."""
+        if self.private_tmp is None:
+            return None
+        host = self.private_tmp / name
+        return host, f"/tmp/{name}" if self.choice.mode == "bwrap" else str(host)
+
     def meta(self) -> dict[str, object]:
         """``meta.sandbox``: mode, reason, network, and what the mode could not do."""
         meta = self.choice.meta()

@@ -5,7 +5,9 @@
 // MCP tools), then answers with what the command printed.
 //
 // Its MCP client is minimal on purpose: streamable HTTP with JSON responses, or a stdio
-// server it starts, whichever the client offered (it advertises both).
+// server it starts, whichever the client offered (it advertises both; with
+// TS_AGENT_MCP=stdio only stdio). A v2 session can be resumed (session/resume sends the
+// current state before its reply, as the SDK requires) and prompted again.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
@@ -13,6 +15,7 @@ import * as v1 from "@agentclientprotocol/sdk";
 import * as v2 from "@agentclientprotocol/sdk/experimental/v2";
 
 const FILE = "from-ts-agent.txt";
+const TRANSPORTS = process.env.TS_AGENT_MCP === "stdio" ? { stdio: {} } : { http: {}, stdio: {} };
 const CONTENT = "written through the bridge's MCP tools\n";
 
 // --- a minimal MCP client ---------------------------------------------------------------
@@ -109,12 +112,19 @@ const v2agent = v2
   .onRequest(v2.methods.agent.initialize, () => ({
     protocolVersion: 2,
     info: { name: "ts-test-agent", version: "2.4.0" },
-    capabilities: { session: { mcp: { http: {}, stdio: {} } } },
+    capabilities: { session: { mcp: TRANSPORTS } },
   }))
   .onRequest(v2.methods.agent.session.new, ({ params }) => {
     const sessionId = `ts-v2-${sessions2.size + 1}`;
     sessions2.set(sessionId, params);
     return { sessionId };
+  })
+  .onRequest(v2.methods.agent.session.resume, async ({ params, client }) => {
+    // This process never saw the session: it goes on from what the client sends again.
+    sessions2.set(params.sessionId, params);
+    const snapshot = { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn" };
+    await client.notify(v2.methods.client.session.update, { sessionId: params.sessionId, update: snapshot });
+    return {};
   })
   .onRequest(v2.methods.agent.session.prompt, ({ params, client }) => {
     const session = sessions2.get(params.sessionId);

@@ -33,13 +33,13 @@ if TYPE_CHECKING:
         ElicitationQuestion,
     )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._batch.batch_run import batch, batch_sync
     from acp_bridge._batch.executor import Executor, LocalExecutor
     from acp_bridge._batch.ray_executor import RayExecutor
-    from acp_bridge._batch.runner import batch, batch_sync
     from acp_bridge._batch.tasks import BatchTask, Workspace
+    from acp_bridge._compare.compare_options import CompareOptions
+    from acp_bridge._compare.compare_result import AttemptResult, CompareResult
     from acp_bridge._compare.comparison import compare, compare_sync
-    from acp_bridge._compare.options import CompareOptions
-    from acp_bridge._compare.result import AttemptResult, CompareResult
     from acp_bridge._compare.verifier import VerifierResult
     from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
     from acp_bridge._entries.ask import ask, ask_sync
@@ -105,11 +105,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge._batch.executor": ("Executor", "LocalExecutor"),
     "acp_bridge._batch.ray_executor": ("RayExecutor",),
-    "acp_bridge._batch.runner": ("batch", "batch_sync"),
+    "acp_bridge._batch.batch_run": ("batch", "batch_sync"),
     "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
     "acp_bridge._compare.comparison": ("compare", "compare_sync"),
-    "acp_bridge._compare.options": ("CompareOptions",),
-    "acp_bridge._compare.result": ("AttemptResult", "CompareResult"),
+    "acp_bridge._compare.compare_options": ("CompareOptions",),
+    "acp_bridge._compare.compare_result": ("AttemptResult", "CompareResult"),
     "acp_bridge._compare.verifier": ("VerifierResult",),
     "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
     "acp_bridge._entries.ask": ("ask", "ask_sync"),
@@ -142,7 +142,7 @@ _EXPORTS = {name: module for module, names in _MODULES.items() for name in names
 # Modules whose exports run entries: looking one up installs the run store's reporter first.
 _RECORDED = frozenset(
     {
-        "acp_bridge._batch.runner",
+        "acp_bridge._batch.batch_run",
         "acp_bridge._compare.comparison",
         "acp_bridge._entries.acp_spawn.entry",
         "acp_bridge._entries.ask",

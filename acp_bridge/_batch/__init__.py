@@ -13,8 +13,8 @@ Modules:
 - :mod:`.workspace` — a task's working directory on the node that runs it (fresh, a copy
   shipped as a bounded tarball, a git worktree) and what the task changed there;
 - :mod:`.executor` — what an executor does (:class:`~.executor.Executor`) and the local one;
-- :mod:`.runner` — :func:`~.runner.batch` / ``batch_sync``: order, retries, ``meta.batch``,
-  records in the run store (:mod:`.records`);
+- :mod:`.batch_run` — :func:`~.batch_run.batch` / ``batch_sync``: order, retries, ``meta.batch``,
+  records in the run store (:mod:`.store_records`);
 - :mod:`.ray_executor`, :mod:`.ray_node`, :mod:`.placement`, :mod:`.faults` — the Ray
   executor: the driver side, the task body on a node, which node may run what, and what a
   lost or frozen node gives;

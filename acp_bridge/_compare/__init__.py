@@ -4,7 +4,7 @@ applied on request.
 
 Modules:
 
-- :mod:`.options` — what compare takes: ``acp_spawn``'s options and its own, declared once;
+- :mod:`.compare_options` — what compare takes: ``acp_spawn``'s options and its own, declared once;
 - :mod:`.comparison` — :func:`~.comparison.compare`: the attempts as one batch on an
   executor (:mod:`acp_bridge._batch`), settled as they end, swept at the end;
 - :mod:`.verifier` — the verifier on one attempt's diff, in a fresh worktree, as a terminal
@@ -13,6 +13,6 @@ Modules:
 - :mod:`.ranking` — which attempt wins, and why;
 - :mod:`.patches` — the caller's repository: its commit, whether it is clean, diff sizes,
   applying a diff;
-- :mod:`.result` — the typed result (and the JSON document of ``acp-bridge compare``);
+- :mod:`.compare_result` — the typed result (and the JSON document of ``acp-bridge compare``);
 - :mod:`.report` — the table people read (the CLI's stderr, the MCP tool's text).
 """

@@ -31,15 +31,16 @@ from typing import Any
 import anyio
 from typing_extensions import Unpack
 
+from acp_bridge._batch.batch_run import TaskOutcome, run_batch
 from acp_bridge._batch.executor import Executor
-from acp_bridge._batch.runner import TaskOutcome, run_batch
 from acp_bridge._batch.tasks import BatchTask, keyed
-from acp_bridge._compare.options import (
+from acp_bridge._compare.compare_options import (
     CompareOptions,
     attempt_options,
     check_compare_options,
     pick_of,
 )
+from acp_bridge._compare.compare_result import ApplyResult, AttemptResult, CompareResult
 from acp_bridge._compare.patches import (
     Repository,
     apply_diff,
@@ -49,7 +50,6 @@ from acp_bridge._compare.patches import (
     repository,
 )
 from acp_bridge._compare.ranking import Standing, choose
-from acp_bridge._compare.result import ApplyResult, AttemptResult, CompareResult
 from acp_bridge._compare.shared_budget import SharedBudget
 from acp_bridge._compare.verifier import VerifierResult, verify
 from acp_bridge._entries.request import EntryRequest

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acp_bridge._compare.options import Pick
+from acp_bridge._compare.compare_options import Pick
 
 
 @dataclass(frozen=True)

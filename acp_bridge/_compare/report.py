@@ -4,7 +4,7 @@ budget, what apply did. The CLI prints it on stderr; the MCP tool sends it as it
 
 from __future__ import annotations
 
-from acp_bridge._compare.result import AttemptResult, CompareResult
+from acp_bridge._compare.compare_result import AttemptResult, CompareResult
 
 COLUMNS = ("  AGENT", "#", "STATUS", "VERIFIER", "WALL", "TOKENS", "COST", "FILES", "+/-")
 

@@ -11,7 +11,7 @@ agent has not reported yet.
 
 from __future__ import annotations
 
-from acp_bridge._compare.result import BudgetUse
+from acp_bridge._compare.compare_result import BudgetUse
 from acp_bridge._runs.budget import Budget, BudgetGuard
 from acp_bridge._runs.envelopes import over_budget
 from acp_bridge.envelope import SubtaskResult

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, arguments_model, offered
 from acp_bridge._entries.request import EntryRequest

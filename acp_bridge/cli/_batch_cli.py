@@ -166,8 +166,8 @@ class _InOrder:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
+    from acp_bridge._batch.batch_run import run_batch
     from acp_bridge._batch.results_file import ResultsFile
-    from acp_bridge._batch.runner import run_batch
     from acp_bridge._runs.store import foreground
 
     tasks = read_tasks(args.tasks)

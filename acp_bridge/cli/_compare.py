@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 
 import anyio
 
+from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._compare.compare_result import AttemptResult, CompareResult
 from acp_bridge._compare.comparison import compare
-from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._compare.report import status_of, table, verifier_of, wall_of
-from acp_bridge._compare.result import AttemptResult, CompareResult
 from acp_bridge.cli._batch_cli import executor_from
 from acp_bridge.cli._detach import read_task
 from acp_bridge.cli._options import flag_names, options_from

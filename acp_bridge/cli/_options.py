@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from acp_bridge._compare.options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, OptionsOf, offered
 from acp_bridge._entries.request import EntryRequest

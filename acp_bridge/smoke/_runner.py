@@ -23,8 +23,8 @@ from typing import Literal
 
 import anyio
 
+from acp_bridge._batch.batch_run import TaskOutcome, run_batch
 from acp_bridge._batch.executor import Executor, LocalExecutor
-from acp_bridge._batch.runner import TaskOutcome, run_batch
 from acp_bridge._batch.tasks import BatchTask, Keyed, Workspace
 from acp_bridge._entries.agent_commands import find_command
 from acp_bridge._entries.request import EntryRequest

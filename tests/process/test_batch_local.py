@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._batch.runner import batch
+from acp_bridge._batch.batch_run import batch
 from acp_bridge._batch.tasks import BatchTask, Workspace
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.handle import open_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_bridge._compare.options import (
+from acp_bridge._compare.compare_options import (
     NOT_FOR_COMPARE,
     OWN,
     CompareOptions,

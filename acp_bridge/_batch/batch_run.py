@@ -21,7 +21,7 @@ The promises, whatever the executor does:
   ``executor_error`` envelope saying why;
 - ``cancel`` set (Ctrl-C): running tasks are cancelled where they run, tasks not started
   are not started; both end ``cancelled`` with ``meta.batch.interrupted``;
-- every task is recorded in this machine's run store (:mod:`.records`).
+- every task is recorded in this machine's run store (:mod:`.store_records`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_bridge._batch.executor import Executor, LocalExecutor, Session
-from acp_bridge._batch.records import TaskRecord
+from acp_bridge._batch.store_records import TaskRecord
 from acp_bridge._batch.tasks import Keyed, TaskLike, keyed
 from acp_bridge._entries.runner import check_task_id
 from acp_bridge._entries.sync import synchronous
@@ -246,7 +246,7 @@ async def batch(
     cancel: anyio.Event | None = None,
 ) -> list[SubtaskResult]:
     """Run every request on ``executor`` (default: :class:`LocalExecutor`, in this process)
-    and return one envelope per request, in their order; see :mod:`acp_bridge._batch.runner`.
+    and return one envelope per request, in their order; see :mod:`acp_bridge._batch.batch_run`.
 
     A request is a :class:`BatchTask`, an :class:`~acp_bridge.EntryRequest`, or JSON data
     (the request's fields plus ``key`` and ``workspace``). ``concurrency``: tasks at once

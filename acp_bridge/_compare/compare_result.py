@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from acp_bridge._compare.options import Pick
+from acp_bridge._compare.compare_options import Pick
 from acp_bridge._compare.verifier import VerifierResult
 from acp_bridge.envelope import SubtaskResult
 

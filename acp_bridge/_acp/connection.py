@@ -42,9 +42,10 @@ from acp_bridge._acp.inbound import (
     RequestMessage,
     Skipped,
     decode_line,
+    not_json,
 )
 from acp_bridge._acp.outbox import Outbox, Outgoing
-from acp_bridge._acp.pending import PendingRequest, Response
+from acp_bridge._acp.pending import PendingRequest, Response, id_key
 from acp_bridge._acp.request_pool import RequestPool
 from acp_bridge._acp.router import Router, error_reply
 from acp_bridge._acp.schema import INVALID_REQUEST, REQUEST_CANCELLED
@@ -265,7 +266,7 @@ class JsonRpcConnection:
                 if start < len(chunk) and not noise:
                     parts.append(chunk[start:] if start else chunk)
                     size += len(chunk) - start
-                    if size > NOISE_PROBE and (noise := _not_json(parts)):
+                    if size > NOISE_PROBE and (noise := not_json(parts)):
                         head = b"".join(parts)[:NOISE_HEAD]
                         parts[:] = [head]
                     elif size > self._max_message_bytes:
@@ -320,7 +321,7 @@ class JsonRpcConnection:
                     self.activity.touch()
                     self._on_update(message.params)
             elif message.method == CANCEL_REQUEST:
-                key = _id_key((message.params or {}).get("requestId"))
+                key = id_key((message.params or {}).get("requestId"))
                 for _request, scope in self._serving.get(key, []):
                     scope.cancel()
             elif self._on_notification is not None:
@@ -335,7 +336,7 @@ class JsonRpcConnection:
             self.activity.touch()
             # Registered now, not when a worker takes it: a $/cancel_request on the next
             # line must find it (a scope cancelled before it is entered starts out cancelled).
-            served = self._serving.setdefault(_id_key(message.id), [])
+            served = self._serving.setdefault(id_key(message.id), [])
             served.append((message, anyio.CancelScope()))
         if isinstance(message, RequestMessage) or message.answer:
             assert self._pool is not None  # answered like any request: boundedly
@@ -369,7 +370,7 @@ class JsonRpcConnection:
                 None, INVALID_REQUEST, "Invalid request", request.reason
             )
         else:
-            key = _id_key(request.id)
+            key = id_key(request.id)
             served = self._serving.get(key, [])
             scope = next((s for m, s in served if m is request), None) or anyio.CancelScope()
             self.activity.serving += 1  # the agent waits on us: not stalled
@@ -392,18 +393,3 @@ class JsonRpcConnection:
             await self._write(reply, f"reply to request {reply.get('id')!r}")
         except BridgeError:  # the agent is gone or stopped reading: nobody waits for it
             return
-
-
-def _not_json(parts: list[bytes]) -> bool:
-    """Whether an unfinished line is surely not a JSON object: its first non-blank byte
-    is not ``{`` (undecided while it is all blanks)."""
-    for part in parts:
-        first = part.lstrip()[:1]
-        if first:
-            return first != b"{"
-    return False
-
-
-def _id_key(request_id: Any) -> tuple[str, Any]:
-    """A dict key for a JSON-RPC id: ``1`` and ``"1"`` are different requests."""
-    return type(request_id).__name__, request_id

@@ -37,13 +37,12 @@ for one character are several times faster than ``bytes`` ones on short lines).
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_bridge._acp.json_numbers import raw_decode, replaced_numbers
 from acp_bridge._acp.schema import INTERNAL_ERROR, INVALID_REQUEST
 
 UPDATE = "session/update"
@@ -59,36 +58,6 @@ NON_JSON_SAMPLES = 3
 MAX_REASONS = 32
 
 
-INT64 = 1 << 63
-"""Integers must lie in [-INT64, INT64): what SQLite and every 64-bit consumer can hold."""
-_replaced_numbers = [0]
-"""Numbers read as null so far (a list: the hooks below run inside the C decoder)."""
-
-
-def _no_constant(name: str) -> None:
-    _replaced_numbers[0] += 1  # NaN, Infinity, -Infinity
-
-
-def _finite_float(text: str) -> float | None:
-    value = float(text)
-    if math.isfinite(value):
-        return value
-    _replaced_numbers[0] += 1
-    return None
-
-
-def _int64(text: str) -> int | None:
-    # Length first: int() of a few thousand digits is slow, past 4300 it raises.
-    if len(text) <= 20 and -INT64 <= (value := int(text)) < INT64:
-        return value
-    _replaced_numbers[0] += 1
-    return None
-
-
-_decoder = json.JSONDecoder(
-    parse_constant=_no_constant, parse_float=_finite_float, parse_int=_int64
-)
-_raw_decode = _decoder.raw_decode
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _DEEP_CHARS = 2 * MAX_DEPTH + 1
 """A value nested deeper than MAX_DEPTH needs more brackets, opened and closed, than this."""
@@ -108,7 +77,7 @@ def _parse_text(line: bytes) -> tuple[Any, str]:
     """
     try:
         text = line.decode()
-        value, end = _raw_decode(text)
+        value, end = raw_decode(text)
     except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, too deep
         return None, ""
     return (value, text) if end == len(text) else (None, text)
@@ -317,10 +286,10 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         commas = line.count(b",")  # at least the values past the first of every collection
         if commas > MAX_VALUES and (values := _values(line)) > MAX_VALUES:
             return _too_many_values(line, values)
-        replaced = _replaced_numbers[0]
+        replaced = replaced_numbers[0]
         try:
             text = line.decode()
-            message, end = _raw_decode(text)
+            message, end = raw_decode(text)
         except (ValueError, RecursionError):
             message = None
         else:
@@ -348,8 +317,8 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         for node in long:
             _cut(node)
         stats.cut_collections += len(long)
-    if _replaced_numbers[0] != replaced:
-        stats.numbers += _replaced_numbers[0] - replaced
+    if replaced_numbers[0] != replaced:
+        stats.numbers += replaced_numbers[0] - replaced
         return _without_numbers(classify(message))
     params = message.get("params")
     if type(params) is dict and message.get("method") == UPDATE and "id" not in message:
@@ -410,3 +379,13 @@ def _cut(node: dict[str, Any] | list[Any]) -> None:
     else:
         for key in list(node)[MAX_ITEMS:]:
             del node[key]
+
+
+def not_json(parts: list[bytes]) -> bool:
+    """Whether an unfinished line is surely not a JSON object: its first non-blank byte
+    is not ``{`` (undecided while it is all blanks)."""
+    for part in parts:
+        first = part.lstrip()[:1]
+        if first:
+            return first != b"{"
+    return False

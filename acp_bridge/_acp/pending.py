@@ -53,3 +53,8 @@ class PendingRequest:
         await self._done.wait()
         assert self.response is not None
         return self.response
+
+
+def id_key(request_id: Any) -> tuple[str, Any]:
+    """A dict key for a JSON-RPC id: ``1`` and ``"1"`` are different requests."""
+    return type(request_id).__name__, request_id

@@ -32,6 +32,7 @@ from typing import IO
 from acp_bridge._os.locations import state_dir
 from acp_bridge._os.private_files import create_private
 from acp_bridge._os.redact import Redactor
+from acp_bridge.config import TranscriptSettings
 from acp_bridge.errors import StateDirError
 
 RAW_LINE_LIMIT = 4096
@@ -188,6 +189,16 @@ class Transcript:
             except OSError as exc:
                 self.error = f"transcript incomplete: {exc}"
             self._file = None
+
+
+def run_transcript(settings: TranscriptSettings, task_id: str, redactor: Redactor) -> Transcript:
+    """The transcript of run ``task_id`` as the config's ``transcripts:`` says (none when
+    off), older ones pruned first."""
+    if not settings.enabled:
+        return Transcript(None)
+    directory = settings.dir or default_transcript_dir(dict(os.environ))
+    prune(directory, settings.keep - 1)
+    return Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)
 
 
 def prune(directory: Path, keep: int) -> None:

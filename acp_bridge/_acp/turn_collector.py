@@ -4,16 +4,15 @@
 message chunks). Message chunks are grouped by ``messageId``; an agent that sends none gets a
 new message after every tool call. The answer of a turn is its **last** agent message:
 narration before tool calls is not the answer. A message's chunks are joined into blocks as
-they come (:class:`_Message`), so its memory grows with its text, not with the number of
-chunks: an object per token-sized chunk cost ~60 bytes each (25 MB for 400 000 chunks).
+they come (turn_messages.py), so its memory grows with its text, not with its chunks.
 
 One turn model for both wire versions: every stable v1 update kind (to schema 1.34) and
 every v2 one feed it. Message and thought chunks; v2's whole-message upserts
 (``agent_message``: content missing = unchanged, null = cleared); tool calls (v1
 ``tool_call``, and ``tool_call_update`` creating an unknown id as v2 wants, explicit nulls
 resetting a field, ``tool_call_content_chunk`` appending content); plans (plans.py);
-``usage_update``; notices and compaction (notices.py); v2's ``state_update`` lifecycle
-(turn_state.py); child sessions (subagents.py: their updates never reach this turn's
+``usage_update`` (turn_usage.py); notices and compaction (notices.py); v2's ``state_update``
+lifecycle (turn_state.py); child sessions (subagents.py: their updates never reach this turn's
 answer); the file changes tool calls report (file_changes.py); and the session's state
 (session_state.py). User messages are counted only.
 
@@ -35,19 +34,18 @@ the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counte
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 from acp_bridge._acp.notices import Notices
 from acp_bridge._acp.plans import Plans
-from acp_bridge._acp.schema import ToolCallUpdate, UsageUpdate
+from acp_bridge._acp.schema import ToolCallUpdate
 from acp_bridge._acp.session_state import SessionState
 from acp_bridge._acp.subagents import Subagents
+from acp_bridge._acp.turn_messages import CHUNKS_PER_BLOCK, Message, char_bytes, texts
 from acp_bridge._acp.turn_state import TurnState
 from acp_bridge._acp.turn_tool_calls import MAX_ID_CHARS, TurnToolCalls
-from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
+from acp_bridge._acp.turn_usage import prompt_usage, usage_update
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
@@ -61,45 +59,6 @@ MAX_MESSAGES = 4096
 MAX_KINDS = 64
 """Distinct update kinds counted; kind names are cut to 64 characters."""
 
-_USAGE_KEYS = {
-    "inputTokens": "input_tokens",
-    "outputTokens": "output_tokens",
-    "totalTokens": "total_tokens",
-    "thoughtTokens": "thought_tokens",
-    "cachedReadTokens": "cached_read_tokens",
-    "cachedWriteTokens": "cached_write_tokens",
-}
-
-
-_CHUNKS_PER_BLOCK = 1024
-
-
-class _Message:
-    """One agent message's text: recent chunks, and older ones joined into blocks.
-
-    Joining every 1024 chunks keeps the total work linear (each chunk is copied once into
-    its block, once into the answer) and the memory at the text plus ~0.1 %."""
-
-    __slots__ = ("blocks", "message_id", "parts")
-
-    def __init__(self, message_id: str | None = None) -> None:
-        self.blocks: list[str] = []
-        self.parts: list[str] = []
-        self.message_id = message_id
-
-    def compact(self) -> None:
-        self.blocks.append("".join(self.parts))
-        self.parts.clear()
-
-    def text(self) -> str:
-        """The whole text, kept as the one block from then on: a second call (the partial
-        output, then the answer, then its message id) returns the same string, no copy."""
-        if self.parts or len(self.blocks) > 1:
-            joined = "".join([*self.blocks, *self.parts])
-            self.blocks = [joined]
-            self.parts.clear()
-        return self.blocks[0] if self.blocks else ""
-
 
 class TurnCollector:
     """Everything the ``session/update`` stream tells us, gathered for the envelope."""
@@ -108,9 +67,9 @@ class TurnCollector:
         self._sink = sink
         self._wants_message = sink.wants("message")
         self._in_turn = False
-        self._messages: list[_Message] = []
-        self._by_id: dict[str, _Message] = {}
-        self._current: _Message | None = None
+        self._messages: list[Message] = []
+        self._by_id: dict[str, Message] = {}
+        self._current: Message | None = None
         self.tools = TurnToolCalls(sink)
         self.plan: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {}
@@ -211,7 +170,7 @@ class TurnCollector:
         if not isinstance(text, str) or not text:
             return
         if not text.isascii() or self._width > 1:  # isascii() is O(1): a flag of the str
-            width = max(self._width, _char_bytes(text))
+            width = max(self._width, char_bytes(text))
             if (self._chars + len(text)) * width > MAX_ANSWER_BYTES:
                 text = self._cut(text, width)
                 if not text:
@@ -237,7 +196,7 @@ class TurnCollector:
             return
         parts = message.parts  # inlined append: this runs for every chunk
         parts.append(text)
-        if len(parts) >= _CHUNKS_PER_BLOCK:
+        if len(parts) >= CHUNKS_PER_BLOCK:
             message.compact()
         if self._wants_message:
             self._sink.emit("message", text=text)
@@ -248,8 +207,8 @@ class TurnCollector:
         self.dropped_chars += len(text) - min(room, len(text))
         return text[:room]
 
-    def _new_message(self, message_id: str | None) -> _Message:
-        message = _Message(message_id)
+    def _new_message(self, message_id: str | None) -> Message:
+        message = Message(message_id)
         self._messages.append(message)
         if len(self._messages) > MAX_MESSAGES:  # keep the newest: the answer is the last
             for old in self._messages[: MAX_MESSAGES // 2]:
@@ -287,7 +246,7 @@ class TurnCollector:
         if message is None:
             message = self._by_id[message_id] = self._new_message(message_id)
         self._current = message
-        text = "".join(_texts(content or []))
+        text = "".join(texts(content or []))
         self._chars += len(text) - len(message.text())
         message.blocks, message.parts = [], [text] if text else []
         if text and self._wants_message:
@@ -311,22 +270,7 @@ class TurnCollector:
             self._sink.emit("usage", **self.usage)
 
     def _usage_update(self, update: dict[str, Any]) -> None:
-        usage = UsageUpdate.model_validate(update)  # all checked before anything is kept
-        cost = None
-        if usage.cost is not None:
-            # ACP's Cost is {amount, currency}: only that is kept (the rest could be MBs).
-            amount, currency = usage.cost.get("amount"), usage.cost.get("currency")
-            if not _number(amount, MAX_COST) or not isinstance(currency, str):
-                raise ValueError("usage_update.cost is not {amount, currency}")
-            cost = {"amount": amount, "currency": currency[:16]}
-        if not all(_number(n) for n in (usage.used, usage.size) if n is not None):
-            raise ValueError("usage_update: a token count out of range")
-        if usage.used is not None:
-            self.usage["context_used"] = usage.used
-        if usage.size is not None:
-            self.usage["context_size"] = usage.size
-        if cost is not None:
-            self.usage["cost"] = cost
+        usage_update(self.usage, update)
         self._sink.emit("usage", **self.usage)
 
     def _thought(self, update: dict[str, Any]) -> None:
@@ -390,7 +334,7 @@ class TurnCollector:
         """What the turn announced of a tool call so far (bounded), if anything."""
         return self.tools.announced(tool_call_id)
 
-    def _answer_message(self) -> tuple[str, _Message | None]:
+    def _answer_message(self) -> tuple[str, Message | None]:
         for message in reversed(self._messages):
             text = message.text()
             if text and not text.isspace():  # not strip(): no copy of a long answer
@@ -407,47 +351,15 @@ class TurnCollector:
         return message.message_id if message is not None else None
 
     def add_prompt_usage(self, usage: Any) -> None:
-        if not isinstance(usage, Mapping):
-            if usage is not None:
-                self.bad_usage.append(f"usage: {str(usage)[:40]}")
-            return
-        for wire, name in _USAGE_KEYS.items():
-            value = usage.get(wire)
-            if _number(value):
-                self.usage[name] = value
-            elif value is not None:  # a string, a list, a count no model spends
-                self.bad_usage.append(f"{wire}: {str(value)[:40]}")
+        """The usage figures of the prompt's reply (those out of range noted, not kept)."""
+        prompt_usage(self.usage, self.bad_usage, usage)
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return self.tools.records()
 
 
-def _char_bytes(text: str) -> int:
-    """Bytes per character of ``text`` in memory (1, 2 or 4), in O(1): from its size."""
-    return 1 if text.isascii() else max(1, (sys.getsizeof(text) - _EMPTY_WIDE) // (len(text) + 1))
-
-
-_EMPTY_WIDE = sys.getsizeof("\u0100") - 2 * 2  # a UCS-2 string's header
-
-
 def _ignore(update: dict[str, Any]) -> None:
     return None
-
-
-def _texts(blocks: list[Any]) -> list[str]:
-    return [
-        block["text"]
-        for block in blocks
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    ]
-
-
-def _number(value: object, limit: float = MAX_TOKENS) -> bool:
-    """A JSON number, not a boolean, from 0 to ``limit``: a figure the store and the budgets
-    can add up (SQLite's integers are 64-bit; 10**300 tokens is no model's)."""
-    return type(value) in (int, float) and 0 <= value <= limit  # type: ignore[operator]
 
 
 # Kinds known and deliberately not used (agent-owned terminals are display-only).

@@ -98,6 +98,12 @@ class Roots:
 
     # --- "would this path be inside?" (permission decisions) ---------------------------------
 
+    def beside(self, cwd: Path) -> list[str]:
+        """Every root but ``cwd`` itself, each once (ACP's ``additionalDirectories``)."""
+        roots = dict.fromkeys(str(r) for r in (*self.read, *self.write))
+        roots.pop(str(cwd.resolve()), None)
+        return list(roots)
+
     def check_read(self, path: Path) -> Path:
         return _inside(path, self.read, "read")
 

@@ -19,6 +19,7 @@ Modules: ``_profile`` (the profile models), ``_settings`` (the rest of the file)
 from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_SECONDS
 from acp_bridge.config._catalog import BUILTIN_PROFILES_DIR, ProfileCatalog, builtin_profile_files
 from acp_bridge.config._expand import expand_vars
+from acp_bridge.config._fields import StrictModel
 from acp_bridge.config._json_schema import config_json_schema, profile_json_schema
 from acp_bridge.config._layers import ProfileLayer, ResolvedProfile, ValueSource, resolve_profile
 from acp_bridge.config._load import (
@@ -40,7 +41,6 @@ from acp_bridge.config._profile import (
     PermissionRule,
     Permissions,
     SessionSettings,
-    StrictModel,
     TerminalSettings,
     Timeouts,
     ToolKind,

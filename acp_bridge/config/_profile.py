@@ -8,12 +8,10 @@ not a crash mid-run.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
 from acp_bridge._os.limits import (
     MAX_BYTES,
@@ -24,62 +22,16 @@ from acp_bridge._os.limits import (
     MAX_SECONDS,
 )
 from acp_bridge._os.redact import looks_secret
+from acp_bridge.config._fields import (
+    EnvName,
+    ExistingDir,
+    Name,
+    PositiveSeconds,
+    StrictModel,
+    program,
+)
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree, SandboxSettings
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are errors, never silently ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _existing_dir(path: Path) -> Path:
-    if not path.exists():
-        raise ValueError(f"directory does not exist: {path}")
-    if not path.is_dir():
-        raise ValueError(f"not a directory: {path}")
-    return path
-
-
-def _program(command: str) -> str:
-    """A command that names a directory by its absolute path is refused here, at its line
-    (a name found on PATH, or a relative path, is looked up when the agent starts)."""
-    path = Path(command).expanduser()
-    if path.is_absolute() and path.is_dir():
-        raise ValueError(f"{command} is a directory, not a program to run")
-    return command
-
-
-def _existing_file(path: Path) -> Path:
-    if not path.is_file():
-        raise ValueError(f"file does not exist: {path}")
-    return path
-
-
-def _profile_name(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
-        raise ValueError(
-            f"must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit; "
-            f"got {name!r}"
-        )
-    return name
-
-
-def _env_name(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        raise ValueError(
-            f"must be an environment variable name (letters, digits, '_'; no leading digit); "
-            f"got {name!r}"
-        )
-    return name
-
-
-ExistingDir = Annotated[Path, AfterValidator(_existing_dir)]
-ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
-PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
-Name = Annotated[str, AfterValidator(_profile_name)]
-EnvName = Annotated[str, AfterValidator(_env_name)]
 
 ToolKind = Literal[
     "read",
@@ -268,7 +220,7 @@ class AgentProfile(StrictModel):
     type: Literal["stdio"] = Field(
         "stdio", description="transport to the agent: stdio, the only one (Mistermorph's key)"
     )
-    command: Annotated[str, AfterValidator(_program)] = Field(
+    command: Annotated[str, AfterValidator(program)] = Field(
         min_length=1, description="executable to start; no shell is used"
     )
     args: list[str] = Field(default_factory=list, description="its arguments (a list: no shell)")

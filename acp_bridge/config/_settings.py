@@ -9,13 +9,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_REPAIR_TURNS
-from acp_bridge.config._profile import (
+from acp_bridge.config._fields import (
     EnvName,
     ExistingDir,
     ExistingFile,
     PositiveSeconds,
     StrictModel,
-    _profile_name,
+    profile_name,
 )
 from acp_bridge.config._sandbox import SandboxSettings
 
@@ -67,7 +67,7 @@ PASSTHROUGH_MODEL = "passthrough"
 
 
 def _model_entry_name(name: str) -> str:
-    name = _profile_name(name)
+    name = profile_name(name)
     if name == PASSTHROUGH_MODEL:
         raise ValueError(f"{PASSTHROUGH_MODEL!r} is the built-in offline model; pick another name")
     return name

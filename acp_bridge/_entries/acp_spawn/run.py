@@ -14,7 +14,6 @@ of its own with its own deadline (acp_turns.py).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import anyio
@@ -29,7 +28,7 @@ from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_options import SessionChoices
 from acp_bridge._acp.tracing import Tracing, set_attributes
-from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
+from acp_bridge._acp.transcript import run_transcript
 from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
 from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._entries.acp_spawn.clock import RunClock
@@ -50,7 +49,7 @@ from acp_bridge._os.redact import Redactor
 from acp_bridge._os.roots import Roots, existing_directory
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
-from acp_bridge.config import AgentProfile, LoadedConfig
+from acp_bridge.config import AgentProfile
 from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, RunCancelled, RunStalled, SpawnError
@@ -120,7 +119,7 @@ class AcpRun:
         self.redactor = Redactor([*profile.secret_values(), *passed])
         if self.redactor:
             sink.redact = self.redactor.data  # events reach stderr and the run store
-        self.transcript = _open_transcript(ctx.config, ctx.task_id, self.redactor)
+        self.transcript = run_transcript(ctx.config.config.transcripts, ctx.task_id, self.redactor)
         grace = profile.timeouts.shutdown_grace
         self.clock = RunClock(
             ctx.deadline(timeout),
@@ -295,7 +294,7 @@ class AcpRun:
         async def open_session() -> None:
             with self.tracing.span("acp.session") as span:
                 await session.open(
-                    self._additional_directories(),
+                    self.roots.beside(self.cwd),
                     resume=self.resume,
                     fork=self.fork,
                     unstable=self.unstable,
@@ -396,20 +395,6 @@ class AcpRun:
         # The session goes on in the same agent process: no start-up, no session setup.
         self.sink.emit("status", phase="session", session_id=session.session_id, method="held")
 
-    def _additional_directories(self) -> list[str]:
-        roots = dict.fromkeys(str(r) for r in (*self.roots.read, *self.roots.write))
-        roots.pop(str(self.cwd.resolve()), None)
-        return list(roots)
-
 
 def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
     return existing_directory(cwd if cwd is not None else (profile.cwd or Path.cwd()))
-
-
-def _open_transcript(loaded: LoadedConfig, task_id: str, redactor: Redactor) -> Transcript:
-    settings = loaded.config.transcripts
-    if not settings.enabled:
-        return Transcript(None)
-    directory = settings.dir or default_transcript_dir(dict(os.environ))
-    prune(directory, settings.keep - 1)
-    return Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)

@@ -28,16 +28,24 @@ from anyio.abc import ByteReceiveStream, ByteSendStream
 
 HANDOFF_ENV = "ACP_BRIDGE_STDIO_FD"
 RECEIVE_TIMEOUT = 30.0
+# The shim imports only C modules (``_socket``, not ``socket``: socket.py pulls in enum and
+# selectors, ~7 ms of every sandboxed agent's start-up), so the fds are read from the
+# ancillary data by hand: native ints, SCM_RIGHTS.
 _SHIM = f"""
-import os, socket, sys
+import os, sys, _socket
 fd = int(os.environ.pop({HANDOFF_ENV!r}))
 fds = []
-with socket.socket(fileno=fd) as channel:
-    channel.settimeout({RECEIVE_TIMEOUT!r})
-    try:
-        fds = socket.recv_fds(channel, 1, 2)[1]
-    except OSError:
-        pass
+channel = _socket.socket(fileno=fd)
+channel.settimeout({RECEIVE_TIMEOUT!r})
+try:
+    _, ancillary, _, _ = channel.recvmsg(1, _socket.CMSG_LEN(2 * 4))
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, len(data) - len(data) % 4, 4)]
+except OSError:
+    pass
+channel.close()
 if len(fds) != 2:
     sys.stderr.write("acp-bridge: the agent's stdin and stdout never arrived\\n")
     sys.exit(127)

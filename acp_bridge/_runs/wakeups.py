@@ -91,13 +91,13 @@ class Wakeup:
         self._drain()
         return woken
 
-    async def wait(self, timeout: float, fds: Sequence[int] = ()) -> None:
+    async def wait(self, timeout: float, fds: Sequence[int] = ()) -> bool:
         """:meth:`wait_sync` for an event loop."""
         # Imported here: a queued run's supervisor waits with wait_sync and stays light
         # (anyio costs it ~40 ms and 3 MB while it may sit in the queue for hours).
         import anyio
 
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(timeout) as waiting:
             async with anyio.create_task_group() as tg:
 
                 async def readable(fd: int) -> None:
@@ -107,6 +107,7 @@ class Wakeup:
                 for fd in (self._sock.fileno(), *fds):
                     tg.start_soon(readable, fd)
         self._drain()
+        return not waiting.cancelled_caught
 
 
 def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:

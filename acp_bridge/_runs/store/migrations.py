@@ -113,7 +113,22 @@ CREATE INDEX runs_session ON runs (session_name, seq) WHERE session_name IS NOT 
 CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: runners (issue 24). A supervisor carries several detached runs of one environment at
+# once; while it takes new ones it is listed here, and a starter hands it a run in the
+# insert's own transaction, only while the row stands. The supervisor leaves the table in the
+# transaction that finds nothing of its own queued, running or held (see runners.py).
+_V4 = """
+CREATE TABLE runners (
+    pid     INTEGER NOT NULL,
+    start   INTEGER NOT NULL,                            -- /proc/PID/stat field 22
+    boot    TEXT NOT NULL,
+    env_key TEXT NOT NULL,                               -- the environment of the runs it takes
+    PRIMARY KEY (pid, start, boot)
+) WITHOUT ROWID;
+CREATE INDEX runners_env ON runners (env_key);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 VERSION = len(MIGRATIONS)
 
 

@@ -33,12 +33,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from acp_bridge._json_pieces import json_pieces
 from acp_bridge._os.locations import RUN_LOGS, SQLITE_SUFFIXES, run_store_path
 from acp_bridge._os.private_files import new_private_file, private_dir, refuse_links
 from acp_bridge._os.proc import Identity
+from acp_bridge._runs import runners
 from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.dbapi import connect
 from acp_bridge._runs.store.migrations import migrate
@@ -109,13 +110,19 @@ class Store:
         supervisor: Identity,
         *,
         detached: bool = True,
+        runner: Literal["join", "new"] | None = None,
         limits: Mapping[str, int | None] | None = None,
         group_budget: tuple[int | None, float | None] | None = None,
         settings: Mapping[str, str | None] | None = None,
-    ) -> None:
+    ) -> bool:
         """Record a new run with the lane limits, group budget and settings its caller
-        configured, in one transaction: ``queued`` for its supervisor (already started) when
-        ``detached``, else ``running`` in the caller's own process (``supervisor``).
+        configured, in one transaction: ``queued`` for its supervisor when ``detached``, else
+        ``running`` in the caller's own process (``supervisor``). Whether it was recorded.
+
+        ``runner`` (see :mod:`acp_bridge._runs.runners`): ``"join"`` hands the run to the
+        live runner ``supervisor`` only while it still takes runs (False: nothing written);
+        ``"new"`` lists ``supervisor``, just started for this run, as the runner of the
+        run's environment.
 
         A run that continues a session (``follows``, ``session_name``) follows the session's
         latest run as of this transaction (:func:`~acp_bridge._runs.followups.chain.session_tail`):
@@ -123,6 +130,10 @@ class Store:
         session since."""
         now = time.time()
         with self.write() as db:
+            if runner == "join" and not runners.accepting(db, supervisor):
+                return False
+            if runner == "new":
+                runners.register(db, supervisor, run.env_key)
             for lane, max_concurrent in (limits or {}).items():
                 _set_limit(db, lane, max_concurrent)
             if run.group is not None and group_budget is not None:
@@ -145,6 +156,7 @@ class Store:
                     follows, run.session_name,
                 ),
             )  # fmt: skip
+        return True
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(f"SELECT {FULL_COLUMNS} FROM runs WHERE id = ?", (run_id,))

@@ -25,13 +25,23 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import socket
 from collections.abc import Iterable, Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from acp_bridge._runs.store.store import Store
 
-_FLAGS = socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+if TYPE_CHECKING:
+    import socket
+
+
+def _datagram_socket() -> socket.socket:
+    # Imported here: ``ps`` and ``show`` import this module but ring nobody unless they find
+    # a run lost (the module costs a few ms of their start-up).
+    import socket
+
+    flags = socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+    return socket.socket(socket.AF_UNIX, flags)
 
 
 def _address(name: str) -> bytes:
@@ -44,7 +54,7 @@ class Wakeup:
     def __init__(self, store: Store, run_ids: Iterable[str] = ()) -> None:
         self._store = store
         self.name = f"acp-bridge/{os.urandom(8).hex()}"
-        self._sock = socket.socket(socket.AF_UNIX, _FLAGS)
+        self._sock = _datagram_socket()
         try:
             self._sock.bind(_address(self.name))
             self.watch(run_ids)
@@ -116,7 +126,7 @@ def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
     if not names:
         return
     dead = []
-    with socket.socket(socket.AF_UNIX, _FLAGS) as sock:
+    with _datagram_socket() as sock:
         for name in names:
             try:
                 sock.sendto(b"!", _address(name))

@@ -90,8 +90,6 @@ class Supervisor:
                 self._start(run_id)
             await self._intake()
             tg.cancel_scope.cancel()
-        with contextlib.suppress(Exception):  # housekeeping must never fail a run
-            retention.maybe_prune(self.store)
 
     def _start(self, run_id: str) -> None:
         assert self._tg is not None
@@ -149,7 +147,10 @@ class Supervisor:
                     timeout = look if queued else FALLBACK
                 else:
                     now = anyio.current_time()
-                    idle_since = now if idle_since is None else idle_since
+                    if idle_since is None:
+                        idle_since = now
+                        with contextlib.suppress(Exception):  # housekeeping never fails a run
+                            retention.maybe_prune(self.store)  # at most hourly
                     timeout = self._idle() - (now - idle_since)
                     if timeout <= 0 and runners.retire(self.store, self.me):
                         return

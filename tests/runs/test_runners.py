@@ -181,6 +181,17 @@ def test_a_supervisor_waiting_for_more_runs_takes_the_next_one(runs: RunsEnv) ->
     wait_for(lambda: not proc.alive(carrier(first)), limit=10)
 
 
+def test_a_supervisor_that_left_as_the_run_was_handed_over_is_replaced(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The starter found a live supervisor, which left the runners' list before the insert:
+    the insert hands nothing over, and the run gets a supervisor of its own."""
+    monkeypatch.setattr(runners, "find", lambda store, env_key: ME)  # alive, never listed
+    handle = runs.bash("echo handed over")
+    assert carrier(handle) != ME
+    assert ended(handle).output["stdout"] == "handed over\n"
+
+
 # --- the store side: handing over and leaving, no supervisor processes ----------------------
 
 ME = proc.own_identity()

@@ -66,13 +66,13 @@ class Wakeup:
         """Ring for these runs too."""
         ids = list(run_ids)
         if ids:
-            self._store.add_wakeup(self.name, ids)
+            _record(self._store, self.name, ids)
 
     def close(self) -> None:
         if self._sock.fileno() < 0:
             return
         with contextlib.suppress(Exception):  # the store may be gone with its folder
-            self._store.remove_bells([self.name])
+            _forget(self._store, [self.name])
         self._sock.close()
 
     def __enter__(self) -> Wakeup:
@@ -122,7 +122,7 @@ class Wakeup:
 
 def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
     """Wake every process waiting on these runs (call after committing the change)."""
-    names = store.bells(run_ids) - {besides}
+    names = _names(store, run_ids) - {besides}
     if not names:
         return
     dead = []
@@ -137,4 +137,30 @@ def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
             except OSError:
                 continue
     if dead:
-        store.remove_bells(dead)
+        _forget(store, dead)
+
+
+# --- the store's ``bells`` table: which doorbells ring for which runs ----------------------
+
+
+def _record(store: Store, name: str, run_ids: list[str]) -> None:
+    with store.write() as db:
+        db.executemany(
+            "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",
+            [(name, run_id, os.getpid()) for run_id in run_ids],
+        )
+
+
+def _forget(store: Store, names: list[str]) -> None:
+    if names:
+        with store.write() as db:
+            db.executemany("DELETE FROM bells WHERE name = ?", [(n,) for n in names])
+
+
+def _names(store: Store, run_ids: Iterable[str]) -> set[str]:
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    marks = ", ".join("?" * len(ids))
+    rows = store.db.execute(f"SELECT name FROM bells WHERE run_id IN ({marks})", ids)
+    return {name for (name,) in rows}

@@ -280,29 +280,6 @@ class Store:
         )
         return [Identity(pgid, start, boot) for pgid, start, boot in rows]
 
-    # --- doorbells ----------------------------------------------------------------------
-
-    def add_wakeup(self, name: str, run_ids: Iterable[str]) -> None:
-        with self.write() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",
-                [(name, run_id, os.getpid()) for run_id in run_ids],
-            )
-
-    def remove_bells(self, names: Iterable[str]) -> None:
-        names = list(names)
-        if names:
-            with self.write() as db:
-                db.executemany("DELETE FROM bells WHERE name = ?", [(n,) for n in names])
-
-    def bells(self, run_ids: Iterable[str]) -> set[str]:
-        ids = list(run_ids)
-        if not ids:
-            return set()
-        marks = ", ".join("?" * len(ids))
-        rows = self.db.execute(f"SELECT name FROM bells WHERE run_id IN ({marks})", ids)
-        return {name for (name,) in rows}
-
     # --- lanes, groups, settings ------------------------------------------------------------
 
     def set_limit(self, lane: str, max_concurrent: int | None) -> None:

@@ -11,8 +11,9 @@ acp_bridge._demo_agent``) and the task ``Reply with exactly OK``:
   record: the least a client can do;
 - ``bridge``: N concurrent ``acp_bridge.acp_spawn("demo", …)`` in one anyio task group, as
   a host calls them: the defaults (the OS sandbox ``auto``, transcripts, the run record);
-- ``detached``: N ``start_run_sync`` (a supervisor process per run, as ``acp-bridge run
-  --detach`` does) then ``wait_all_sync`` for all of them.
+- ``detached``: N ``start_run_sync`` (as ``acp-bridge run --detach`` does: the runs go to
+  one supervisor process of this environment, which carries them at once) then
+  ``wait_all_sync`` for all of them; ``supervisors`` says how many processes carried them.
 
 ``per task`` is the batch's wall time divided by N; ``cpu/task`` is the worker's own CPU
 (user+sys, plus its reaped children: the agents) divided by N. Every run must answer ``OK``.
@@ -137,7 +138,8 @@ def run_detached(n: int, cwd: str) -> None:
         envelope = run.envelope or {}
         ok += envelope.get("status") == "done" and envelope.get("output") == "OK"
     # The supervisors are not our children: their CPU is not in ``cpu``.
-    _report("detached", n, ok, wall, cpu, start_s=started)
+    supervisors = len({run.supervisor for run in runs})  # processes that carried the runs
+    _report("detached", n, ok, wall, cpu, start_s=started, supervisors=supervisors)
 
 
 def worker(client: str, n: int) -> None:
@@ -200,6 +202,9 @@ def main() -> int:
         )
     if "bridge" in clients and rounds[0]["bridge"].get("sandbox"):
         print(f"sandbox: {rounds[0]['bridge']['sandbox']}")
+    if "detached" in clients:
+        carriers = [r["detached"]["supervisors"] for r in rounds]
+        print(f"detached runs carried by {carriers} supervisor process(es) per round")
     print()
     for a, b, target in (("bridge", "sdk", 1.3), ("detached", "bridge", 3.0)):
         if a in clients and b in clients:

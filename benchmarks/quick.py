@@ -129,9 +129,13 @@ def section_fanout(rounds: int, n: int) -> None:
     note(f"sandbox: {measured[0]['bridge'].get('sandbox') or '?'}")
     wall = [{c: r[c]["wall_s"] for c in r} for r in measured]
     verdict(f"fan-out {n}: bridge/sdk per task", [r["bridge"] / r["sdk"] for r in wall], 1.3)
-    detached = fanout.measure("detached", n)["wall_s"]
+    measured_detached = fanout.measure("detached", n)
+    detached = measured_detached["wall_s"]
     bridge = fanout.measure("bridge", n)["wall_s"]
-    note(f"detached {1000 * detached / n:.1f} ms/task, in process {1000 * bridge / n:.1f} ms/task")
+    note(
+        f"detached {1000 * detached / n:.1f} ms/task ({measured_detached['supervisors']} "
+        f"supervisor process(es)), in process {1000 * bridge / n:.1f} ms/task"
+    )
     verdict(f"{n} detached + wait / in-process fan-out, per task", [detached / bridge], 3.0)
 
 

@@ -85,6 +85,16 @@ def own_identity() -> Identity:
     return found
 
 
+def umask() -> str:
+    """This process's umask (the ``Umask:`` line of its status, octal), read without
+    setting it (``os.umask`` would, for a moment, for every thread); "" when not shown."""
+    with contextlib.suppress(OSError), open(f"{PROC}/self/status", encoding="ascii") as file:  # noqa: PTH123
+        for line in file:
+            if line.startswith("Umask:"):
+                return line.split()[1]
+    return ""
+
+
 def alive(who: Identity) -> bool:
     """Whether that very process is still running (an exited zombie is not)."""
     if who.boot != boot_id():

@@ -29,7 +29,10 @@ non-executable command is still an ``OSError`` here, not an exit code of the lau
 **Everything a run started.** Inside :func:`run_processes`, every group started (by the run
 itself or by a task it spawned) is remembered, so that the run can end with
 :meth:`RunProcesses.kill_all`: SIGKILL to every group and every marked straggler, whatever
-the polite steps before it managed.
+the polite steps before it managed. Inside :func:`report_groups`, each group is also told to
+a callback as it starts: a process carrying several runs at once (the run layer's
+supervisor) records which groups are which run's, so that whoever finds a run lost ends its
+processes and no other run's.
 """
 
 from __future__ import annotations
@@ -194,6 +197,22 @@ def run_processes() -> Iterator[RunProcesses]:
         _current_run.reset(token)
 
 
+_group_reports: ContextVar[tuple[Callable[[int], None], ...]] = ContextVar(
+    "acp_bridge_group_reports", default=()
+)
+
+
+@contextlib.contextmanager
+def report_groups(callback: Callable[[int], None]) -> Iterator[None]:
+    """Inside (and in tasks started inside): ``callback(leader_pid)`` for every group
+    started, right after it starts (before anything else runs on the event loop)."""
+    token = _group_reports.set((*_group_reports.get(), callback))
+    try:
+        yield
+    finally:
+        _group_reports.reset(token)
+
+
 class ProcessGroup:
     """A child leading its own session and process group, and every process it started."""
 
@@ -262,6 +281,8 @@ class ProcessGroup:
         started = _current_run.get()
         if started is not None:
             started.add(group)
+        for report in _group_reports.get():
+            report(group.pid)
         return group
 
     @property

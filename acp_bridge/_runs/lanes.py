@@ -15,17 +15,18 @@ whose agent is held for a follow-up keeps its slot, and its queued follow-ups wa
 holder (:mod:`.followups.holds`); a follow-up of a run that is still queued or running waits for
 that run to end (two turns of one session never run at once).
 
-Waiting for a slot: a queued run's supervisor waits on its doorbell (:mod:`.wakeups`). Whoever
-ends, claims or dequeues a run rings the bells of the runs that may start now (:func:`heads`).
-A waiting supervisor also looks by itself after a bounded backoff (0.1 s doubling to 2 s),
-for the one case nobody rings: a supervisor killed outright. That look runs the liveness
-check over its lane, which turns such runs ``lost`` and frees their slots.
+Waiting for a slot: the supervisor a queued run was handed to (:mod:`.runners`) waits on its
+doorbell (:mod:`.wakeups`), and claims each of its runs as the rule lets it start
+(:func:`claim_mine`). Whoever ends, claims or dequeues a run rings the bells of the runs that
+may start now (:func:`heads`). A waiting supervisor also looks by itself after a bounded
+backoff (0.1 s doubling to 2 s), for the one case nobody rings: a supervisor killed outright.
+That look runs the liveness check, which turns such runs ``lost`` and frees their slots.
 
 Adoption: a supervisor that ends a run takes the next run that may start, provided that run
-was started from the same environment (``env_key``). Its entry code is imported already (about
-0.45 s of CPU per interpreter), so fifty runs through a lane of four cost four interpreters'
-worth of imports, not fifty. The adopted run's own supervisor, light while it waited, sees the
-run claimed by another process and exits.
+was started from the same environment (``env_key``), in the same transaction. Runs of one
+environment are mostly handed to one supervisor already; adoption also serves the runs of
+another supervisor of that environment (two started at the same moment), whose entry code
+is not imported yet (about 0.3 s of CPU per interpreter).
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from acp_bridge._os.proc import Identity
 from acp_bridge._runs.store.records import LIST_COLUMNS, Outcome, RunRecord, row_to_run
 from acp_bridge._runs.store.store import Store
 
+LOOK_FIRST, LOOK_MAX = 0.1, 2.0
+"""Fallback looks of a supervisor with queued runs: after 0.1 s, doubling to at most 2 s."""
 GLOBAL = "*"
 """The lane name of the global limit (``runs.max_concurrent``)."""
 
@@ -74,16 +76,28 @@ def admissible(
     return chosen
 
 
+def _lane_runs(db: sqlite3.Connection) -> list[RunRecord]:
+    """The detached runs that are queued or running, and the runs whose agent is held, in
+    queue order. Two queries, each on its index (an ``OR`` of the two would scan every run
+    the store keeps)."""
+    runs = [
+        row_to_run(row)
+        for row in db.execute(
+            f"SELECT {LIST_COLUMNS} FROM runs WHERE status IN ('queued', 'running')"
+            " AND detached = 1 ORDER BY seq"
+        )
+    ]
+    held = db.execute(f"SELECT {LIST_COLUMNS} FROM runs WHERE held_until > ?", (time.time(),))
+    known = {run.id for run in runs}
+    more = [run for run in map(row_to_run, held) if run.id not in known]
+    return sorted([*runs, *more], key=lambda run: run.seq) if more else runs
+
+
 def _admissible_now(db: sqlite3.Connection) -> list[RunRecord]:
     queued: list[RunRecord] = []
     running: dict[str, int] = {}
     held: set[str] = set()
-    for row in db.execute(
-        f"SELECT {LIST_COLUMNS} FROM runs WHERE (status IN ('queued', 'running')"
-        " AND detached = 1) OR held_until > ? ORDER BY seq",
-        (time.time(),),
-    ):
-        run = row_to_run(row)
+    for run in _lane_runs(db):
         if run.status == "queued":
             queued.append(run)
         else:  # running, or ended with its agent held for a follow-up: it has a slot
@@ -115,36 +129,22 @@ def heads(store: Store) -> list[str]:
     return [run.id for run in _admissible_now(store.db)]
 
 
-Claim = Literal["claimed", "waiting", "gone"]
-
-
-def claim(store: Store, run_id: str, me: Identity) -> Claim:
-    """Start ``run_id`` in this supervisor if the lanes allow it now.
-
-    ``gone``: the run is no longer this process's to start (stopped while queued, adopted
-    by another supervisor, lost).
-    """
-    # A read first: most looks find the lane still full, and need not queue for the write
-    # lock behind every other waiting supervisor. A stale "no" is safe: whoever makes room
-    # rings the new heads after committing.
-    if run_id not in heads(store):
-        current = store.get(run_id)
-        if current is None or current.status != "queued" or current.supervisor != me:
-            return "gone"
-        return "waiting"
+def claim_mine(store: Store, me: Identity) -> list[str]:
+    """Start, in this supervisor, every run handed to it that the lanes let start now; their
+    ids, oldest first (empty: none may start yet, or none is ours any more)."""
+    # A read first: most looks find the lanes still full, and need not queue for the write
+    # lock behind every other supervisor. A stale "no" is safe: whoever makes room rings the
+    # new heads after committing.
+    if not any(run.supervisor == me for run in _admissible_now(store.db)):
+        return []
     with store.write() as db:
-        row = db.execute(
-            "SELECT status, supervisor_pid, supervisor_start FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
-        if row is None or row[0] != "queued" or (row[1], row[2]) != (me.pid, me.start):
-            return "gone"
-        if run_id not in {run.id for run in _admissible_now(db)}:
-            return "waiting"
-        db.execute(
+        chosen = [run.id for run in _admissible_now(db) if run.supervisor == me]
+        now = time.time()
+        db.executemany(
             "UPDATE runs SET status = 'running', started_at = ? WHERE id = ?",
-            (time.time(), run_id),
+            [(now, run_id) for run_id in chosen],
         )
-        return "claimed"
+        return chosen
 
 
 def finish(

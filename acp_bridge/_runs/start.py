@@ -19,6 +19,7 @@ name opens the session. Follow-ups by run id are :mod:`.followups.send`'s.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from pathlib import Path
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.runner import check_task_id, check_text
 from acp_bridge._os import proc
-from acp_bridge._runs import lanes
+from acp_bridge._runs import lanes, runners
 from acp_bridge._runs.budget import Budget
 from acp_bridge._runs.followups.chain import follows_for_name
 from acp_bridge._runs.handle import RunHandle
@@ -95,7 +96,7 @@ def start_run_sync(
     options: RunOptions | None = None,
     config: LoadedConfig | None = None,
 ) -> RunHandle:
-    """Queue ``request`` as a detached run and start its supervisor; returns at once (the
+    """Queue ``request`` as a detached run and hand it to a supervisor; returns at once (the
     run is ``queued``). Raises :class:`~acp_bridge.ConfigError` for a request, config or
     option that cannot run, :class:`~acp_bridge.SpawnError` if the supervisor cannot start,
     :class:`~acp_bridge.RunStoreError` if the store cannot be written."""
@@ -131,7 +132,8 @@ def queue_run(
     follows: str | None = None,
     session_name: str | None = None,
 ) -> RunHandle:
-    """Queue ``request`` (following run ``follows``, when given) and start its supervisor."""
+    """Queue ``request`` (following run ``follows``, when given) and hand it to a supervisor:
+    a live one of this environment, else a new one (:mod:`.runners`)."""
     if request.entry == "acp_spawn":
         assert request.agent is not None  # EntryRequest requires it
         loaded.profiles.get(request.agent)  # unknown or broken: an error now, not later
@@ -161,23 +163,35 @@ def queue_run(
         follows=follows,
         session_name=session_name,
     )
-    supervisor = launch(store.path, run.id, store.logs_dir / f"{run.id}.log")
-    try:
-        store.create(
-            run,
-            supervisor,
-            limits=rules.lane_limits(loaded, lane, request.agent),
-            group_budget=options.group_budget,
-            settings=rules.store_settings(loaded.config.runs),
-        )
-    except BaseException:  # not queued after all: its supervisor has nothing to carry
-        proc.kill_process(supervisor)
-        with contextlib.suppress(OSError):
-            (store.logs_dir / f"{run.id}.log").unlink()
-        raise
+    _hand_over(store, run, loaded, options)
     if follows is not None:
         wake(store, [follows])  # a supervisor holding its agent takes this one at once
     return RunHandle(run.id, store.path)
+
+
+def _hand_over(store: Store, run: NewRun, loaded: LoadedConfig, options: RunOptions) -> None:
+    """Record ``run`` for a live runner of its environment, else start a supervisor for it
+    (see :mod:`.runners`)."""
+    record = functools.partial(
+        store.create,
+        run,
+        limits=rules.lane_limits(loaded, run.lane, run.agent),
+        group_budget=options.group_budget,
+        settings=rules.store_settings(loaded.config.runs),
+    )
+    runner = runners.find(store, run.env_key)
+    if runner is not None and record(runner, runner="join"):
+        wake(store, [runners.bell_key(runner)])
+        return
+    log = store.logs_dir / f"{run.id}.log"
+    supervisor = launch(store.path, run.id, log)
+    try:
+        record(supervisor, runner="new")
+    except BaseException:  # not queued after all: its supervisor has nothing to carry
+        proc.kill_process(supervisor)
+        with contextlib.suppress(OSError):
+            log.unlink()
+        raise
 
 
 def _check_text(request: EntryRequest) -> None:

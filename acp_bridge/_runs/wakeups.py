@@ -25,13 +25,23 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import socket
 from collections.abc import Iterable, Sequence
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from acp_bridge._runs.store.store import Store
 
-_FLAGS = socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+if TYPE_CHECKING:
+    import socket
+
+
+def _datagram_socket() -> socket.socket:
+    # Imported here: ``ps`` and ``show`` import this module but ring nobody unless they find
+    # a run lost (the module costs a few ms of their start-up).
+    import socket
+
+    flags = socket.SOCK_DGRAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC
+    return socket.socket(socket.AF_UNIX, flags)
 
 
 def _address(name: str) -> bytes:
@@ -44,7 +54,7 @@ class Wakeup:
     def __init__(self, store: Store, run_ids: Iterable[str] = ()) -> None:
         self._store = store
         self.name = f"acp-bridge/{os.urandom(8).hex()}"
-        self._sock = socket.socket(socket.AF_UNIX, _FLAGS)
+        self._sock = _datagram_socket()
         try:
             self._sock.bind(_address(self.name))
             self.watch(run_ids)
@@ -56,13 +66,13 @@ class Wakeup:
         """Ring for these runs too."""
         ids = list(run_ids)
         if ids:
-            self._store.add_wakeup(self.name, ids)
+            _record(self._store, self.name, ids)
 
     def close(self) -> None:
         if self._sock.fileno() < 0:
             return
         with contextlib.suppress(Exception):  # the store may be gone with its folder
-            self._store.remove_bells([self.name])
+            _forget(self._store, [self.name])
         self._sock.close()
 
     def __enter__(self) -> Wakeup:
@@ -91,13 +101,13 @@ class Wakeup:
         self._drain()
         return woken
 
-    async def wait(self, timeout: float, fds: Sequence[int] = ()) -> None:
+    async def wait(self, timeout: float, fds: Sequence[int] = ()) -> bool:
         """:meth:`wait_sync` for an event loop."""
         # Imported here: a queued run's supervisor waits with wait_sync and stays light
         # (anyio costs it ~40 ms and 3 MB while it may sit in the queue for hours).
         import anyio
 
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(timeout) as waiting:
             async with anyio.create_task_group() as tg:
 
                 async def readable(fd: int) -> None:
@@ -107,15 +117,16 @@ class Wakeup:
                 for fd in (self._sock.fileno(), *fds):
                     tg.start_soon(readable, fd)
         self._drain()
+        return not waiting.cancelled_caught
 
 
 def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
     """Wake every process waiting on these runs (call after committing the change)."""
-    names = store.bells(run_ids) - {besides}
+    names = _names(store, run_ids) - {besides}
     if not names:
         return
     dead = []
-    with socket.socket(socket.AF_UNIX, _FLAGS) as sock:
+    with _datagram_socket() as sock:
         for name in names:
             try:
                 sock.sendto(b"!", _address(name))
@@ -126,4 +137,30 @@ def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
             except OSError:
                 continue
     if dead:
-        store.remove_bells(dead)
+        _forget(store, dead)
+
+
+# --- the store's ``bells`` table: which doorbells ring for which runs ----------------------
+
+
+def _record(store: Store, name: str, run_ids: list[str]) -> None:
+    with store.write() as db:
+        db.executemany(
+            "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",
+            [(name, run_id, os.getpid()) for run_id in run_ids],
+        )
+
+
+def _forget(store: Store, names: list[str]) -> None:
+    if names:
+        with store.write() as db:
+            db.executemany("DELETE FROM bells WHERE name = ?", [(n,) for n in names])
+
+
+def _names(store: Store, run_ids: Iterable[str]) -> set[str]:
+    ids = list(run_ids)
+    if not ids:
+        return set()
+    marks = ", ".join("?" * len(ids))
+    rows = store.db.execute(f"SELECT name FROM bells WHERE run_id IN ({marks})", ids)
+    return {name for (name,) in rows}

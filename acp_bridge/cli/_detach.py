@@ -83,7 +83,7 @@ def send_follow_up(args: argparse.Namespace) -> int:
 
 def _started(args: argparse.Namespace, handle: RunHandle) -> int:
     if args.detach:
-        out_json({"task_id": handle.id, "status": handle.status}, line=True)
+        out_json({"task_id": handle.id, "status": "queued"}, line=True)  # as it was handed over
         return EXIT_OK
     return _follow(args, handle)
 

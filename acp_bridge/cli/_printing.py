@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from acp_bridge.cli._safe_text import is_utf, json_text, safe_json, visible
+from acp_bridge.cli._safe_text import compact_json_text, is_utf, json_text, safe_json, visible
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:  # not at run time: wait, ps and logs must start without pydantic
@@ -89,6 +89,12 @@ def out_json(data: Any, *, pretty: bool = False, line: bool = False) -> None:
     line; always one line with ``line`` (one JSON value per line, for programs)."""
     indent = None if line else 2 if pretty or _isatty(sys.stdout) else None
     _to_stdout(_json_for(sys.stdout, data, indent) + "\n")
+
+
+def out_json_compact(data: Any) -> None:
+    """``data`` as one line of compact JSON on stdout, for the biggest output there is
+    (``ps --json``): see :func:`~acp_bridge.cli._safe_text.compact_json_text`."""
+    _to_stdout(compact_json_text(data, ascii_only=not is_utf(sys.stdout)) + "\n")
 
 
 def err_json(data: Any) -> None:

@@ -24,6 +24,7 @@ from acp_bridge.cli._printing import (
     human_stream,
     out,
     out_json,
+    out_json_compact,
 )
 from acp_bridge.cli._safe_text import one_line
 
@@ -233,8 +234,8 @@ def _row(run: RunRecord, now: float) -> list[str]:
 def cmd_ps(args: argparse.Namespace) -> int:
     from acp_bridge._runs.handle import list_run_dicts, list_runs
 
-    if args.json:
-        out_json(list_run_dicts(include_ended=args.all), line=True)
+    if args.json:  # 10 000 runs are 5 MB of it: the fast encoder
+        out_json_compact(list_run_dicts(include_ended=args.all))
         return EXIT_OK
     runs = list_runs(include_ended=args.all)
     now = time.time()

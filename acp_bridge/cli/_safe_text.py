@@ -85,6 +85,25 @@ def json_text(data: Any, *, indent: int | None = None, ascii_only: bool = False)
     return safe_json(json.dumps(data, indent=indent, ensure_ascii=ascii_only))
 
 
+def compact_json_text(data: Any, *, ascii_only: bool = False) -> str:
+    """As :func:`json_text` on one line, without spaces after ``,`` and ``:``: through
+    orjson when it can (ten times the standard library's speed: ``ps --json`` of 10 000 runs
+    is 5 MB), else through ``json`` — the same data either way (a float with an exponent may
+    be spelled ``1e-07`` or ``1e-7``; an infinite one, which JSON cannot spell, is ``null``
+    through orjson, the non-JSON ``Infinity`` through ``json``)."""
+    if not ascii_only:  # orjson writes UTF-8 only
+        try:
+            import orjson  # here, not above: only this path pays its import
+        except ImportError:  # an install without it still works, slower
+            pass
+        else:
+            try:
+                return safe_json(orjson.dumps(data).decode())
+            except TypeError:  # what orjson refuses (an int past 64 bits, …) json writes
+                pass
+    return safe_json(json.dumps(data, ensure_ascii=ascii_only, separators=(",", ":")))
+
+
 def safe_json(text: str) -> str:
     """JSON text (or a piece of it, cut anywhere between characters) with the controls JSON
     leaves raw escaped: the rule is per character, so pieces join to the whole's."""

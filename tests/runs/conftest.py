@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from acp_bridge._entries.request import EntryRequest
-from acp_bridge._runs import liveness
+from acp_bridge._runs import liveness, runners
 from acp_bridge._runs.handle import RunHandle, stop_run
 from acp_bridge._runs.start import RunOptions, start_run_sync
 from acp_bridge._runs.store import foreground
@@ -130,7 +130,8 @@ def _clean_up(env: RunsEnv) -> None:
         while store.active() and time.monotonic() < deadline:
             time.sleep(0.05)
         leftover_runs = store.active()
-    deadline = time.monotonic() + 5
+    # A supervisor waits runs.runner_idle seconds for more runs before it exits.
+    deadline = time.monotonic() + 5 + runners.IDLE
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in alive:

@@ -177,7 +177,7 @@ def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
     the run ends as it was about to, and its agent is not held."""
     store = Store(tmp_path / "runs.db")
     store.create(new_run("sub_000000000001"), ME)
-    assert lanes.claim(store, "sub_000000000001", ME) == "claimed"
+    assert lanes.claim_mine(store, ME) == ["sub_000000000001"]
     store.request_stop("sub_000000000001")
     run = store.get("sub_000000000001")
     assert run is not None

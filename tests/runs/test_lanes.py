@@ -6,6 +6,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from acp_bridge._runs.handle import RunHandle, wait_all_sync
 from acp_bridge._runs.store.records import RunRecord
 from tests.runs.conftest import RunsEnv
@@ -49,11 +51,19 @@ def supervisor_pid(handle: RunHandle) -> int:
     return who.pid
 
 
-def test_a_lost_run_frees_its_slot_and_a_lost_queued_run_frees_the_queue(runs: RunsEnv) -> None:
+def test_a_lost_run_frees_its_slot_and_a_lost_queued_run_frees_the_queue(
+    runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runs.config(max_concurrent=1)  # the global limit, over every lane
+    # Each started from an environment of its own, so each has a supervisor of its own that
+    # can die alone (runs of one environment share one).
+    monkeypatch.setenv("RUNS_TEST_CALLER", "first")
     first = runs.bash(f"sleep {runs.sleeper()}")
+    monkeypatch.setenv("RUNS_TEST_CALLER", "second")
     second = runs.demo(f"sleep {runs.sleeper()}")
+    monkeypatch.setenv("RUNS_TEST_CALLER", "third")
     third = runs.bash("echo third")
+    assert len({supervisor_pid(run) for run in (first, second, third)}) == 3
     deadline = time.monotonic() + 15
     store = runs.store()
     while first.status != "running" or not store.groups(first.id):

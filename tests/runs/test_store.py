@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from acp_bridge._os import proc
-from acp_bridge._runs import envelopes, lanes
+from acp_bridge._runs import envelopes, lanes, liveness, runners
 from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
 from acp_bridge._runs.store import retention, rules
 from acp_bridge._runs.store.migrations import VERSION
@@ -266,4 +266,29 @@ def test_listings_as_json_data_are_the_records_as_json_data(tmp_path: Path) -> N
         records = store.runs(active_only=active_only)
         assert store.run_dicts(active_only=active_only) == [r.to_dict() for r in records]
     assert len(store.run_dicts()) == 3 and len(store.run_dicts(limit=1)) == 1
+    store.close()
+
+
+def test_the_looks_at_active_runs_read_an_index_not_every_run_kept(tmp_path: Path) -> None:
+    """Each run's end, each claim, ``ps`` and the liveness check look at the active runs: in
+    a store that keeps thousands of ended runs (envelopes and all) none of these statements
+    may scan the whole table."""
+    store = Store(tmp_path / "runs.db")
+    me = proc.own_identity()
+    for n in range(3):
+        store.create(new_run(f"sub_00000000000{n}"), me)
+    end(store, "sub_000000000000")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    lanes.heads(store)
+    lanes.claim_mine(store, me)
+    liveness.reap(store)
+    runners.queued_for(store.db, me)
+    runners.retire(store, me)
+    store.db.set_trace_callback(None)
+    selects = {s for s in statements if s.lstrip().upper().startswith("SELECT")}
+    assert len(selects) >= 5, selects
+    for statement in selects:
+        plan = [row[3] for row in store.db.execute(f"EXPLAIN QUERY PLAN {statement}")]
+        assert "SCAN runs" not in plan, (statement, plan)  # a scan without an index
     store.close()

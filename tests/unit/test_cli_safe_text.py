@@ -11,7 +11,7 @@ import unicodedata
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.cli._safe_text import _CONTROL, json_text, one_line, visible
+from acp_bridge.cli._safe_text import _CONTROL, compact_json_text, json_text, one_line, visible
 from tests.helpers import terminal_controls
 
 # Any code point, lone surrogates included (they reach us from a broken agent or a command
@@ -26,8 +26,9 @@ HOSTILE = st.text(
     ),
     max_size=200,
 )
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
 JSON_DATA = st.recursive(
-    st.none() | st.booleans() | st.integers() | TEXT,
+    st.none() | st.booleans() | st.integers() | FINITE | TEXT,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(TEXT, children, max_size=4),
     max_leaves=20,
 )
@@ -119,3 +120,25 @@ def test_json_text_is_the_same_data_with_no_control_raw(
 def test_json_text_escapes_what_json_leaves_raw() -> None:
     text = json_text({"k": "\x7f\x9b\u202e\U000e0041é"})
     assert text == '{"k": "\\u007f\\u009b\\u202e\\udb40\\udc41é"}'
+
+
+@given(JSON_DATA, st.booleans())
+@settings(max_examples=300)
+def test_compact_json_text_is_the_same_data_as_json_text(data: object, ascii_only: bool) -> None:
+    """``ps --json``'s fast encoder (orjson, the standard library for what it refuses: lone
+    surrogates, integers past 64 bits, a stream that is not UTF-8) writes what json_text
+    writes, without the spaces."""
+    text = compact_json_text(data, ascii_only=ascii_only)
+    assert json.loads(text) == json.loads(json_text(data))
+    assert not terminal_controls(text)
+    assert "\n" not in text
+    if ascii_only:
+        assert text.isascii()
+
+
+def test_compact_json_text_escapes_what_json_leaves_raw() -> None:
+    assert compact_json_text({"k": "\x7f\x9b\u202e\U000e0041é", "n": [1, 2**70, 0.1, None]}) == (
+        '{"k":"\\u007f\\u009b\\u202e\\udb40\\udc41é","n":[1,1180591620717411303424,0.1,null]}'
+    )
+    rows = [{"task_id": "sub_1", "usage": {"tokens": 5, "cost": 0.25}, "detached": True}]
+    assert compact_json_text(rows) == json.dumps(rows, separators=(",", ":"))

@@ -5,10 +5,11 @@ continues the ACP session of an earlier run (``follows``). How it reaches the ag
 
 1. the earlier run's supervisor still *holds* the agent (``held_until`` in the future, the
    supervisor alive): the holder takes the follow-up itself and prompts the same live
-   session; the follow-up's own light supervisor finds the run claimed and exits, as with
-   adoption (:mod:`acp_bridge._runs.lanes`);
-2. else the follow-up's own supervisor starts the agent and continues the session through
-   ``session/resume`` or ``session/load``, when the agent advertises them;
+   session; the supervisor the follow-up was handed to finds it claimed and leaves it, as
+   with adoption (:mod:`acp_bridge._runs.lanes`);
+2. else the follow-up is carried as an entry call of its own (by the supervisor it was
+   handed to, :mod:`acp_bridge._runs.runners`), which starts the agent and continues the
+   session through ``session/resume`` or ``session/load``, when the agent advertises them;
 3. else the follow-up fails with a clear refusal — never a silent fresh session.
 
 The modules, one side each:

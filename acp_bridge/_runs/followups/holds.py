@@ -16,8 +16,8 @@ by ``liveness``: any look at such a run, and ``reap``; what it started is ended 
 
 A follow-up queued just as the hold ends is never stranded: claiming and releasing are each
 one transaction, a follow-up can only be claimed while the hold stands, and once it is
-released the follow-up is a lane head like any other, whose own supervisor resumes or loads
-the session.
+released the follow-up is a lane head like any other, started by the supervisor it was
+handed to, which resumes or loads the session.
 
 The store side is standard library only (``liveness`` and the light readers use it); the
 wait imports anyio's helpers when a supervisor calls it.

@@ -113,7 +113,27 @@ CREATE INDEX runs_session ON runs (session_name, seq) WHERE session_name IS NOT 
 CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: runners (issue 24). A supervisor carries several detached runs of one environment at
+# once; while it takes new ones it is listed here, and a starter hands it a run in the
+# insert's own transaction, only while the row stands. The supervisor leaves the table in the
+# transaction that finds nothing of its own queued, running or held (see runners.py).
+# And the active runs in queue order straight from an index: every look at the lanes (each
+# run's end, each claim), ``ps`` and the liveness check read them, and with the old index
+# (lane first) SQLite scanned the whole table instead — 10 000 ended runs, envelopes and all.
+_V4 = """
+DROP INDEX runs_active;
+CREATE INDEX runs_active ON runs (seq) WHERE status IN ('queued', 'running');
+CREATE TABLE runners (
+    pid     INTEGER NOT NULL,
+    start   INTEGER NOT NULL,                            -- /proc/PID/stat field 22
+    boot    TEXT NOT NULL,
+    env_key TEXT NOT NULL,                               -- the environment of the runs it takes
+    PRIMARY KEY (pid, start, boot)
+) WITHOUT ROWID;
+CREATE INDEX runners_env ON runners (env_key);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 VERSION = len(MIGRATIONS)
 
 

@@ -3,9 +3,10 @@
 The rules that govern runs must be the same in every process (a queued supervisor decides
 with SQLite alone, without reading YAML), so the config's ``runs:`` section and the
 profiles' ``max_concurrent`` are written into the store by whoever starts a run: lane limits
-into ``limits`` (the lane ``*`` for ``runs.max_concurrent``), retention and the event cap
-into ``settings``. The latest start wins: two projects with different configs sharing one
-store take turns setting the rules; a removed limit is removed.
+into ``limits`` (the lane ``*`` for ``runs.max_concurrent``), retention, the event cap and
+how long an idle supervisor waits for more runs into ``settings``. The latest start wins: two
+projects with different configs sharing one store take turns setting the rules; a removed
+limit is removed.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from acp_bridge.config import LoadedConfig, RunsSettings
 
 
 def store_settings(runs: RunsSettings) -> dict[str, str | None]:
-    """``settings`` rows for the retention and the event cap (``none``: no limit)."""
+    """``settings`` rows for the retention, the event cap (``none``: no limit) and the
+    supervisors' idle time."""
     days, keep = runs.retention.days, runs.retention.keep
     return {
         "retention_days": "none" if days is None else repr(float(days)),
         "retention_keep": "none" if keep is None else str(keep),
         "max_events": str(runs.max_events),
+        "runner_idle": repr(float(runs.runner_idle)),
     }
 
 

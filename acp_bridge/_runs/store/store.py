@@ -33,12 +33,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from acp_bridge._json_pieces import json_pieces
 from acp_bridge._os.locations import RUN_LOGS, SQLITE_SUFFIXES, run_store_path
 from acp_bridge._os.private_files import new_private_file, private_dir, refuse_links
 from acp_bridge._os.proc import Identity
+from acp_bridge._runs import runners
 from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.dbapi import connect
 from acp_bridge._runs.store.migrations import migrate
@@ -109,13 +110,19 @@ class Store:
         supervisor: Identity,
         *,
         detached: bool = True,
+        runner: Literal["join", "new"] | None = None,
         limits: Mapping[str, int | None] | None = None,
         group_budget: tuple[int | None, float | None] | None = None,
         settings: Mapping[str, str | None] | None = None,
-    ) -> None:
+    ) -> bool:
         """Record a new run with the lane limits, group budget and settings its caller
-        configured, in one transaction: ``queued`` for its supervisor (already started) when
-        ``detached``, else ``running`` in the caller's own process (``supervisor``).
+        configured, in one transaction: ``queued`` for its supervisor when ``detached``, else
+        ``running`` in the caller's own process (``supervisor``). Whether it was recorded.
+
+        ``runner`` (see :mod:`acp_bridge._runs.runners`): ``"join"`` hands the run to the
+        live runner ``supervisor`` only while it still takes runs (False: nothing written);
+        ``"new"`` lists ``supervisor``, just started for this run, as the runner of the
+        run's environment.
 
         A run that continues a session (``follows``, ``session_name``) follows the session's
         latest run as of this transaction (:func:`~acp_bridge._runs.followups.chain.session_tail`):
@@ -123,6 +130,10 @@ class Store:
         session since."""
         now = time.time()
         with self.write() as db:
+            if runner == "join" and not runners.accepting(db, supervisor):
+                return False
+            if runner == "new":
+                runners.register(db, supervisor, run.env_key)
             for lane, max_concurrent in (limits or {}).items():
                 _set_limit(db, lane, max_concurrent)
             if run.group is not None and group_budget is not None:
@@ -145,6 +156,7 @@ class Store:
                     follows, run.session_name,
                 ),
             )  # fmt: skip
+        return True
 
     def get(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(f"SELECT {FULL_COLUMNS} FROM runs WHERE id = ?", (run_id,))
@@ -267,29 +279,6 @@ class Store:
             "SELECT pgid, leader_start, boot FROM run_groups WHERE run_id = ?", (run_id,)
         )
         return [Identity(pgid, start, boot) for pgid, start, boot in rows]
-
-    # --- doorbells ----------------------------------------------------------------------
-
-    def add_wakeup(self, name: str, run_ids: Iterable[str]) -> None:
-        with self.write() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",
-                [(name, run_id, os.getpid()) for run_id in run_ids],
-            )
-
-    def remove_bells(self, names: Iterable[str]) -> None:
-        names = list(names)
-        if names:
-            with self.write() as db:
-                db.executemany("DELETE FROM bells WHERE name = ?", [(n,) for n in names])
-
-    def bells(self, run_ids: Iterable[str]) -> set[str]:
-        ids = list(run_ids)
-        if not ids:
-            return set()
-        marks = ", ".join("?" * len(ids))
-        rows = self.db.execute(f"SELECT name FROM bells WHERE run_id IN ({marks})", ids)
-        return {name for (name,) in rows}
 
     # --- lanes, groups, settings ------------------------------------------------------------
 

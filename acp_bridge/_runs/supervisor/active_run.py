@@ -1,18 +1,26 @@
 """One run a supervisor carries: its doorbell, its events, its budget, and how it is stopped.
 
-A supervisor carries runs one after another (:mod:`.running`), and while it holds an agent
-several runs go through one entry call: each follow-up turn is a run of its own. So what
-belongs to a run — the events it records, the budget it is held to, a stop request, the
-process groups recorded for it — is a :class:`ActiveRun`, begun when the run starts and ended
-when its outcome is committed, whatever the entry call around it does.
+A supervisor carries several runs at once, each through an entry call of its own
+(:mod:`.entry_call`), and while it holds an agent several runs go through one entry call:
+each follow-up turn is a run of its own. So what belongs to a run — the events it records,
+the budget it is held to, a stop request, the process groups recorded for it — is an
+:class:`ActiveRun`, begun when the run starts and ended when its outcome is committed,
+whatever the entry call around it does.
 
 Stopping (a request, a signal, a budget exceeded) sets the run's ``cancel`` event: the entry
 ends the turn gracefully with its partial output. A run that does not end within
-``HARD_GRACE`` seconds of that is cut off: the entry call's scope, shared by every run of
-the call, gets that deadline.
+``HARD_GRACE`` seconds of that is cut off: the entry call's scope, shared by the runs of that
+call (and no other), gets that deadline.
+
+Process groups: every group the run's entry call starts is recorded for the run as it starts
+(:func:`~acp_bridge._os.procgroup.report_groups`), so whoever finds the run ``lost`` ends its
+agents, commands and terminals — and not those of the other runs of the same process.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
 
 import anyio
 from anyio.abc import TaskGroup
@@ -26,17 +34,15 @@ from acp_bridge._runs.store.records import Outcome, RunRecord
 from acp_bridge._runs.store.store import Store
 from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.envelope import SubtaskResult
-from acp_bridge.errors import ErrorCode
+from acp_bridge.errors import BridgeError, ErrorCode
 from acp_bridge.events import Event
+
+log = logging.getLogger("acp_bridge.runs")
 
 HARD_GRACE = 30.0
 """Seconds a run asked to stop (or over budget) gets to end before its call is cut off."""
 STOP_LOOK = 1.0
 """Seconds between looks for a stop request when no doorbell rang (a missed ring)."""
-GROUP_LOOK = 0.25
-"""Seconds between looks for new child process groups. The kernel tells an unprivileged
-process nothing when its child forks, so this is sampled; the PID-namespace sandbox will make
-it unnecessary."""
 
 
 class Control:
@@ -59,7 +65,16 @@ class Control:
 class ActiveRun:
     """One run being carried by this process (a context manager: its doorbell)."""
 
-    def __init__(self, store: Store, run: RunRecord, me: Identity, scope: anyio.CancelScope):
+    def __init__(
+        self,
+        store: Store,
+        run: RunRecord,
+        me: Identity,
+        scope: anyio.CancelScope,
+        groups: Iterable[Identity] = (),
+    ):
+        """``groups``: process groups of the entry call that live on into this run (a held
+        agent serving a follow-up), recorded for it at once."""
         self.store = store
         self.run = run
         self.wakeup = Wakeup(store, [run.id])
@@ -67,7 +82,7 @@ class ActiveRun:
         self.ended = False
         """Its outcome is committed (or being committed): nothing more of it is recorded."""
         self.tasks = anyio.CancelScope()
-        self._groups: set[Identity] = set()
+        self.groups: set[Identity] = set()
         self._tasks_started = False
         group_max = store.group_budget(run.group) if run.group else (None, None)
         self.guard = BudgetGuard(
@@ -88,6 +103,7 @@ class ActiveRun:
         if run.follows:
             status["follows"] = run.follows
         self.recorder.add({"kind": "status", "task_id": run.id, "elapsed": 0, **status})
+        self._record_groups(set(groups))
 
     def close(self) -> None:
         """Close the doorbell, unless the side tasks still use it (they close it as they end:
@@ -108,8 +124,7 @@ class ActiveRun:
                 self.control.stop("budget", reason)
 
     def start(self, tg: TaskGroup) -> None:
-        """Beside the entry, until :meth:`end`: flush events, watch for a stop request,
-        record the process groups (the liveness rule kills them if this process dies)."""
+        """Beside the entry, until :meth:`end`: flush events, watch for a stop request."""
         self._tasks_started = True
         tg.start_soon(self._side_tasks)
 
@@ -119,9 +134,27 @@ class ActiveRun:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self.recorder.run)
                     tg.start_soon(self._watch_stop)
-                    tg.start_soon(self._track_groups)
         finally:
             self.wakeup.close()
+
+    def add_group(self, leader_pid: int) -> None:
+        """Record a process group the entry call just started (the liveness rule kills it
+        if this process dies). Never raises: a group left unrecorded still dies with this
+        process (its leader's parent-death signal), a failed run start would not."""
+        who = proc.identity(leader_pid)
+        if who is not None:
+            self._record_groups({who})
+
+    def _record_groups(self, groups: set[Identity]) -> None:
+        new = groups - self.groups
+        if not new:
+            return
+        try:
+            self.store.add_groups(self.run.id, new)
+        except BridgeError:
+            log.exception("%s: could not record process groups %s", self.run.id, new)
+            return
+        self.groups.update(new)
 
     def end(self, result: SubtaskResult | None) -> Outcome:
         """Stop recording (every event in the store before the envelope is) and say how the
@@ -145,18 +178,3 @@ class ActiveRun:
         while not self.store.stop_requested(self.run.id):
             await self.wakeup.wait(STOP_LOOK)
         self.control.stop("stop", "stopped on request")
-
-    def record_groups(self) -> None:
-        """Record the process groups of this process not recorded for the run yet (the
-        groups of earlier turns too: this run's now). Called once more as the run's agent is
-        held: a turn quicker than GROUP_LOOK would leave the held agent unrecorded, and a
-        killed holder's agent then unkillable by the liveness rule."""
-        new = [leader for leader in proc.group_leaders() if leader not in self._groups]
-        if new:
-            self.store.add_groups(self.run.id, new)
-            self._groups.update(new)
-
-    async def _track_groups(self) -> None:
-        while True:
-            self.record_groups()
-            await anyio.sleep(GROUP_LOOK)

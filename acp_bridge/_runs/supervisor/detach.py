@@ -14,17 +14,19 @@ program does) is unsafe in the child until ``exec``; ``subprocess`` forks and ``
 shell in C, so no Python code of this process ever runs in a forked copy.
 
 The supervisor gets this process's environment (``os.environ``) and working directory, exactly
-what an entry called here would have used; :func:`env_key` digests that environment, so a supervisor
-only ever adopts runs started from the same one.
+what an entry called here would have used (its umask and resource limits too); :func:`env_key`
+digests all of it, so a supervisor only ever carries runs started from the same
+(:mod:`acp_bridge._runs.runners`): the runs it carries at once share its variables, its
+working directory, its umask and its limits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 from acp_bridge._os import proc
@@ -38,16 +40,21 @@ _LAUNCH_TIMEOUT = 10.0
 # Variables a shell sets or changes on its own: the supervisor's environment differs from its
 # starter's in these only, so they are not part of what "the same environment" means.
 _VOLATILE = frozenset({b"_", b"PWD", b"OLDPWD", b"SHLVL"})
+_LIMITS = sorted(name for name in dir(resource) if name.startswith("RLIMIT_"))
 
 
-def env_key(environ: Mapping[bytes, bytes] | None = None) -> str:
-    """A digest of an environment (default: this process's). Only the digest is stored: the
-    environment itself holds API keys and stays in the processes' memory."""
-    environ = os.environb if environ is None else environ
+def env_key() -> str:
+    """A digest of what a process started here inherits and its runs may notice: the
+    environment variables, the working directory, the umask and the resource limits. Only
+    the digest is stored: the environment holds API keys and stays in the processes' memory."""
     digest = hashlib.sha256()
-    for name in sorted(environ):
+    for name in sorted(os.environb):
         if name not in _VOLATILE:
-            digest.update(name + b"=" + environ[name] + b"\0")
+            digest.update(name + b"=" + os.environb[name] + b"\0")
+    # A process has one of each of these, and the runs it carries at once share them.
+    limits = [resource.getrlimit(getattr(resource, name)) for name in _LIMITS]
+    inherited = f"{os.getcwd()}\0{proc.umask()}\0{limits}"  # noqa: PTH109
+    digest.update(b"\0" + os.fsencode(inherited))
     return digest.hexdigest()[:32]
 
 

@@ -1,21 +1,27 @@
-"""The supervisor of a detached run, one process per run::
+"""The supervisor of detached runs: one process carrying every run of one environment::
 
     python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID
 
-Started by :func:`acp_bridge._runs.supervisor.detach.launch` (detached, see there), it:
+Started by :func:`acp_bridge._runs.supervisor.detach.launch` (detached, see there) for run
+``RUN_ID``, when no live supervisor of the caller's environment took it
+(:mod:`acp_bridge._runs.runners`), it:
 
-1. finds its run in the store (the starter writes the row right after starting it) and checks
-   the row names this very process as the run's supervisor;
-2. waits for a lane slot, light: standard library only (SQLite, a doorbell socket, ``poll``),
-   ~11 MB and ~50 ms of CPU, because a queued run may wait behind many others;
-3. once claimed, imports the entry code and carries the run (:mod:`.running`), commits the
-   envelope, and carries on with the next run of the lane when it came from the same
-   environment;
-4. exits. What it prints goes to the run's log file, removed when empty.
+1. finds that run in the store (the starter writes the row, and lists this process as a
+   runner of its environment, right after starting it);
+2. waits until the lanes let one of the runs handed to it start, light: standard library only
+   (SQLite, a doorbell socket, ``poll``), ~11 MB and ~50 ms of CPU, because a queued run may
+   wait behind many others; more runs of the same environment may be handed to it meanwhile;
+3. once one is claimed, imports the entry code and carries the runs handed to it, several at
+   once, each as its lanes let it start (:mod:`.running`), committing each envelope as its
+   run ends; it also takes the next run of a lane started from the same environment;
+4. exits once it has had nothing to carry for ``runs.runner_idle`` seconds (and leaves the
+   runners' list first, so nothing is handed to it on its way out). What it prints goes to
+   the first run's log file, removed when empty.
 
 Stop: a stop request in the store (rung on the doorbell) or SIGTERM/SIGINT. A queued run ends
-``cancelled`` at once; a running one gets the graceful cancel of its entry. SIGHUP is ignored:
-the caller's terminal going away is no reason to stop.
+``cancelled`` at once; a running one gets the graceful cancel of its entry; a signal stops
+every run of the process. SIGHUP is ignored: the caller's terminal going away is no reason to
+stop.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import TYPE_CHECKING
 from acp_bridge._os import proc
 from acp_bridge._os.proc import Identity
 from acp_bridge._os.undumpable import make_undumpable
-from acp_bridge._runs import lanes, liveness
+from acp_bridge._runs import lanes, liveness, runners
 from acp_bridge._runs.store.records import RunRecord
 from acp_bridge._runs.store.store import Store
 from acp_bridge._runs.wakeups import Wakeup, wake
@@ -41,8 +47,6 @@ if TYPE_CHECKING:
 
 ROW_WAIT = 5.0
 """Seconds to wait for the starter to record the run (it does so ~2 ms after starting us)."""
-LOOK_FIRST, LOOK_MAX = 0.1, 2.0
-"""Fallback looks while queued: after 0.1 s, doubling to at most every 2 s."""
 
 
 def _log() -> logging.Logger:
@@ -78,72 +82,86 @@ def _find_run(store: Store, run_id: str) -> RunRecord | None:
     return run
 
 
-def _wait_for_slot(store: Store, run: RunRecord, me: Identity) -> lanes.Claim:
-    """Claim ``run`` once its lane lets it start; ``gone`` if it was stopped or adopted."""
-    look = LOOK_FIRST
-    with Wakeup(store, [run.id]) as wakeup:
+def _wait_for_claims(store: Store, me: Identity) -> list[str]:
+    """Claim the runs handed to us once the lanes let any of them start; [] when none is ours
+    any more (stopped while queued, or adopted) and we left the runners' list."""
+    look = lanes.LOOK_FIRST
+    watched: set[str] = set()
+    with Wakeup(store, [runners.bell_key(me)]) as wakeup:  # starters ring it as they hand over
         while True:
-            state = lanes.claim(store, run.id, me)
-            if state != "waiting":
-                if state == "claimed":
-                    wake(store, lanes.heads(store))  # room may be left for the next in line
-                return state
+            queued = runners.queued_for(store.db, me)
+            if new := [run_id for run_id in queued if run_id not in watched]:
+                wakeup.watch(new)  # the lanes ring a run's own bells when it may start
+                watched.update(new)
+            if not queued:
+                if runners.retire(store, me):
+                    return []
+            elif claimed := lanes.claim_mine(store, me):
+                wake(store, lanes.heads(store))  # room may be left for the next in line
+                return claimed
             if not wakeup.wait_sync(look):
                 # Nobody rang: maybe a supervisor ahead of us was killed. Look for lost runs
                 # (that frees their slots), then wait longer next time.
                 liveness.reap(store)
-                look = min(look * 2, LOOK_MAX)
+                look = min(look * 2, lanes.LOOK_MAX)
 
 
-def _end_unstarted(store: Store, run_id: str, me: Identity, why: str, stopped: bool) -> None:
-    """Record ``run_id`` (still ours, its entry not carried) as ended: cancelled when
-    ``stopped``, else failed with ``internal_error``."""
+def end_runs(store: Store, me: Identity, run_ids: list[str], why: str, *, stopped: bool) -> None:
+    """Record ``run_ids`` (ours, their entries not carried to the end) as ended: cancelled
+    when ``stopped``, else failed with ``internal_error``."""
     # Imported here: pydantic, for the envelope; a run that ends so has time for it.
     from acp_bridge._runs.envelopes import ended
     from acp_bridge.errors import ErrorCode
 
-    run = store.get(run_id)
-    if run is None:
-        return
     code = ErrorCode.CANCELLED if stopped else ErrorCode.INTERNAL_ERROR
-    outcome = ended(run, why, code, stopped=stopped)
-    with store.write() as db:
-        written = store.finish(db, run_id, outcome, supervisor=me)
+    written = []
+    for run_id in run_ids:
+        run = store.get(run_id)
+        if run is None:
+            continue
+        outcome = ended(run, why, code, stopped=stopped)
+        with store.write() as db:
+            if store.finish(db, run_id, outcome, supervisor=me):
+                written.append(run_id)
     if written:
-        wake(store, [run_id, *lanes.heads(store)])
+        wake(store, [*written, *lanes.heads(store)])
 
 
 def supervise(store: Store, run_id: str) -> int:
     me = proc.own_identity()
     run = _find_run(store, run_id)
-    if run is not None and run.supervisor != me and run.status != "queued":
-        return 0  # taken by another supervisor already (adopted, or a holder's follow-up)
-    if run is None or run.supervisor != me:
-        _log().warning("%s: not this process's run to supervise; exiting", run_id)
+    if run is None:  # its starter failed before recording it: nothing was handed to us
+        _log().warning("%s: no such run to supervise; exiting", run_id)
         return 0
+    if run.supervisor != me and run.status == "queued":
+        _log().warning("%s: not this process's run to supervise", run_id)
     signal.signal(signal.SIGTERM, _raise_stopped)
     signal.signal(signal.SIGINT, _raise_stopped)
     try:
-        if _wait_for_slot(store, run, me) != "claimed":
+        claimed = _wait_for_claims(store, me)
+        if not claimed:
             return 0
-        # Claimed: from here the heavy half; a signal is now a graceful stop of the run.
+        # Claimed: from here the heavy half; a signal is now a graceful stop of the runs.
         signal.signal(signal.SIGTERM, _note_signal)
         signal.signal(signal.SIGINT, _note_signal)
         import anyio
 
-        from acp_bridge._runs.supervisor.detach import env_key
         from acp_bridge._runs.supervisor.running import Supervisor
 
         _log()  # the supervisor logs through it
-
-        anyio.run(Supervisor(store, me, env_key(), lambda: bool(_signalled)).carry_all, run_id)
+        supervisor = Supervisor(store, me, run.env_key, lambda: bool(_signalled))
+        anyio.run(supervisor.carry_all, claimed)
     except _Stopped as stop:
-        _end_unstarted(store, run_id, me, f"stopped before it started (signal {stop})", True)
+        runners.stop_accepting(store, me)
+        why = f"stopped before it started (signal {stop})"
+        end_runs(store, me, runners.carried_by(store.db, me), why, stopped=True)
     except Exception as exc:  # e.g. a broken install: the entry code does not import
         _log().exception("%s: the supervisor failed", run_id)  # the log named in the envelope
         log = store.logs_dir / f"{run_id}.log"
         why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
-        _end_unstarted(store, run_id, me, why, False)
+        with contextlib.suppress(Exception):
+            runners.stop_accepting(store, me)
+        end_runs(store, me, runners.carried_by(store.db, me), why, stopped=False)
         return 1
     return 0
 

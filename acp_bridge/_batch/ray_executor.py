@@ -95,8 +95,12 @@ class RayExecutor:
                 yield session
                 tg.cancel_scope.cancel()
         finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(session.close)
+            # On this thread, blocking it briefly (ray.shutdown takes ~0.1 s): this thread
+            # drops the batch's object refs. Ray's shutdown ends the core worker first and
+            # forgets it after; a ref dropped here in between, with shutdown in a worker
+            # thread, reached the ended core worker, which exits the whole process (code 1,
+            # no traceback) — a host program, or the CLI in the middle of its interrupt.
+            session.close()
 
 
 class _NoSigtermNotice(logging.Filter):
@@ -209,9 +213,11 @@ class _RaySession:
     def close(self) -> None:
         import ray
 
+        control, self.control = self.control, None
         with contextlib.suppress(Exception):
-            if self.control is not None:
-                ray.kill(self.control)
+            if control is not None:
+                ray.kill(control)
+        del control  # its handle goes before the connection does
         if self.owns_connection:
             ray.shutdown()
 

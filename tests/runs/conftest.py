@@ -32,6 +32,10 @@ from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
 USAGE_AGENT = Path(__file__).parent / "usage_agent.py"
+RUNNER_IDLE = 0.25
+"""``runs.runner_idle`` in these tests, unless one sets its own: every test ends by waiting for
+its supervisors to leave, and the default 2 s wait for more runs cost ~2 s a test (the
+supervisor's waiting is tested on its own, in test_runners.py)."""
 
 
 def processes_running(needle: str) -> list[int]:
@@ -81,10 +85,14 @@ class RunsEnv:
             {"name": name, "timeouts": {"shutdown_grace": 1, "cancel_grace": 1}, **profile}
             for name, profile in (agents or {}).items()
         ]
-        path = self.root / "acp-bridge.yaml"
-        path.write_text(json.dumps({"runs": runs, "acp": {"agents": entries}}))  # JSON is YAML
+        path = self.write_config({"runner_idle": RUNNER_IDLE, **runs}, entries)
         self.loaded = load_config(path)
         return self.loaded
+
+    def write_config(self, runs: dict[str, Any], agents: list[dict[str, Any]]) -> Path:
+        path = self.root / "acp-bridge.yaml"
+        path.write_text(json.dumps({"runs": runs, "acp": {"agents": agents}}))  # JSON is YAML
+        return path
 
     def usage_agent_config(self) -> LoadedConfig:
         return self.config({"usage": {"command": sys.executable, "args": [str(USAGE_AGENT)]}})
@@ -110,6 +118,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(env.db))
     monkeypatch.setenv(MARKER_VAR, env.marker)  # every supervisor inherits it
+    env.write_config({"runner_idle": RUNNER_IDLE}, [])  # found from the cwd by every start
     yield env
     _clean_up(env)
 
@@ -130,8 +139,9 @@ def _clean_up(env: RunsEnv) -> None:
         while store.active() and time.monotonic() < deadline:
             time.sleep(0.05)
         leftover_runs = store.active()
-    # A supervisor waits runs.runner_idle seconds for more runs before it exits.
-    deadline = time.monotonic() + 5 + runners.IDLE
+    # A supervisor waits runs.runner_idle seconds for more runs before it exits (a test may
+    # have set the default, or up to 30 s, and ended its supervisor itself).
+    deadline = time.monotonic() + 5 + max(runners.IDLE, RUNNER_IDLE)
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in alive:

@@ -19,6 +19,9 @@ from acp_bridge._entries.runner import END_GRACE
 from tests.conftest import AGENTS, AgentHarness
 from tests.helpers import alive
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 SLACK = 5.0
 
 

@@ -17,6 +17,9 @@ import pytest
 
 from tests.spy import Spy
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 TIB = 1 << 40
 
 

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "how-to").glob("*.md"))]
 MARKER = "<!-- runnable -->"

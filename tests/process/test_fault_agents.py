@@ -14,6 +14,9 @@ from acp_bridge.events import Event
 from tests.conftest import AgentHarness
 from tests.helpers import killed_after_sigterm
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
 
 

@@ -14,6 +14,9 @@ import pytest
 from acp_bridge.errors import ErrorCode
 from tests.spy import Spy
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 LABEL = "hostile.v1"
 DEEP = "[" * 100 + "]" * 100
 VERY_DEEP = "[" * 100_000 + "]" * 100_000

@@ -12,6 +12,9 @@ import pytest
 from acp_bridge.errors import ErrorCode
 from tests.spy import Spy
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 
 def chunk(text: str) -> dict[str, Any]:
     return {"say": text}

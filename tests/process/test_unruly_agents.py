@@ -18,6 +18,9 @@ from acp_bridge.errors import ErrorCode
 from tests.conftest import AGENTS, AgentHarness
 from tests.helpers import killed_after_sigterm
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 FAST = {"startup": 10, "session": 10, "cancel_grace": 1, "shutdown_grace": 1}
 SLACK = 5.0
 """Seconds a loaded CI machine may add to a bound (a deadlock is minutes, not seconds)."""

@@ -22,6 +22,9 @@ import pytest
 from acp_bridge._os.locations import SQLITE_SUFFIXES
 from tests.conftest import MARKER_VAR, AgentHarness
 
+# Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
+pytestmark = pytest.mark.slow
+
 UMASKS = [0o000, 0o022, 0o277]
 
 

@@ -56,7 +56,8 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from acp_bridge._os.namespace_inits import reap_namespace_inits
+from acp_bridge._os.marker_scans import marker_present
+from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
 from acp_bridge._os.stdio_handoff import outer_argv
 from acp_bridge._os.undumpable import make_undumpable
@@ -322,15 +323,21 @@ class ProcessGroup:
         leader or left the group): SIGTERM, ``pause``, SIGKILL, up to ``wait`` for them to go.
         How many were found. Runs in a thread that cannot be cancelled: bounded by the two."""
         reaped = self.returncode is not None
-        found = await anyio.to_thread.run_sync(
-            functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGTERM, wait=pause)
-        )
+        found = 0
+        # Usually nothing outlived it: one /proc pass, shared with the groups ending with it.
+        if await marker_present(MARKER_ENV, self.marker):
+            found = await anyio.to_thread.run_sync(
+                functools.partial(
+                    kill_marked, MARKER_ENV, [self.marker], signal.SIGTERM, wait=pause
+                )
+            )
         if found:
             self.notes.append(f"{found} process(es) outlived it: sent SIGTERM, then SIGKILL")
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGKILL, wait=wait)
             )
-        if reaped:  # a bwrap leader leaves its namespace's init to us when we are PID 1
+        # A bwrap leader leaves its namespace's init to us when we are PID 1 (or a subreaper).
+        if reaped and inherits_orphans():
             await anyio.to_thread.run_sync(reap_namespace_inits)
         self.swept = self.swept or reaped
         return found

@@ -120,7 +120,9 @@ async def _make_state_dirs(paths: Sequence[Path]) -> list[str]:
     (``~/.claude.json``) is a file: left to the agent, and said so when it is missing."""
     notes = []
     for path in paths:
-        if await anyio.Path(path).exists():
+        # A stat, inline: the state folder is there on every run but the first (a thread
+        # hop per path cost more than the stat, and 64 runs at once wait for the threads).
+        if path.exists():
             continue
         if path.suffix:
             notes.append(f"state file {path} does not exist yet: the agent cannot create it")
@@ -234,8 +236,11 @@ async def confined(
             with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError):
                 kept: KeepWorktree = "always" if worktree.start_tree else "changed"
                 await finish_worktree(worktree, scratch=scratch / "worktree", keep=kept)
-        with contextlib.suppress(OSError):
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
+        # Made only when used (a run without a worktree or snapshot copies has none): no
+        # thread hop for a folder that is not there (a stat, from the dentry cache).
+        if scratch.exists() or scratch.is_symlink():
+            with contextlib.suppress(OSError):
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(scratch, ignore_errors=True))
 
 
 async def _worktree(

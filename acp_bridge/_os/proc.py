@@ -164,12 +164,18 @@ def namespace_pids(pid: int) -> list[int]:
 def environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
     """Whether ``pid``'s environment holds any of ``needles`` (whole ``NAME=value`` entries).
     False when it is gone, a kernel thread, or not ours to read."""
+    return bool(environ_matches(pid, needles))
+
+
+def environ_matches(pid: int, needles: frozenset[bytes]) -> frozenset[bytes]:
+    """Which of ``needles`` (whole ``NAME=value`` entries) ``pid``'s environment holds;
+    none when it is gone, a kernel thread, or not ours to read."""
     try:
         with open(f"{PROC}/{pid}/environ", "rb") as file:  # noqa: PTH123
             data = file.read()
     except OSError:
-        return False
-    return not needles.isdisjoint(data.split(b"\0"))
+        return frozenset()
+    return needles.intersection(data.split(b"\0"))
 
 
 def all_pids() -> list[int]:

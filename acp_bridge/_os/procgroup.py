@@ -56,9 +56,10 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from acp_bridge._os.namespace_inits import reap_namespace_inits
+from acp_bridge._os.marker_scans import marker_present
+from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
-from acp_bridge._os.stdio_handoff import HANDOFF_ENV, HandedStdio
+from acp_bridge._os.stdio_handoff import outer_argv
 from acp_bridge._os.undumpable import make_undumpable
 
 MARKER_ENV = "ACP_BRIDGE_MARKER"
@@ -74,7 +75,8 @@ much (a sandbox launcher that dies of SIGTERM and takes everything with it). Tru
 @dataclass(frozen=True)
 class Launched:
     """How to start a process some other way (in a sandbox): its argv, env and cwd, how to
-    ask it to stop, and whether its stdin and stdout are handed over (stdio_handoff.py)."""
+    ask it to stop, and whether its stdin and stdout are handed past the launcher
+    (stdio_handoff.py)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -225,8 +227,6 @@ class ProcessGroup:
         """Whether its leader was reaped before a sweep that found what outlived it."""
         self.notes: list[str] = []
         """What ending it took (SIGTERM, SIGKILL, stragglers), for meta and transcripts."""
-        self.handed: HandedStdio | None = None
-        """Its stdin and stdout, when they were handed over rather than inherited."""
 
     @classmethod
     async def start(
@@ -243,41 +243,30 @@ class ProcessGroup:
     ) -> ProcessGroup:
         """Start ``argv`` as a new group that dies with us; OSError (not found, a directory,
         not executable …) propagates. ``graceful``: how to send its SIGTERM, when not to the
-        whole group. ``handoff``: ``argv`` runs the stdio shim (a sandbox launcher's command),
-        which gets its stdin and stdout over a socket, not by inheritance (stdio_handoff.py);
-        :attr:`stdin` and :attr:`stdout` are then our ends of them."""
+        whole group. ``handoff``: ``argv`` (a sandbox launcher's command) gets its stdin and
+        stdout above fd 2, where the launcher drops its own copies (stdio_handoff.py)."""
         marker = new_marker()
         path = env.get("PATH", os.defpath)
         command = resolve_command(argv[0], path, cwd)
         make_undumpable()  # before the first child exists: it must not read our /proc entry
-        handed = HandedStdio() if handoff else None
         full_env = {**env, MARKER_ENV: marker}
-        if handed is not None:
-            full_env[HANDOFF_ENV] = str(handed.child_fd)
-            stdin = stdout = subprocess.DEVNULL
+        command_line = [command, *argv[1:]]
+        if handoff:
+            command_line = outer_argv(command_line)
         # Shielded: a cancel that lands mid-spawn would make asyncio SIGKILL the leader
         # alone, leaving its group (a sandbox's init, a shell's children) running, untracked.
         # The caller's cancellation takes effect at its next await, with the group in hand.
-        try:
-            with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
-                    [*launcher(), command, *argv[1:]],
-                    stdin=stdin,
-                    stdout=stdout,
-                    stderr=stderr,
-                    cwd=cwd,
-                    env=full_env,
-                    start_new_session=True,
-                    pass_fds=(handed.child_fd,) if handed is not None else (),
-                )
-        except BaseException:
-            if handed is not None:
-                handed.close_agent_ends()
-            raise
-        if handed is not None:
-            handed.hand_over()
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                [*launcher(), *command_line],
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                cwd=cwd,
+                env=full_env,
+                start_new_session=True,
+            )
         group = cls(process, marker, graceful)
-        group.handed = handed
         started = _current_run.get()
         if started is not None:
             started.add(group)
@@ -291,12 +280,11 @@ class ProcessGroup:
 
     @property
     def stdin(self) -> ByteSendStream | None:
-        """The leader's stdin (or, handed over, the agent's)."""
-        return self.handed.stdin if self.handed is not None else self.process.stdin
+        return self.process.stdin
 
     @property
     def stdout(self) -> ByteReceiveStream | None:
-        return self.handed.stdout if self.handed is not None else self.process.stdout
+        return self.process.stdout
 
     def signal(self, sig: signal.Signals) -> bool:
         """Signal the whole group, only while its leader is unreaped (the rule above).
@@ -335,15 +323,21 @@ class ProcessGroup:
         leader or left the group): SIGTERM, ``pause``, SIGKILL, up to ``wait`` for them to go.
         How many were found. Runs in a thread that cannot be cancelled: bounded by the two."""
         reaped = self.returncode is not None
-        found = await anyio.to_thread.run_sync(
-            functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGTERM, wait=pause)
-        )
+        found = 0
+        # Usually nothing outlived it: one /proc pass, shared with the groups ending with it.
+        if await marker_present(MARKER_ENV, self.marker):
+            found = await anyio.to_thread.run_sync(
+                functools.partial(
+                    kill_marked, MARKER_ENV, [self.marker], signal.SIGTERM, wait=pause
+                )
+            )
         if found:
             self.notes.append(f"{found} process(es) outlived it: sent SIGTERM, then SIGKILL")
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, [self.marker], signal.SIGKILL, wait=wait)
             )
-        if reaped:  # a bwrap leader leaves its namespace's init to us when we are PID 1
+        # A bwrap leader leaves its namespace's init to us when we are PID 1 (or a subreaper).
+        if reaped and inherits_orphans():
             await anyio.to_thread.run_sync(reap_namespace_inits)
         self.swept = self.swept or reaped
         return found
@@ -367,7 +361,4 @@ class ProcessGroup:
             anyio.move_on_after(wait),
             contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError),
         ):
-            if self.handed is not None:
-                await self.handed.stdin.aclose()
-                await self.handed.stdout.aclose()
             await self.process.aclose()

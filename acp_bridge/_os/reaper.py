@@ -35,6 +35,21 @@ def marked_processes(name: str, value: str | Sequence[str]) -> list[int]:
     return [pid for pid in proc.all_pids() if pid != own and proc.environ_has_any(pid, needles)]
 
 
+def markers_present(name: str, values: Sequence[str]) -> set[str]:
+    """Which of ``values`` some live process (not this one) carries as ``name=value``: one
+    pass over ``/proc`` for all of them."""
+    needles = _needles(name, values)
+    own = os.getpid()
+    found: set[bytes] = set()
+    for pid in proc.all_pids():
+        if pid != own:
+            found |= proc.environ_matches(pid, needles)
+            if len(found) == len(needles):
+                break
+    prefix = len(name) + 1
+    return {needle[prefix:].decode() for needle in found}
+
+
 def _needles(name: str, value: str | Sequence[str]) -> frozenset[bytes]:
     values = [value] if isinstance(value, str) else list(value)
     return frozenset(f"{name}={v}".encode() for v in values)

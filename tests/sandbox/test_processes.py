@@ -192,7 +192,12 @@ async def main():
 
 statuses = anyio.run(main)  # every sandboxed process ended, and was swept, by now
 tasks = f"/proc/{os.getpid()}/task"
-children = [c for t in os.listdir(tasks) for c in open(f"{tasks}/{t}/children").read().split()]
+children = []
+for thread in os.listdir(tasks):
+    try:
+        children += open(f"{tasks}/{thread}/children").read().split()
+    except FileNotFoundError:  # a thread that ended since the listing
+        pass
 print(json.dumps({"statuses": statuses, "children": children}))
 """
 

@@ -50,7 +50,7 @@ class Launch:
     mode: Chosen
     warnings: tuple[str, ...] = field(default=())
     handoff: bool = False
-    """Its stdin and stdout go over a socket to the stdio shim (stdio_handoff.py)."""
+    """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
 
 
 class RunSandbox:

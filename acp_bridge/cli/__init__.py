@@ -36,7 +36,7 @@ def command_of(argv: Sequence[str]) -> str | None:
     """The command an argv runs (``run``), if any."""
     words = iter(argv)
     for word in words:
-        if word == "--config":
+        if len(word) > 2 and "--config".startswith(word):  # argparse takes `--conf` too
             next(words, None)  # its value
         elif not word.startswith("-"):
             return word

@@ -24,7 +24,7 @@ from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope, ref
 from acp_bridge.cli._profiles import load
 from acp_bridge.cli._progress import FLUSH_EVERY, event_printer
 from acp_bridge.cli._signals import interrupts
-from acp_bridge.cli._streams import typed_text
+from acp_bridge.cli._streams import is_interactive, typed_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ConfigError, ErrorCode
@@ -97,8 +97,9 @@ async def _every(seconds: float, call: Callable[[], None]) -> None:
 
 def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:
     """The terminal's answers to ``ask`` permissions and questions. A run the run layer
-    carries is headless (_detach.py refuses --yes), and skips importing the prompts."""
-    if wants_run_layer(args):
+    carries is headless (_detach.py refuses --yes); so is a run with nobody at a terminal
+    and no fixed answer. Both skip importing the prompts (issue 24: a cold headless run)."""
+    if wants_run_layer(args) or not (args.yes or args.no or is_interactive()):
         return None, None
     from acp_bridge.cli._prompts import hooks_for
 

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, OptionsOf, offered
 from acp_bridge._entries.request import EntryRequest
@@ -97,6 +96,10 @@ def _bound(option: Option, name: str) -> float:
 
 def add_compare_options(parser: argparse.ArgumentParser) -> None:
     """``compare``'s flags: its own, and ``acp_spawn``'s that every attempt runs with."""
+    # Imported here: the compare layer (and its options adapter) is no part of the other
+    # commands' start-up (issue 24: a cold `run` paid ~7 ms for it).
+    from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
+
     add_options(parser, CompareOptions, NOT_FOR_COMPARE)
 
 

@@ -18,7 +18,6 @@ cancelled while a prompt is open answers ``cancelled`` and goes on.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,6 +31,7 @@ from acp_bridge._acp.services.elicitation import (
 from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
 from acp_bridge.cli._printing import HumanStream, human_stream
 from acp_bridge.cli._safe_text import one_line
+from acp_bridge.cli._streams import is_interactive
 
 DEFAULT_ASK_TIMEOUT = 60.0
 _YES = frozenset({"y", "yes"})
@@ -202,13 +202,6 @@ def _convert(line: str, kind: str, choices: list[str]) -> Any:
         values = [v.strip() for v in line.split(",") if v.strip()]
         return values if not choices or all(v in choices for v in values) else None
     return line if not choices or line in choices else None
-
-
-def is_interactive() -> bool:
-    try:
-        return sys.stdin.isatty() and sys.stderr.isatty()
-    except (AttributeError, ValueError):  # closed or replaced streams
-        return False
 
 
 def hooks_for(

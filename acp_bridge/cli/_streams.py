@@ -192,6 +192,14 @@ def typed_text(text: str) -> str:
         return text
 
 
+def is_interactive() -> bool:
+    """Whether a person can be asked: stdin and stderr both on a terminal."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
 def stdout_gone() -> None:
     """stdout takes nothing more: what is still buffered goes to /dev/null, not to an
     error at exit."""

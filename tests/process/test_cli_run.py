@@ -114,3 +114,20 @@ def test_unknown_agent_exits_2(harness: AgentHarness) -> None:
     assert envelope["meta"]["error_code"] == "config_error"
     assert "no agent profile named 'nobody'" in envelope["error"]
     assert Path(harness.root).exists()
+
+
+def test_an_abbreviated_config_option_still_gives_run_its_options(harness: AgentHarness) -> None:
+    # argparse takes `--conf FILE`; the command line's command (run) must still be found past
+    # its value, or run's own options (--timeout here) were "unrecognized arguments".
+    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    config = str(harness.root / "acp-bridge.yaml")
+    argv = ["--conf", config, "run", "demo2", "Reply with exactly ABBREV", "--timeout", "30"]
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_bridge", *argv, "--cwd", str(harness.workspace)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "ABBREV"

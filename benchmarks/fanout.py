@@ -17,6 +17,10 @@ acp_bridge._demo_agent``) and the task ``Reply with exactly OK``:
 
 ``per task`` is the batch's wall time divided by N; ``cpu/task`` is the worker's own CPU
 (user+sys, plus its reaped children: the agents) divided by N. Every run must answer ``OK``.
+Under bubblewrap ``cpu/task`` leaves out the agents themselves: bwrap exits before reaping
+its namespace's init, which the system's init then reaps with the agent's CPU in it (a
+demo agent run: ~3 ms reach the worker, ~31 ms when the worker is made a subreaper), so
+the bridge's line shows its own CPU and bwrap's, the SDK's its own and its agents'.
 Ratios are taken within each round (the clients run in turn), then the median is printed.
 
 Targets (issue 24, DESIGN §6): bridge at most 1.3 times the SDK per task; detached at most

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -126,3 +127,54 @@ def test_smoke_cases_are_recorded(runs: RunsEnv) -> None:
     assert main(["smoke", str(suite)]) == 0
     [run] = list_runs()
     assert (run.entry, run.task, run.status, run.detached) == ("bash", "echo smoke", "done", False)
+
+
+def test_rows_begun_at_once_wait_for_one_writer_not_for_each_other(runs: RunsEnv) -> None:
+    """A begin that finds another thread writing rows returns at once (its thread is free):
+    the writer writes its row too, and its ``ended`` waits for that row before finishing it."""
+    from acp_bridge._entries.reporting import RunStart
+    from acp_bridge._runs.store.foreground import StoreReporter
+    from acp_bridge.envelope import Meta, SubtaskResult
+
+    reporter = StoreReporter()
+    config = runs.config()
+    records = [
+        reporter.record(RunStart(f"at-once-{i}", "bash", "true", None, str(runs.root)))
+        for i in range(3)
+    ]
+    assert all(record is not None for record in records)
+    first, second, third = (record for record in records if record is not None)
+
+    def done(task_id: str) -> SubtaskResult:
+        return SubtaskResult(
+            status="done", summary="ok", output_kind="text", output="ok", task_id=task_id,
+            meta=Meta(entry="bash"),
+        )  # fmt: skip
+
+    try:
+        with reporter.lock:  # the store is busy: the first begin's writer waits for it
+            writer = threading.Thread(target=first.begin, args=(config,))
+            writer.start()
+            deadline = time.monotonic() + 10
+            while not reporter._writing and time.monotonic() < deadline:
+                writer.join(0.01)
+            assert reporter._writing
+            for record in (second, third):  # each returns though its row is not written yet
+                begin = threading.Thread(target=record.begin, args=(config,))
+                begin.start()
+                begin.join(10)
+                assert not begin.is_alive(), "a begin waited for the busy store"
+            assert not second.begun and not third.begun
+            ender = threading.Thread(target=second.ended, args=(done("at-once-1"),))
+            ender.start()
+        writer.join(10)
+        ender.join(10)
+        assert not writer.is_alive() and not ender.is_alive()
+        assert first.begun and second.begun and third.begun
+        statuses = {run.id: run.status for run in list_runs()}
+        assert statuses == {"at-once-0": "running", "at-once-1": "done", "at-once-2": "running"}
+        first.ended(done("at-once-0"))
+        third.ended(done("at-once-2"))
+        assert {run.status for run in list_runs()} == {"done"}
+    finally:
+        reporter.close()

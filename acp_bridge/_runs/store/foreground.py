@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +34,7 @@ from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 
 if TYPE_CHECKING:  # imported on first use: SQLite is the begin thread's cost, not the caller's
+    from acp_bridge._runs.store.records import NewRun
     from acp_bridge._runs.store.store import Store
 
 log = logging.getLogger("acp_bridge.runs")
@@ -59,6 +60,11 @@ class StoreReporter:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._stores: dict[tuple[int, Path], Store] = {}
+        self._unwritten: list[_Record] = []
+        """Records whose ``begin`` is waiting for :attr:`lock`: the next holder writes them
+        all (guarded by :attr:`_queue_lock`, which is never held while writing)."""
+        self._queue_lock = threading.Lock()
+        self._writing = False
 
     def record(self, run: RunStart) -> _Record | None:
         if run.task_id == _carried.get():
@@ -74,6 +80,53 @@ class StoreReporter:
         if found is None:
             found = self._stores[key] = Store(path, any_thread=True)
         return found
+
+    def write_begun(self, record: _Record) -> None:
+        """Have ``record``'s row written: by this thread, or by the one writing already.
+
+        Why not each thread its own row, in turn on :attr:`lock`: 64 runs starting at once
+        held 40 worker threads waiting for it (the first one opening the store), each
+        holding a token of anyio's shared thread limiter (40 in all), and every other
+        thread hop of those runs (the files baseline, the sandbox's /tmp) queued behind
+        them for the first ~0.3 s of the batch. Now one thread writes every row queued
+        while it writes; the others return at once. :meth:`_Record.ended` waits for the
+        row (:meth:`write_queued`)."""
+        with self._queue_lock:
+            self._unwritten.append(record)
+            if self._writing:
+                return  # the writer takes it before it stops
+            self._writing = True
+        try:
+            while self.write_queued():
+                pass
+        finally:
+            with self._queue_lock:
+                self._writing = False
+            if self._unwritten:  # queued between the last pass and the flag cleared
+                self.write_queued()
+
+    def write_queued(self) -> bool:
+        """Write every row queued now (and wait for a pass under way); whether any were."""
+        from acp_bridge._runs.store import retention
+
+        with self.lock:
+            with self._queue_lock:
+                batch, self._unwritten = self._unwritten, []
+            stores: dict[int, Store] = {}
+            for queued in batch:
+                try:
+                    store = queued.write_row()
+                    stores[id(store)] = store
+                    queued.begun = True
+                except Exception as exc:  # never fail a run for its record
+                    queued.skip = True
+                    log.warning("%s: not recorded in the run store: %s", queued.run.task_id, exc)
+            for store in stores.values():
+                try:
+                    retention.maybe_prune(store)
+                except Exception as exc:
+                    log.warning("run store not pruned: %s", exc)
+        return bool(batch)
 
     def close(self) -> None:
         with self.lock:
@@ -91,19 +144,31 @@ class _Record:
         self.path: Path | None = None
         self.begun = False
         self.skip = False
+        self._row: tuple[NewRun, Mapping[str, str | None] | None] | None = None
 
     def begin(self, config: LoadedConfig | None) -> None:
         if config is not None and not config.config.runs.record:
             self.skip = True
             return
         try:
-            self._insert(config)
-            self.begun = True
+            self._prepare(config)
         except Exception as exc:  # never fail the run for its record
             self.skip = True
             log.warning("%s: not recorded in the run store: %s", self.run.task_id, exc)
+            return
+        self.reporter.write_begun(self)  # sets begun, or skip
 
-    def _insert(self, config: LoadedConfig | None) -> None:
+    def write_row(self) -> Store:
+        """Insert the prepared row (with :attr:`StoreReporter.lock` held); its store."""
+        from acp_bridge._os import proc
+
+        assert self.path is not None and self._row is not None
+        new, settings = self._row
+        store = self.reporter.store(self.path)
+        store.create(new, proc.own_identity(), detached=False, settings=settings)
+        return store
+
+    def _prepare(self, config: LoadedConfig | None) -> None:
         # wakeup, budget and envelopes only for ended(): imported now, in this worker thread,
         # because ended() is on the caller's critical path (they cost a cold run ~3 ms).
         from acp_bridge._os import proc
@@ -112,7 +177,7 @@ class _Record:
         from acp_bridge._runs.store.records import NewRun
         from acp_bridge._runs.store.store import default_path
 
-        del wakeups, budget, envelopes
+        del wakeups, budget, envelopes, proc, retention
 
         run = self.run
         self.path = default_path().absolute()
@@ -124,12 +189,11 @@ class _Record:
             lane=lanes.lane_for(run.entry, run.agent), group=None, env_key="",
         )  # fmt: skip
         settings = rules.store_settings(config.config.runs) if config else None
-        with self.reporter.lock:
-            store = self.reporter.store(self.path)
-            store.create(new, proc.own_identity(), detached=False, settings=settings)
-            retention.maybe_prune(store)
+        self._row = new, settings
 
     def ended(self, result: SubtaskResult, *, stopped: bool = False) -> None:
+        if self._row is not None and not self.begun and not self.skip:
+            self.reporter.write_queued()  # its row queued for another thread's pass
         if not self.begun and not self.skip:
             self.begin(None)  # the run failed before its config was read: record it anyway
         if self.skip:

@@ -14,8 +14,9 @@ pair beyond U+FFFF), ``/`` as ``\\/``, and ``json.dumps``'s two forms are only t
 The common forms are found with a plain search. A line holding another escape is unescaped
 (C codecs: ~1 µs for a chunk line) and searched for the secrets; only when one is there is
 the line rewritten, by one pattern that accepts every spelling of every character of every
-secret, starting where an escape starts (after an even run of backslashes), so every line
-stays valid JSON. Events carry decoded text, so the plain-text rule covers them
+secret. Either way a secret is replaced only where a character of the text starts, never
+from inside an escape (the digit ending ``\\u0030`` is also a ``0``), so every line stays
+valid JSON. Events carry decoded text, so the plain-text rule covers them
 (``EventSink.redact``).
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -100,10 +101,10 @@ class Redactor:
         stays valid JSON."""
         for form in self._json_forms:
             if form in data:
-                data = data.replace(form, _REDACTED_BYTES)
+                data = _redact_where_characters_start(data, _occurrences(data, form))
         escaped = b"\\u" in data or b"\\/" in data
         if self._escaped is not None and escaped and self._in_unescaped(data):
-            data = self._escaped.sub(rb"\1" + _REDACTED_BYTES, data)
+            data = _redact_where_characters_start(data, _matches(self._escaped, data))
         return data
 
     def _in_unescaped(self, data: bytes) -> bool:
@@ -123,6 +124,64 @@ class Redactor:
 
 
 _REDACTED_BYTES = REDACTED.encode()
+_BACKSLASH, _U = ord("\\"), ord("u")
+
+
+def _occurrences(data: bytes, form: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Where ``form`` is in ``data``, each start tried (overlapping too): (start, end, kept
+    prefix)."""
+    at = data.find(form)
+    while at >= 0:
+        yield at, at + len(form), b""
+        at = data.find(form, at + 1)
+
+
+def _matches(pattern: re.Pattern[bytes], data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """Where ``pattern`` (an even run of backslashes, kept, then a secret) matches, each
+    start tried."""
+    match = pattern.search(data)
+    while match is not None:
+        yield match.start(), match.end(), match.group(1)
+        match = pattern.search(data, match.start() + 1)
+
+
+def _redact_where_characters_start(data: bytes, found: Iterator[tuple[int, int, bytes]]) -> bytes:
+    """``data`` with each found secret replaced, but only one that starts where a character
+    of the JSON text starts. Why: a secret's spelling can also be read from the middle of
+    an escape — ``\\u0030`` ends in the digit ``0``, ``\\n`` in the letter ``n`` — and
+    replacing from there cut the escape in two: invalid JSON, and text that was not the
+    secret. Overlapping finds after a replacement are skipped."""
+    parts, done = [], 0
+    for start, end, kept in found:
+        if start >= done and _starts_character(data, start):
+            parts += [data[done:start], kept, _REDACTED_BYTES]
+            done = end
+    return b"".join(parts) + data[done:] if parts else data
+
+
+def _starts_character(data: bytes, at: int) -> bool:
+    """Whether ``data[at]`` begins a character of JSON text: not the one after an escaping
+    backslash, nor a hex digit of a ``\\uXXXX`` escape."""
+    if _escaped_by_backslashes(data, at):
+        return False
+    for backslash in range(max(at - 5, 0), at - 1):  # a \u whose 4 digits would cover it
+        if (
+            data[backslash] == _BACKSLASH
+            and data[backslash + 1] == _U
+            and not _escaped_by_backslashes(data, backslash)
+        ):
+            return False
+    return True
+
+
+def _escaped_by_backslashes(data: bytes, at: int) -> bool:
+    """Whether an odd run of backslashes stands right before ``data[at]``."""
+    run = 0
+    while at - run > 0 and data[at - run - 1] == _BACKSLASH:
+        run += 1
+    return run % 2 == 1
+
+
 _SHORT_ESCAPES = {'"': b'\\"', "\\": b"\\\\", "/": b"\\/", "\b": b"\\b", "\f": b"\\f",
                   "\n": b"\\n", "\r": b"\\r", "\t": b"\\t"}  # fmt: skip
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,6 +94,24 @@ def test_a_secret_is_redacted_however_json_escapes_it(
     redacted = json.loads(Redactor([secret]).json_bytes(line))  # still valid JSON
     assert secret not in redacted["k"] and "[REDACTED]" in redacted["k"]
     assert redacted["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("secret", "text"),
+    [
+        ("000é", '{"k":"\\u003000\\u00e9"}'),  # the secret's ASCII form from an escape's digit
+        ("1abc", '{"k":"\\u0061abc1abc"}'),  # a spelling from an escape's digit, then the secret
+        ("nabc", '{"k":"\\nabc nabc"}'),  # from the letter of a short escape
+    ],
+)
+def test_a_secret_read_from_inside_an_escape_is_not_cut_there(secret: str, text: str) -> None:
+    """Found by the property test above: a spelling that starts inside an escape was
+    replaced from there, cutting the escape (invalid JSON)."""
+    line = text.encode()
+    assert secret in json.loads(line)["k"]
+    redacted = json.loads(Redactor([secret]).json_bytes(line))["k"]
+    assert secret not in redacted and "[REDACTED]" in redacted
+    assert redacted.replace("[REDACTED]", secret) == json.loads(line)["k"]
 
 
 def test_an_escaped_backslash_before_u_is_not_an_escape() -> None:

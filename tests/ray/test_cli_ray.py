@@ -55,6 +55,20 @@ def cli(cluster: RayTestCluster, *args: str, cwd: Path) -> subprocess.Popen[str]
     )
 
 
+def demo_agents(marker: str) -> list[int]:
+    """The demo agents carrying ``marker``: not bwrap's own processes (their command lines
+    name the agent too) nor a shell on the way to it."""
+    found = []
+    for pid in processes_with(marker):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-m", b"acp_bridge._demo_agent"]:
+            found.append(pid)
+    return found
+
+
 def verdicts(junit: Path) -> dict[str, str]:
     found = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
@@ -139,8 +153,9 @@ def test_an_interrupted_batch_cancels_its_tasks_on_their_nodes(
     process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
     deadline = time.monotonic() + 90
     journal = tmp_path / "results.jsonl.journal"
-    # every slow task's agent runs on a node, and the quick one has ended
-    while len(processes_with(ray_cluster.marker)) < 4 or not journal.exists():
+    # every slow task's agent runs on a node, and the quick one has ended (each agent's
+    # sandbox has processes of its own with the marker: count the agents themselves)
+    while len(demo_agents(ray_cluster.marker)) < 4 or not journal.exists():
         assert time.monotonic() < deadline and process.poll() is None, "tasks never started"
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)

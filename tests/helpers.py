@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -221,3 +222,19 @@ def killed_after_sigterm(note: str, result: Any) -> bool:
     if "SIGKILL" in note:
         return True
     return result.meta.sandbox.get("mode") == "landlock" and "sent SIGTERM" in note
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo ARGS`` with a committer identity of its own; its stdout."""
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
+def new_repo(path: Path) -> Path:
+    """A repository at ``path`` whose one commit holds ``README.md``."""
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / "README.md").write_text("the project\n")
+    git(path, "add", ".")
+    git(path, "commit", "-qm", "start")
+    return path

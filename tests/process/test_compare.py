@@ -19,7 +19,7 @@ import pytest
 from acp_bridge import DirtyWorkingTree, compare
 from acp_bridge.config import LoadedConfig
 from tests.conftest import AgentHarness
-from tests.helpers import run_bounded
+from tests.helpers import git, new_repo, run_bounded
 
 DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
 WRITES = "write expected.txt: written by the writer\nwrite README.md: changed by the writer"
@@ -27,20 +27,9 @@ TASK = "Reply with exactly DONE"
 VERIFY = "test -f expected.txt"
 
 
-def git(repo: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "README.md").write_text("the project\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "start")
-    return path
+    return new_repo(tmp_path / "repo")
 
 
 @pytest.fixture

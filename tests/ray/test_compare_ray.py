@@ -18,25 +18,15 @@ from acp_bridge._compare.compare_result import CompareResult
 from acp_bridge._compare.comparison import compare
 from acp_bridge._os.locations import state_dir
 from acp_bridge.config import load_config
+from tests.helpers import git, new_repo
 from tests.ray.conftest import RayTestCluster
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 
 
-def git(repo: Path, *args: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q")
-    (path / "README.md").write_text("the project\n")
-    git(path, "add", ".")
-    git(path, "commit", "-qm", "start")
-    return path
+    return new_repo(tmp_path / "repo")
 
 
 def test_the_attempts_run_on_the_nodes_and_their_diffs_come_back(

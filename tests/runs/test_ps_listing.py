@@ -19,7 +19,7 @@ from acp_bridge._runs.store import listing, migrations
 from acp_bridge._runs.store.records import DICT_COLUMNS, NewRun, Outcome
 from acp_bridge._runs.store.store import Store, close_stores
 from acp_bridge.cli import main
-from acp_bridge.cli._safe_text import compact_json_text
+from acp_bridge.cli._safe_text import compact_json_raw, compact_json_text, safe_json
 
 Capture = pytest.CaptureFixture[str]
 
@@ -85,6 +85,10 @@ def test_ps_json_is_byte_for_byte_the_rows_dicts_encoded(store: Store, capsys: C
     assert 0 < stored[0] < 32  # most ended runs keep a text; those with a tiny cost do not
     assert ps_json(capsys, "--all") == made_from_dicts(store, active_only=False)
     assert ps_json(capsys) == made_from_dicts(store, active_only=True)
+    for limit in (1, 7, 100):
+        texts = listing.json_texts(store.db, compact_json_raw, limit=limit)
+        dicts = store.run_dicts(limit=limit)
+        assert safe_json("[" + ",".join(texts) + "]") == compact_json_text(dicts)
     # A change to an ended run after its end (a hold, a late count) clears its text.
     store.db.execute("UPDATE runs SET held_until = 12.5, events_count = 7 WHERE id = ?",
                      ("sub_000000000001",))  # fmt: skip

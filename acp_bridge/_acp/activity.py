@@ -23,8 +23,8 @@ class Activity:
         """The agent's requests being answered now."""
         self._event: anyio.Event | None = None
 
-    def touch(self) -> None:
-        self.count += 1
+    def touch(self, seen: int = 1) -> None:
+        self.count += seen
         if self._event is not None:
             self._event.set()
 

@@ -35,7 +35,6 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._acp.activity import Activity
 from acp_bridge._acp.inbound import (
-    UPDATE,
     InboundStats,
     NotificationMessage,
     ReplyMessage,
@@ -66,6 +65,7 @@ log = logging.getLogger("acp_bridge._acp.connection")
 __all__ = ["JsonRpcConnection", "PendingRequest", "Response"]
 
 UpdateCallback = Callable[[dict[str, Any]], None]
+_NAMES: dict[type, str] = {dict: "NotificationMessage"}  # an update, as decode_line gives it
 NotificationCallback = Callable[[str, Any], None]
 
 
@@ -92,11 +92,10 @@ class JsonRpcConnection:
         self._max_message_bytes = max_message_bytes
         self._next_id = 0
         self._pending: dict[int, PendingRequest] = {}
-        # Each request being served, by id; an agent may (wrongly) reuse an id while the
-        # first is still served, so an id can name several: $/cancel_request cancels all.
         self._serving: dict[tuple[str, Any], list[tuple[RequestMessage, anyio.CancelScope]]] = {}
         """The agent's requests queued or being answered, by id, for its ``$/cancel_request``
-        (bounded by the request pool: at most its workers and backlog)."""
+        (bounded by the request pool: at most its workers and backlog). An agent may (wrongly)
+        reuse an id while the first is still served: an id can name several, cancelled all."""
         self._tg: TaskGroup | None = None
         self._pool: RequestPool[RequestMessage | Skipped] | None = None
         self._eof = anyio.Event()
@@ -239,33 +238,25 @@ class JsonRpcConnection:
         parts: list[bytes] = []  # an unfinished line, kept as chunks: no O(n²) re-joining
         size = 0
         noise = False  # the unfinished line is not JSON: parts hold its head only
-        handle = self._handle_line
         try:
             while True:
                 try:
                     chunk = await self._receive.receive(READ_SIZE)
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
-                start = 0
-                while (newline := chunk.find(b"\n", start)) >= 0:
-                    if parts:
+                lines = chunk.split(b"\n")  # one C call, not a find and a slice per line
+                rest = lines.pop()  # after the last newline: the start of the next line
+                if lines:
+                    if parts:  # the first line began in an earlier read
                         if not noise:
-                            parts.append(chunk[start:newline])
-                        line = b"".join(parts)
+                            parts.append(lines[0])
+                        lines[0] = b"".join(parts)
                         parts.clear()
                         size, noise = 0, False
-                    else:
-                        line = chunk[start:newline]
-                    start = newline + 1
-                    waiting = handle(line)
-                    if waiting is not None:  # the request backlog is full: back-pressure
-                        assert self._pool is not None
-                        await self._pool.put(waiting, len(line))
-                if self._transcript is not None:
-                    self._transcript.end_read()  # this read's messages: one write
-                if start < len(chunk) and not noise:
-                    parts.append(chunk[start:] if start else chunk)
-                    size += len(chunk) - start
+                    await self._handle_lines(lines)
+                if rest and not noise:
+                    parts.append(rest)
+                    size += len(rest)
                     if size > NOISE_PROBE and (noise := not_json(parts)):
                         head = b"".join(parts)[:NOISE_HEAD]
                         parts[:] = [head]
@@ -275,42 +266,55 @@ class JsonRpcConnection:
                             "(the transport's memory ceiling, the profile's max_message_bytes)"
                         )
                         return
-            if parts and (waiting := handle(line := b"".join(parts))) is not None:
-                assert self._pool is not None  # a last line without its newline
-                await self._pool.put(waiting, len(line))
+            if parts:  # a last line without its newline
+                await self._handle_lines([b"".join(parts)])
             self.failure = self.failure or AgentExitedError("the agent closed its stdout")
         finally:
             self._eof.set()
             self._fail_pending(self.failure or AgentExitedError("the agent closed its stdout"))
 
-    def _handle_line(self, line: bytes) -> RequestMessage | Skipped | None:
-        """Deal with one line; a request that found no room in the backlog is returned."""
-        stats = self.stats
-        stats.lines += 1
-        stripped = line.strip()
-        if not stripped:
-            return None
-        message = decode_line(stripped, stats)
-        if message is None:
-            if self._transcript is not None:
-                self._transcript.non_json(stripped)
-            return None
+    async def _handle_lines(self, lines: list[bytes]) -> None:
+        """The lines of one read, in order (a request finding the backlog full waits there:
+        back-pressure); then their transcript lines, in one write."""
+        self.stats.lines += len(lines)
+        first, waiting = self._handle_some(lines, 0)
+        while waiting is not None:  # the backlog is full: wait for room, then go on
+            assert self._pool is not None
+            await self._pool.put(waiting, len(lines[first - 1]))
+            first, waiting = self._handle_some(lines, first)
         if self._transcript is not None:
-            self._transcript.incoming(stripped)
+            self._transcript.end_read()
+
+    def _handle_some(self, lines: list[bytes], first: int) -> tuple[int, Any]:
+        """Lines from ``first`` on until a request finds the backlog full: where to go on from,
+        and that request (or None). Updates go straight to the collector, counted at the end."""
+        stats, on_update, transcript = self.stats, self._on_update, self._transcript
+        incoming = transcript.incoming if transcript is not None else None
+        updates = 0
         try:
-            if (
-                type(message) is NotificationMessage
-                and message.method == UPDATE
-                and message.params is not None
-            ):
-                self.activity.touch()  # progress, for timeouts.stall and the drain
-                self._on_update(message.params)  # the stream: straight to the collector
-                return None
-            return self._dispatch(message, len(stripped))
-        except Exception:  # the boundary held, a consumer did not: skip, never crash
-            log.warning("could not use a message from the agent", exc_info=True)
-            stats.skip(f"a {type(message).__name__} the bridge could not use")
-            return None
+            for index in range(first, len(lines)):
+                if not (stripped := lines[index].strip()):
+                    continue
+                if (message := decode_line(stripped, stats)) is None:
+                    if transcript is not None:
+                        transcript.non_json(stripped)
+                    continue
+                if incoming is not None:
+                    incoming(stripped)
+                try:
+                    if type(message) is dict:  # a session/update's params: the stream
+                        updates += 1
+                        on_update(message)
+                    elif (waiting := self._dispatch(message, len(stripped))) is not None:
+                        return index + 1, waiting
+                except Exception:  # the boundary held, a consumer did not: skip, never crash
+                    log.warning("could not use a message from the agent", exc_info=True)
+                    name = _NAMES.get(type(message), type(message).__name__)
+                    stats.skip(f"a {name} the bridge could not use")
+            return len(lines), None
+        finally:
+            if updates:
+                self.activity.touch(updates)  # progress, for timeouts.stall and the drain
 
     def _dispatch(self, message: Any, size: int) -> RequestMessage | Skipped | None:
         if isinstance(message, NotificationMessage):

@@ -29,10 +29,11 @@ What a line may not be:
 - strings holding lone UTF-16 surrogates (``"\\ud800"``, legal in JSON text, not encodable
   as UTF-8): repaired to U+FFFD, so the envelope can always be written.
 
-The checks cost almost nothing on the hot path (``session/update``): depth is only walked
-when the line holds more brackets than the limit, surrogates only looked for when the line
-holds a ``\\uD8..\\uDF`` escape; both are counted on the decoded text (``str`` searches
-for one character are several times faster than ``bytes`` ones on short lines).
+The checks cost almost nothing on the hot path (``session/update``): one pass over a line
+bounds its commas and opening brackets together (``bytes.translate``), and the exact counts,
+the depth walk and the collection lengths are looked at only when that bound passes a limit;
+surrogates are only looked for when the line holds a ``\\uD8..\\uDF`` escape. An update
+comes back as its params alone, with no message object made for it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ MAX_REASONS = 32
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 _DEEP_CHARS = 2 * MAX_DEPTH + 1
 """A value nested deeper than MAX_DEPTH needs more brackets, opened and closed, than this."""
+_SHORT_LINE = 1 << 16
+"""Lines up to this many bytes have their commas and brackets bounded in one pass."""
 
 
 def parse_object(line: bytes) -> Any:
@@ -277,15 +280,22 @@ class InboundStats:
         return out
 
 
-def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
-    """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``)."""
+def decode_line(line: bytes, stats: InboundStats) -> Inbound | dict[str, Any] | None:
+    """The message on one stripped, non-empty line (None: not JSON; counted in ``stats``).
+    A ``session/update`` notification with object params — the stream, nearly every line —
+    comes back as those params alone (a dict): no message object is made for it."""
     message: Any = None
     text = ""
-    commas = replaced = 0
+    commas = marks = replaced = 0
     if line[0] == 0x7B:  # b"{"; _parse_text inlined: this runs for every line
-        commas = line.count(b",")  # at least the values past the first of every collection
-        if commas > MAX_VALUES and (values := _values(line)) > MAX_VALUES:
-            return _too_many_values(line, values)
+        # One pass bounds the commas and the brackets that open (each limit below needs
+        # many of them); the exact counts only when the bound is past a limit.
+        short = len(line) <= _SHORT_LINE  # translate copies the line: not a long one
+        marks = len(line) - len(line.translate(None, b",{[")) if short else len(line)
+        if marks >= MAX_ITEMS:
+            commas = line.count(b",")  # at least the values past the first of each collection
+            if commas > MAX_VALUES and (values := _values(line)) > MAX_VALUES:
+                return _too_many_values(line, values)
         replaced = replaced_numbers[0]
         try:
             text = line.decode()
@@ -299,7 +309,8 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         stats.sample(line)
         return None
     if (
-        len(text) > _DEEP_CHARS
+        marks > MAX_DEPTH
+        and len(text) > _DEEP_CHARS
         and text.count("{") + text.count("[") > MAX_DEPTH
         and _too_deep(message)
     ):
@@ -322,7 +333,7 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | None:
         return _without_numbers(classify(message))
     params = message.get("params")
     if type(params) is dict and message.get("method") == UPDATE and "id" not in message:
-        return NotificationMessage(UPDATE, params)  # the stream: what classify would say
+        return params  # the stream: what classify would call an update notification
     return classify(message)
 
 

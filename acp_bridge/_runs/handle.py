@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from acp_bridge._runs import lanes, liveness
 from acp_bridge._runs.followups.holds import let_go
+from acp_bridge._runs.store.listing import json_texts
 from acp_bridge._runs.store.records import RunRecord, RunStatus
 from acp_bridge._runs.store.store import Store, open_store
 from acp_bridge._runs.wakeups import wake
@@ -274,3 +275,17 @@ def list_run_dicts(
     db = open_store(store)
     liveness.reap(db)
     return db.run_dicts(active_only=not include_ended, limit=limit)
+
+
+def list_run_json(
+    encode: Callable[[dict[str, Any]], str],
+    *,
+    store: str | Path | None = None,
+    include_ended: bool = True,
+    limit: int | None = None,
+) -> list[str]:
+    """:func:`list_run_dicts` as JSON texts (``ps --json``): an ended run's as stored when it
+    ended, the others' through ``encode`` (see :mod:`~acp_bridge._runs.store.listing`)."""
+    db = open_store(store)
+    liveness.reap(db)
+    return json_texts(db.db, encode, active_only=not include_ended, limit=limit)

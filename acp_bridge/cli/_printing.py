@@ -97,6 +97,15 @@ def out_json_compact(data: Any) -> None:
     _to_stdout(compact_json_text(data, ascii_only=not is_utf(sys.stdout)) + "\n")
 
 
+def out_json_objects(texts: list[str]) -> None:
+    """A JSON array of objects already encoded as compact JSON (UTF-8, controls not yet
+    escaped) on one line: ``ps --json`` from the run store's stored texts. On a stream
+    that is not UTF-8 the caller uses :func:`out_json_compact` instead."""
+    _to_stdout("[")  # written apart: a 5 MB text is not copied again to add two characters
+    _to_stdout(safe_json(",".join(texts)))
+    _to_stdout("]\n")
+
+
 def err_json(data: Any) -> None:
     """``data`` as one line of JSON on stderr (NDJSON events)."""
     sys.stderr.write(_json_for(sys.stderr, data, None) + "\n")

@@ -10,6 +10,7 @@ when their handler runs). ``--detach``, ``--session`` and the budget options of 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,9 @@ from acp_bridge.cli._printing import (
     out,
     out_json,
     out_json_compact,
+    out_json_objects,
 )
-from acp_bridge.cli._safe_text import one_line
+from acp_bridge.cli._safe_text import compact_json_raw, is_utf, one_line
 
 if TYPE_CHECKING:
     from acp_bridge._runs.store.records import RunRecord
@@ -232,9 +234,12 @@ def _row(run: RunRecord, now: float) -> list[str]:
 
 
 def cmd_ps(args: argparse.Namespace) -> int:
-    from acp_bridge._runs.handle import list_run_dicts, list_runs
+    from acp_bridge._runs.handle import list_run_dicts, list_run_json, list_runs
 
-    if args.json:  # 10 000 runs are 5 MB of it: the fast encoder
+    if args.json and is_utf(sys.stdout):  # 10 000 runs are 5 MB: texts stored at their end
+        out_json_objects(list_run_json(compact_json_raw, include_ended=args.all))
+        return EXIT_OK
+    if args.json:  # an ASCII-only stdout: every non-ASCII character escaped
         out_json_compact(list_run_dicts(include_ended=args.all))
         return EXIT_OK
     runs = list_runs(include_ended=args.all)

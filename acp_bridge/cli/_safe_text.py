@@ -91,17 +91,24 @@ def compact_json_text(data: Any, *, ascii_only: bool = False) -> str:
     is 5 MB), else through ``json`` — the same data either way (a float with an exponent may
     be spelled ``1e-07`` or ``1e-7``; an infinite one, which JSON cannot spell, is ``null``
     through orjson, the non-JSON ``Infinity`` through ``json``)."""
-    if not ascii_only:  # orjson writes UTF-8 only
+    if ascii_only:  # orjson writes UTF-8 only
+        return safe_json(json.dumps(data, ensure_ascii=True, separators=(",", ":")))
+    return safe_json(compact_json_raw(data))
+
+
+def compact_json_raw(data: Any) -> str:
+    """:func:`compact_json_text` before the controls are escaped (UTF-8 kept): for pieces
+    joined first and escaped as a whole (escaping is per character)."""
+    try:
+        import orjson  # here, not above: only this path pays its import
+    except ImportError:  # an install without it still works, slower
+        pass
+    else:
         try:
-            import orjson  # here, not above: only this path pays its import
-        except ImportError:  # an install without it still works, slower
+            return orjson.dumps(data).decode()
+        except TypeError:  # what orjson refuses (an int past 64 bits, …) json writes
             pass
-        else:
-            try:
-                return safe_json(orjson.dumps(data).decode())
-            except TypeError:  # what orjson refuses (an int past 64 bits, …) json writes
-                pass
-    return safe_json(json.dumps(data, ensure_ascii=ascii_only, separators=(",", ":")))
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def safe_json(text: str) -> str:

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from acp_bridge._acp.connection import JsonRpcConnection
 from acp_bridge._acp.inbound import (
     MAX_DEPTH,
+    MAX_ITEMS,
+    MAX_VALUES,
     InboundStats,
     NotificationMessage,
     ReplyMessage,
@@ -134,6 +136,44 @@ def test_nesting_past_the_limit_is_skipped_and_lone_surrogates_repaired() -> Non
     emoji = decode_line(b'{"method":"x","params":{"t":"\\ud83d\\ude00"}}', stats)
     assert isinstance(emoji, NotificationMessage) and emoji.params == {"t": "\U0001f600"}
     assert stats.repaired == 1  # a valid pair is not a repair
+
+
+def test_an_update_comes_back_as_its_params_and_anything_else_as_a_message() -> None:
+    stats = InboundStats()
+    update = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}
+    line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": update})
+    assert decode_line(line.encode(), stats) == update
+    for other in (
+        {"jsonrpc": "2.0", "method": "session/update"},  # no params
+        {"jsonrpc": "2.0", "method": "session/update", "params": {}, "id": 3},  # a request
+        {"jsonrpc": "2.0", "method": "session/other", "params": update},
+    ):
+        assert not isinstance(decode_line(json.dumps(other).encode(), stats), dict)
+
+
+@pytest.mark.parametrize("pad", [0, 1 << 16], ids=["short line", "long line"])
+def test_the_bounds_hold_on_short_and_long_lines(pad: int) -> None:
+    """Short lines have their commas and brackets bounded in one pass, long ones counted:
+    either way too deep is skipped, too long is cut, too many values is refused."""
+    filler = b',"pad":"' + b"x" * pad + b'"'
+
+    def line(params: bytes) -> bytes:
+        return b'{"jsonrpc":"2.0","method":"x","params":{"a":%b%b}}' % (params, filler)
+
+    stats = InboundStats()
+    arrays = MAX_DEPTH - 2  # under the message's object and its params
+    deep = decode_line(line(b"[" * (arrays + 1) + b"]" * (arrays + 1)), stats)
+    assert isinstance(deep, Skipped) and "nested deeper" in deep.reason
+    shallow = decode_line(line(b"[" * arrays + b"]" * arrays), stats)
+    assert isinstance(shallow, NotificationMessage)
+    cut = decode_line(line(b"[" + b",".join([b"1"] * (MAX_ITEMS + 5)) + b"]"), stats)
+    assert isinstance(cut, NotificationMessage) and cut.params is not None
+    assert len(cut.params["a"]) == MAX_ITEMS and stats.cut_collections == 1
+    kept = decode_line(line(b"[" + b",".join([b"1"] * MAX_ITEMS) + b"]"), stats)
+    assert isinstance(kept, NotificationMessage) and kept.params is not None
+    assert len(kept.params["a"]) == MAX_ITEMS and stats.cut_collections == 1
+    many = decode_line(line(b"[" + b",".join([b"1"] * (MAX_VALUES + 5)) + b"]"), stats)
+    assert isinstance(many, Skipped) and "values" in many.reason
 
 
 # --- fuzzing the line handler and the collector --------------------------------------------

@@ -133,7 +133,20 @@ CREATE TABLE runners (
 CREATE INDEX runners_env ON runners (env_key);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# v5: an ended run's ``ps --json`` object, stored once as JSON text (see listing.py); any
+# later change to a column it shows clears it, and that row is made afresh by each reader.
+# The column list is records.DICT_COLUMNS (a test holds them equal).
+_V5 = """
+ALTER TABLE runs ADD COLUMN listing TEXT;
+CREATE TRIGGER runs_listing_stale AFTER UPDATE OF
+    id, entry, agent, task, cwd, status, lane, group_name, created_at, started_at, ended_at,
+    supervisor_pid, session_id, transcript, summary, error_code, tokens, cost, events_count,
+    detached, follows, session_name, held_until
+    ON runs WHEN old.listing IS NOT NULL
+    BEGIN UPDATE runs SET listing = NULL WHERE seq = new.seq; END
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 VERSION = len(MIGRATIONS)
 
 
@@ -149,6 +162,10 @@ def migrate(db: sqlite3.Connection, where: str) -> None:
             for statement in script.split(";\n"):
                 if statement.strip():
                     db.execute(statement)
+        if current < 5:  # the runs that ended before v5 get their stored listing too
+            from acp_bridge._runs.store.listing import backfill
+
+            backfill(db)
         db.execute(f"PRAGMA user_version = {VERSION}")
         db.execute("COMMIT")
     except BaseException:

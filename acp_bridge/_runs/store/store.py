@@ -42,6 +42,7 @@ from acp_bridge._os.proc import Identity
 from acp_bridge._runs import runners
 from acp_bridge._runs.followups import chain
 from acp_bridge._runs.store.dbapi import connect
+from acp_bridge._runs.store.listing import write_listing
 from acp_bridge._runs.store.migrations import migrate
 from acp_bridge._runs.store.records import (
     DICT_COLUMNS,
@@ -231,6 +232,8 @@ class Store:
                 *args,
             ),
         ).rowcount  # fmt: skip
+        if changed:
+            write_listing(db, run_id)
         if changed and not whole:
             (rowid,) = db.execute("SELECT rowid FROM runs WHERE id = ?", (run_id,)).fetchone()
             with db.blobopen("runs", "envelope", rowid) as blob:

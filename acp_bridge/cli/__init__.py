@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from acp_bridge._os.undumpable import make_undumpable
+from acp_bridge.cli import _collector
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import open_streams
 
@@ -49,6 +50,7 @@ def entry_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _collector.pause()  # until the command's code is loaded (_collector.py)
     # First: an agent (of this run or another one, under Landlock) runs as the same user
     # and could read this process's environment, host secrets included, in /proc.
     make_undumpable()
@@ -58,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _main(list(sys.argv[1:] if argv is None else argv))
     finally:
         interrupts.restore()
+        _collector.resume()  # if the command ended before it ran anything
 
 
 def _main(argv: list[str]) -> int:
@@ -83,6 +86,8 @@ def _main(argv: list[str]) -> int:
     parser = build_parser(entry, every_option=command_of(argv) in OPTIONS_COMMANDS)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
+    if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)
+        _collector.resume()
     try:
         try:
             code = handler(args)

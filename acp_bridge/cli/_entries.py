@@ -11,13 +11,15 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._entries.request import ENTRY_MODULES, EntryRequest, run_entry
 from acp_bridge._runs.store import foreground
+from acp_bridge.cli import _collector
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._options import request_from
 from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope, refuse_error
@@ -48,6 +50,7 @@ def run_request(
     """Run ``request`` with the options every entry command shares; print the envelope.
     ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
     if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
+        _collector.resume()
         # It has its own supervisor and its own Ctrl-C handling (_detach.py): the usual
         # handlers come back, and a signal that came during start-up means "don't start".
         interrupts.restore()
@@ -62,6 +65,8 @@ def run_request(
     except ConfigError as exc:
         return refuse_error(exc, entry=request.entry, agent=request.agent, pretty=args.pretty)
     handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
+    importlib.import_module(ENTRY_MODULES[request.entry])  # before start-up ends: frozen too
+    _collector.resume()
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
         async with anyio.create_task_group() as tg:

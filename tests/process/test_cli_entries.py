@@ -146,3 +146,32 @@ def test_a_task_that_is_not_utf8_is_a_config_error(
     assert result["status"] == "failed" and result["meta"]["error_code"] == "config_error"
     assert str(result["error"]).startswith("task: not valid UTF-8 text"), result
     assert "Traceback" not in err and "not recorded" not in err, err
+
+
+def test_the_entries_table_names_where_each_entry_lives() -> None:
+    """The command line loads an entry's module before its start-up ends (cli/_collector.py):
+    the table it reads must name the module of each entry function."""
+    import importlib
+
+    from acp_bridge._entries.request import ENTRIES, ENTRY_MODULES
+
+    assert set(ENTRY_MODULES) == set(ENTRIES)
+    for entry, module in ENTRY_MODULES.items():
+        assert callable(getattr(importlib.import_module(module), entry))
+
+
+def test_a_command_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """The collector is held off only while a command starts: on after a run, after a
+    refusal, after a usage error."""
+    import gc
+
+    assert gc.isenabled()
+    assert main(["bash", "-q", "--", "true"]) == 0
+    assert gc.isenabled()
+    assert main(["bash", "--cwd", "/no/such/dir", "-q", "--", "true"]) != 0
+    assert gc.isenabled()
+    for usage_error in (["bash", "--timeout", "-1", "--", "true"], ["no-such-command"]):
+        with pytest.raises(SystemExit):
+            main(usage_error)
+        assert gc.isenabled()
+    capsys.readouterr()

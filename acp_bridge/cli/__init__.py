@@ -57,10 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupts.install()
     try:
         with open_streams():
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            code = _main(list(sys.argv[1:] if argv is None else argv))
     finally:
         interrupts.restore()
         _collector.resume()  # if the command ended before it ran anything
+    if argv is None:  # the process itself: end it now, without the teardown (_exit.py)
+        from acp_bridge.cli._exit import end_process
+
+        return end_process(code)
+    return code
 
 
 def _main(argv: list[str]) -> int:

@@ -175,3 +175,27 @@ def test_a_command_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -
             main(usage_error)
         assert gc.isenabled()
     capsys.readouterr()
+
+
+_ENDING = """
+import atexit, sys, threading
+from acp_bridge.cli import main
+atexit.register(lambda: print("atexit ran", file=sys.stderr))
+if sys.argv[1] == "thread":  # work that lasts past the command: waited for
+    threading.Thread(target=lambda: (threading.Event().wait(0.5), print("thread done"))).start()
+sys.argv[1:] = ["bash", "-q", "--", "printf out; exit 3"]
+raise SystemExit(main())
+"""
+
+
+@pytest.mark.parametrize("threads", ["alone", "thread"])
+def test_the_process_ends_with_its_code_its_output_and_its_atexit_handlers(threads: str) -> None:
+    """The command-line process ends without the interpreter's teardown (cli/_exit.py):
+    the same exit code, the envelope on stdout, the atexit handlers run — and a thread
+    still working is waited for."""
+    run = bridge("-c", _ENDING, threads)
+    assert run.returncode == 1, run.stderr  # the envelope says failed: exit code 1
+    envelope = json.loads(run.stdout.splitlines()[0])
+    assert envelope["status"] == "failed" and envelope["output"]["stdout"] == "out"
+    assert "atexit ran" in run.stderr
+    assert ("thread done" in run.stdout) == (threads == "thread")

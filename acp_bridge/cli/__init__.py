@@ -88,7 +88,8 @@ def _main(argv: list[str]) -> int:
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    parser = build_parser(entry, every_option=command_of(argv) in OPTIONS_COMMANDS)
+    command = command_of(argv)
+    parser = build_parser(entry, every_option=command in OPTIONS_COMMANDS, command=command)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)

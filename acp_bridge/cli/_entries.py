@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_bridge._entries.request import ENTRY_MODULES, EntryRequest, run_entry
+from acp_bridge._os.sandbox import probe_ahead
+from acp_bridge._os.sandbox.choose import mode_from_environment
+from acp_bridge._os.sandbox.probe import start_ahead
 from acp_bridge._runs.store import foreground
 from acp_bridge.cli import _collector
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
@@ -29,7 +32,7 @@ from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import is_interactive, typed_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed
-from acp_bridge.errors import ConfigError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     # Named in signatures only: the ACP layer's import (its wire schema) is for the runs
@@ -65,6 +68,8 @@ def run_request(
     except ConfigError as exc:
         return refuse_error(exc, entry=request.entry, agent=request.agent, pretty=args.pretty)
     handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
+    if request.entry == "acp_spawn":
+        _probe_sandbox_ahead(loaded, request)
     importlib.import_module(ENTRY_MODULES[request.entry])  # before start-up ends: frozen too
     _collector.resume()
 
@@ -91,7 +96,26 @@ def run_request(
         result = anyio.run(interruptible)
     finally:
         finish()
+        probe_ahead.drop()
     return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
+
+
+def _probe_sandbox_ahead(loaded: LoadedConfig, request: EntryRequest) -> None:
+    """Start the bubblewrap probe now, while the entry path loads, when the run may use
+    bubblewrap (issue 24: ~15 ms of a cold run's wait). The verdict is the probe's as ever;
+    a guess wrong here costs a process or a wait, never a different sandbox."""
+    try:
+        profile = loaded.profiles.get(request.agent or "").profile
+    except ConfigError:
+        return  # the run says why
+    mode = profile.sandbox.over(loaded.config.sandbox).mode
+    if mode == "auto":
+        try:
+            mode = mode_from_environment()[0]
+        except BridgeError:
+            return  # the run says why
+    if mode in ("auto", "bwrap"):
+        start_ahead()
 
 
 async def _every(seconds: float, call: Callable[[], None]) -> None:

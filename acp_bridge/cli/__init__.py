@@ -50,7 +50,7 @@ def entry_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _collector.pause()  # until the command's code is loaded (_collector.py)
+    _collector.pause(freeze=argv is None)  # until the command's code is loaded (_collector.py)
     # First: an agent (of this run or another one, under Landlock) runs as the same user
     # and could read this process's environment, host secrets included, in /proc.
     make_undumpable()

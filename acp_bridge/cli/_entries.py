@@ -143,6 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
     if args.install:  # the agent first, if it is missing (agents install)
+        _collector.resume()  # an install may take minutes: start-up is over
         from acp_bridge.cli._agents import install_if_missing
 
         install_if_missing(load(args), args.agent)

@@ -200,3 +200,15 @@ def test_the_process_ends_with_its_code_its_output_and_its_atexit_handlers(threa
     assert envelope["status"] == "failed" and envelope["output"]["stdout"] == "out"
     assert "atexit ran" in run.stderr
     assert ("thread done" in run.stdout) == (threads == "thread")
+
+
+def test_a_command_leaves_the_run_store_closed(tmp_path: Path) -> None:
+    """The process ends without the interpreter's teardown, its store connections closed
+    all the same: SQLite's write-ahead log folded back, as a closed store has it."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    for argv in (["bash", "-q", "--", "true"], ["ps", "--all"]):
+        run = bridge("-m", "acp_bridge", *argv, env=env)
+        assert run.returncode == 0, run.stderr
+        store = tmp_path / "acp-bridge"
+        assert (store / "runs.db").is_file()
+        assert sorted(p.name for p in store.glob("runs.db-*")) == [], argv

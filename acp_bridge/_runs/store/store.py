@@ -25,7 +25,6 @@ Methods here are synchronous: each is a local SQLite call of well under a millis
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import os
 import sqlite3
@@ -381,18 +380,7 @@ def open_store(path: str | Path | None = None) -> Store:
     store = cache.get(key)
     if store is None:
         store = cache[key] = Store(resolved)
-        if threading.current_thread() is threading.main_thread():
-            _close_at_exit()
     return store
-
-
-@functools.cache
-def _close_at_exit() -> None:
-    """The main thread's connections close at exit (once registered): the last connection
-    to close folds SQLite's write-ahead log back into the store, and a process that ends
-    without the interpreter's teardown (the command line's) still runs the atexit handlers.
-    Another thread's close when it ends."""
-    atexit.register(close_stores)
 
 
 def close_stores() -> None:
@@ -401,3 +389,8 @@ def close_stores() -> None:
     for store in cache.values():
         store.close()
     cache.clear()
+
+
+# The main thread's connections close at exit (another thread's when it ends): the last one
+# folds SQLite's log back, also in a process that skips the interpreter's teardown (the CLI).
+atexit.register(close_stores)

@@ -6,8 +6,8 @@ needs. :func:`end_process` does what of that exit matters — the ``atexit`` han
 standard streams flushed — and ends the process at once. Only when no other thread is left
 (one that still works, a record being written, makes the usual exit, which waits for it)
 and no tool watches the process (a profiler, coverage or a debugger writes its results in
-the usual exit). Only the command-line process ends this way (``main`` called without an
-argv): a program or test that calls ``main(argv)`` gets the exit code back as before.
+the usual exit). Only the command-line process ends this way (``run_command_line``, its
+console script): a program or test that calls ``main`` gets the exit code back as before.
 """
 
 from __future__ import annotations

@@ -179,12 +179,12 @@ def test_a_command_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -
 
 _ENDING = """
 import atexit, sys, threading
-from acp_bridge.cli import main
+from acp_bridge.cli import run_command_line
 atexit.register(lambda: print("atexit ran", file=sys.stderr))
 if sys.argv[1] == "thread":  # work that lasts past the command: waited for
     threading.Thread(target=lambda: (threading.Event().wait(0.5), print("thread done"))).start()
 sys.argv[1:] = ["bash", "-q", "--", "printf out; exit 3"]
-raise SystemExit(main())
+raise SystemExit(run_command_line())
 """
 
 

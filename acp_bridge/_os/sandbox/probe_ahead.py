@@ -44,13 +44,19 @@ async def finished(process: subprocess.Popen[bytes]) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(process.args, process.returncode or 0, out, err)
 
 
-def drop() -> None:
-    """End and reap what was started and never taken (the run chose no bubblewrap)."""
+def drop(timeout: float = 10.0) -> None:
+    """Reap what was started and never taken (the run chose no bubblewrap, or ended before
+    its sandbox): each is let finish, as the probe would (a few ms), and killed only past
+    ``timeout``. Not killed at once: a bubblewrap killed while it sets up its namespaces
+    can leave its child holding the pipes, waiting for it forever."""
     while _started:
-        _end(_started.popitem()[1])
-
-
-def _end(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(OSError):
-        process.kill()
-    process.communicate()  # reaped, its pipes closed
+        process = _started.popitem()[1]
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                process.kill()
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            process.wait()

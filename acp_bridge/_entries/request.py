@@ -211,6 +211,16 @@ def _ask(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
     return ask(request.task, tools=request.tools, **_not_acp(hooks), **request.options)
 
 
+ENTRY_MODULES: dict[str, str] = {
+    "acp_spawn": "acp_bridge._entries.acp_spawn.entry",
+    "bash": "acp_bridge._entries.bash",
+    "spawn": "acp_bridge._entries.spawn",
+    "ask": "acp_bridge._entries.ask",
+}
+"""Where each entry function lives (each module has a function of the entry's name): the
+table below imports it when the entry runs; the command line loads it before (issue 24:
+see cli/_collector.py)."""
+
 ENTRIES: dict[str, Callable[[EntryRequest, Hooks], Awaitable[SubtaskResult]]] = {
     "acp_spawn": _acp_spawn,
     "bash": _bash,

@@ -6,7 +6,9 @@ spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (
 and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
 events), ``_printing`` (every write to stdout and stderr), ``_safe_text`` (what text and
 JSON may carry to a terminal), ``_streams`` (closed, ASCII-only or unread standard streams),
-``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on).
+``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on), ``_collector``
+(no garbage collection while a command starts), ``_exit`` (the process's end without the
+interpreter's teardown, for :func:`run_command_line`, the ``acp-bridge`` script).
 
 This module imports nothing heavy at its top: the signal handlers are installed before the
 rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those
@@ -20,10 +22,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from acp_bridge._os.undumpable import make_undumpable
+from acp_bridge.cli import _collector
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import open_streams
 
-__all__ = ["exit_code_for", "main"]
+__all__ = ["exit_code_for", "main", "run_command_line"]
 
 ENTRY_COMMANDS = {"run": "acp_spawn", "bash": "bash", "spawn": "spawn", "ask": "ask"}
 OPTIONS_COMMANDS = frozenset({"compare"})
@@ -49,15 +52,32 @@ def entry_of(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); its exit code."""
+    return _command(list(sys.argv[1:] if argv is None else argv), own_process=False)
+
+
+def run_command_line() -> int:
+    """The ``acp-bridge`` process itself (its console script, ``python -m acp_bridge``): the
+    command line in ``sys.argv``, then the process ends, without the interpreter's teardown
+    where nothing needs it (_exit.py); the exit code is returned only when it does not."""
+    from acp_bridge.cli._exit import end_process
+
+    return end_process(_command(sys.argv[1:], own_process=True))
+
+
+def _command(argv: list[str], *, own_process: bool) -> int:
+    # Until the command's code is loaded; its own process freezes what start-up made.
+    _collector.pause(freeze=own_process)
     # First: an agent (of this run or another one, under Landlock) runs as the same user
     # and could read this process's environment, host secrets included, in /proc.
     make_undumpable()
     interrupts.install()
     try:
         with open_streams():
-            return _main(list(sys.argv[1:] if argv is None else argv))
+            return _main(argv)
     finally:
         interrupts.restore()
+        _collector.resume()  # if the command ended before it ran anything
 
 
 def _main(argv: list[str]) -> int:
@@ -80,9 +100,12 @@ def _main(argv: list[str]) -> int:
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    parser = build_parser(entry, every_option=command_of(argv) in OPTIONS_COMMANDS)
+    command = command_of(argv)
+    parser = build_parser(entry, every_option=command in OPTIONS_COMMANDS, command=command)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
+    if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)
+        _collector.resume()
     try:
         try:
             code = handler(args)

@@ -11,13 +11,18 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._entries.request import ENTRY_MODULES, EntryRequest, run_entry
+from acp_bridge._os.sandbox import probe_ahead
+from acp_bridge._os.sandbox.choose import mode_from_environment
+from acp_bridge._os.sandbox.probe import start_ahead
 from acp_bridge._runs.store import foreground
+from acp_bridge.cli import _collector
 from acp_bridge.cli._detach import read_task, run_through_store, wants_run_layer
 from acp_bridge.cli._options import request_from
 from acp_bridge.cli._printing import EXIT_OK, err, out_json, print_envelope, refuse_error
@@ -27,7 +32,7 @@ from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import is_interactive, typed_text
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed
-from acp_bridge.errors import ConfigError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     # Named in signatures only: the ACP layer's import (its wire schema) is for the runs
@@ -48,6 +53,7 @@ def run_request(
     """Run ``request`` with the options every entry command shares; print the envelope.
     ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
     if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
+        _collector.resume()
         # It has its own supervisor and its own Ctrl-C handling (_detach.py): the usual
         # handlers come back, and a signal that came during start-up means "don't start".
         interrupts.restore()
@@ -62,6 +68,10 @@ def run_request(
     except ConfigError as exc:
         return refuse_error(exc, entry=request.entry, agent=request.agent, pretty=args.pretty)
     handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
+    if request.entry == "acp_spawn":
+        _probe_sandbox_ahead(loaded, request)
+    importlib.import_module(ENTRY_MODULES[request.entry])  # before start-up ends: frozen too
+    _collector.resume()
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
         async with anyio.create_task_group() as tg:
@@ -86,7 +96,26 @@ def run_request(
         result = anyio.run(interruptible)
     finally:
         finish()
+        probe_ahead.drop()
     return print_envelope(result, pretty=args.pretty, interrupted=interrupts.count > 0)
+
+
+def _probe_sandbox_ahead(loaded: LoadedConfig, request: EntryRequest) -> None:
+    """Start the bubblewrap probe now, while the entry path loads, when the run may use
+    bubblewrap (issue 24: ~15 ms of a cold run's wait). The verdict is the probe's as ever;
+    a guess wrong here costs a process or a wait, never a different sandbox."""
+    try:
+        profile = loaded.profiles.get(request.agent or "").profile
+    except ConfigError:
+        return  # the run says why
+    mode = profile.sandbox.over(loaded.config.sandbox).mode
+    if mode == "auto":
+        try:
+            mode = mode_from_environment()[0]
+        except BridgeError:
+            return  # the run says why
+    if mode in ("auto", "bwrap"):
+        start_ahead()
 
 
 async def _every(seconds: float, call: Callable[[], None]) -> None:
@@ -114,6 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"--ask-timeout must be a positive number of seconds, got {args.ask_timeout}"
         )
     if args.install:  # the agent first, if it is missing (agents install)
+        _collector.resume()  # an install may take minutes: start-up is over
         from acp_bridge.cli._agents import install_if_missing
 
         install_if_missing(load(args), args.agent)

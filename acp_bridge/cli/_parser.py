@@ -10,7 +10,7 @@ import argparse
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp_bridge._version import __version__
 from acp_bridge.cli import _batch_parser, _compare_parser, _runs
@@ -42,16 +42,45 @@ _profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _
 _mcp, _agents = _Handlers("_mcp"), _Handlers("_agents")
 
 
+class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """The commands. With ``only`` (the command the command line names), every other
+    command is registered (``--help`` lists it, a wrong name is told the choices) but its
+    arguments are not built: what building takes goes to an :class:`_Unbuilt` that keeps
+    nothing. Issue 24: a cold ``run`` or ``ps`` built ~150 arguments it never parses."""
+
+    only: str | None = None
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        if self.only is None or name == self.only:
+            return parser
+        return cast(argparse.ArgumentParser, _Unbuilt())
+
+
+class _Unbuilt:
+    """A command parser left unbuilt: every call (add_argument, set_defaults, a group…)
+    is taken and dropped, and gives this object back for the next one."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Unbuilt]:
+        return self._take
+
+    def _take(self, *args: Any, **kwargs: Any) -> _Unbuilt:
+        return self
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser(entry: str | None = None, *, every_option: bool = True) -> argparse.ArgumentParser:
+def build_parser(
+    entry: str | None = None, *, every_option: bool = True, command: str | None = None
+) -> argparse.ArgumentParser:
     """The parser; ``entry``: the entry path the command line runs, if any (its usage errors
     then print an envelope too). Without ``every_option`` the options of the other entry
     commands are left out: they come from the options models (pydantic), which commands
-    that only read the run store (``wait``, ``ps``) must start without."""
+    that only read the run store (``wait``, ``ps``) must start without. With ``command``
+    (the one the command line names) only that command's arguments are built."""
     parser = EntryParser(
         prog="acp-bridge",
         formatter_class=_Formatter,
@@ -69,7 +98,11 @@ def build_parser(entry: str | None = None, *, every_option: bool = True) -> argp
         help="config file (default: see the search order below)",
     )
     parser.entry = entry
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.register("action", "parsers", _Commands)
+    commands = cast(
+        _Commands, parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    )
+    commands.only = command
 
     profiles = commands.add_parser(
         "profiles",

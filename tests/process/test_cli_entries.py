@@ -146,3 +146,69 @@ def test_a_task_that_is_not_utf8_is_a_config_error(
     assert result["status"] == "failed" and result["meta"]["error_code"] == "config_error"
     assert str(result["error"]).startswith("task: not valid UTF-8 text"), result
     assert "Traceback" not in err and "not recorded" not in err, err
+
+
+def test_the_entries_table_names_where_each_entry_lives() -> None:
+    """The command line loads an entry's module before its start-up ends (cli/_collector.py):
+    the table it reads must name the module of each entry function."""
+    import importlib
+
+    from acp_bridge._entries.request import ENTRIES, ENTRY_MODULES
+
+    assert set(ENTRY_MODULES) == set(ENTRIES)
+    for entry, module in ENTRY_MODULES.items():
+        assert callable(getattr(importlib.import_module(module), entry))
+
+
+def test_a_command_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """The collector is held off only while a command starts: on after a run, after a
+    refusal, after a usage error."""
+    import gc
+
+    assert gc.isenabled()
+    assert main(["bash", "-q", "--", "true"]) == 0
+    assert gc.isenabled()
+    assert main(["bash", "--cwd", "/no/such/dir", "-q", "--", "true"]) != 0
+    assert gc.isenabled()
+    for usage_error in (["bash", "--timeout", "-1", "--", "true"], ["no-such-command"]):
+        with pytest.raises(SystemExit):
+            main(usage_error)
+        assert gc.isenabled()
+    capsys.readouterr()
+
+
+_ENDING = """
+import atexit, sys, threading
+from acp_bridge.cli import run_command_line
+atexit.register(lambda: print("atexit ran", file=sys.stderr))
+if sys.argv[1] == "thread":  # work that lasts past the command: waited for
+    threading.Thread(target=lambda: (threading.Event().wait(0.5), print("thread done"))).start()
+sys.argv[1:] = ["bash", "-q", "--", "printf out; exit 3"]
+raise SystemExit(run_command_line())
+"""
+
+
+@pytest.mark.parametrize("threads", ["alone", "thread"])
+def test_the_process_ends_with_its_code_its_output_and_its_atexit_handlers(threads: str) -> None:
+    """The command-line process ends without the interpreter's teardown (cli/_exit.py):
+    the same exit code, the envelope on stdout, the atexit handlers run — and a thread
+    still working is waited for."""
+    run = bridge("-c", _ENDING, threads)
+    assert run.returncode == 1, run.stderr  # the envelope says failed: exit code 1
+    (line,) = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    envelope = json.loads(line)  # "thread done" may come before it on a slow machine
+    assert envelope["status"] == "failed" and envelope["output"]["stdout"] == "out"
+    assert "atexit ran" in run.stderr
+    assert ("thread done" in run.stdout) == (threads == "thread")
+
+
+def test_a_command_leaves_the_run_store_closed(tmp_path: Path) -> None:
+    """The process ends without the interpreter's teardown, its store connections closed
+    all the same: SQLite's write-ahead log folded back, as a closed store has it."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    for argv in (["bash", "-q", "--", "true"], ["ps", "--all"]):
+        run = bridge("-m", "acp_bridge", *argv, env=env)
+        assert run.returncode == 0, run.stderr
+        store = tmp_path / "acp-bridge"
+        assert (store / "runs.db").is_file()
+        assert sorted(p.name for p in store.glob("runs.db-*")) == [], argv

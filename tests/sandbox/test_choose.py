@@ -190,3 +190,49 @@ def test_the_bundled_bubblewrap_works_here_on_its_own() -> None:
     verdict = anyio.run(probe_module._probe_one, bundled, "bundled")
     assert verdict.works, verdict
     assert verdict.detail.endswith(f"(bundled) at {bundled}")
+
+
+@pytest.mark.sandbox_mode("bwrap")
+def test_a_probe_started_ahead_gives_the_same_verdict() -> None:
+    """The command line starts the bubblewrap probe while it loads (probe_ahead.py): the
+    probe collects those processes instead of starting its own, with the same verdict."""
+    from acp_bridge._os.sandbox import probe_ahead
+
+    probe_module.start_ahead()
+    started = list(probe_ahead._started.values())
+    assert len(started) == 2  # bwrap --version and the trial run
+    ahead = anyio.run(probe_module.probe_bwrap)
+    assert probe_ahead._started == {} and all(p.returncode == 0 for p in started)
+    forget_probes()
+    assert anyio.run(probe_module.probe_bwrap) == ahead
+    probe_module.start_ahead()  # known now: nothing started
+    assert probe_ahead._started == {}
+
+
+def test_a_probe_started_ahead_and_never_collected_is_ended(no_bwrap: Path) -> None:
+    """A run that chose no bubblewrap leaves nothing of the probe started for it."""
+    from acp_bridge._os.sandbox import probe_ahead
+
+    # a "bwrap" that would run for a minute, first on PATH
+    (no_bwrap / "bwrap").symlink_to("/usr/bin/sleep")
+    probe_ahead.start([["bwrap", "60"]])
+    (process,) = probe_ahead._started.values()
+    assert process.poll() is None
+    probe_ahead.drop(timeout=0.5)  # past it, killed
+    assert probe_ahead._started == {} and process.returncode is not None
+
+
+@pytest.mark.sandbox_mode("bwrap")
+def test_a_probe_started_ahead_and_dropped_at_once_leaves_nothing() -> None:
+    """A run refused before its sandbox drops the probe started for it at once: killing a
+    bubblewrap that is still setting up could leave its child waiting forever (it did, 3
+    times in 80), so each is let finish."""
+    code = (
+        "from acp_bridge._os.sandbox import probe, probe_ahead\n"
+        "for _ in range(20):\n"
+        "    probe.forget_probes(); probe.start_ahead(); probe_ahead.drop()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    assert child.wait(timeout=60) == 0
+    left = [p for p in os.listdir("/proc") if p.isdigit() and _pgid(int(p)) == child.pid]
+    assert left == []

@@ -21,7 +21,7 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._os.sandbox import landlock_shim
+from acp_bridge._os.sandbox import landlock_shim, probe_ahead
 from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
 
 PROBE_TIMEOUT = 10.0
@@ -73,12 +73,29 @@ async def _run(argv: list[str]) -> tuple[int, str]:
     """Exit code and stderr of a probe command, bounded in time."""
     try:
         with anyio.fail_after(PROBE_TIMEOUT):
-            done = await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+            done = await _finished(argv)
     except TimeoutError:
         return -1, f"timed out after {PROBE_TIMEOUT:g} s"
     except OSError as exc:
         return -1, exc.strerror or str(exc)
     return done.returncode, done.stderr.decode("utf-8", "replace").strip()
+
+
+async def _finished(argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """``argv`` run to its end: the process started ahead for it, if any (probe_ahead.py)."""
+    ahead = probe_ahead.take(argv)
+    if ahead is not None:
+        return await probe_ahead.finished(ahead)
+    return await anyio.run_process(argv, check=False, stdin=subprocess.DEVNULL)
+
+
+def start_ahead() -> None:
+    """Start the bubblewrap probe of the first candidate now, for :func:`probe_bwrap` to
+    collect (probe_ahead.py); nothing when its verdict is known already."""
+    candidates = [] if "bwrap" in _cache else bwrap_candidates()
+    if candidates:
+        path = candidates[0][0]
+        probe_ahead.start([[path, "--version"], _trial_argv(path)])
 
 
 def _sysctl(name: str) -> str:
@@ -180,7 +197,8 @@ def _true_path() -> str:
     return os.path.realpath(shutil.which("true") or "/bin/true")
 
 
-async def _probe_one(path: str, origin: str) -> Probe:
+def _trial_argv(path: str) -> list[str]:
+    """The probe's trial run: ``true`` in the namespaces a real run uses."""
     argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent"]
     # --as-pid-1: with its own init in the new PID namespace, bwrap exits as soon as that
@@ -193,6 +211,11 @@ async def _probe_one(path: str, origin: str) -> Probe:
         "--",
         _true_path(),
     ]
+    return argv
+
+
+async def _probe_one(path: str, origin: str) -> Probe:
+    argv = _trial_argv(path)
     answers: dict[str, tuple[int, str]] = {}
 
     async def ask(key: str, call: Awaitable[tuple[int, str]]) -> None:
@@ -220,7 +243,7 @@ async def _probe_one(path: str, origin: str) -> Probe:
 async def _run_version(path: str) -> tuple[int, str]:
     try:
         with anyio.fail_after(PROBE_TIMEOUT):
-            done = await anyio.run_process([path, "--version"], check=False)
+            done = await _finished([path, "--version"])
     except (TimeoutError, OSError):
         return -1, ""
     return done.returncode, done.stdout.decode("utf-8", "replace").strip()

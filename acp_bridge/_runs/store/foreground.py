@@ -19,6 +19,7 @@ A report never fails a run: a store it cannot write is logged, and the run goes 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -235,8 +236,17 @@ def record_run(run: RunStart) -> _Record:
 
 
 def install() -> None:
-    """Record every run of this process in the run store (idempotent)."""
+    """Record every run of this process in the run store (idempotent). Its connections
+    close at exit: the last one to close folds SQLite's write-ahead log back into the store
+    (a process that ends without the interpreter's teardown runs the atexit handlers)."""
+    global _closes_at_exit
     install_reporter(_reporter)
+    if not _closes_at_exit:
+        atexit.register(close)
+        _closes_at_exit = True
+
+
+_closes_at_exit = False
 
 
 def close() -> None:

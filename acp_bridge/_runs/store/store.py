@@ -24,6 +24,7 @@ Methods here are synchronous: each is a local SQLite call of well under a millis
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sqlite3
@@ -388,3 +389,8 @@ def close_stores() -> None:
     for store in cache.values():
         store.close()
     cache.clear()
+
+
+# The main thread's connections close at exit (another thread's when it ends): the last one
+# folds SQLite's log back, also in a process that skips the interpreter's teardown (the CLI).
+atexit.register(close_stores)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from functools import cache
 from typing import NamedTuple
 
@@ -170,12 +171,68 @@ def environ_has_any(pid: int, needles: frozenset[bytes]) -> bool:
 def environ_matches(pid: int, needles: frozenset[bytes]) -> frozenset[bytes]:
     """Which of ``needles`` (whole ``NAME=value`` entries) ``pid``'s environment holds;
     none when it is gone, a kernel thread, or not ours to read."""
+    return needles.intersection(settled_environ(pid).split(b"\0"))
+
+
+EXEC_SETTLE = 0.25
+"""How long an empty environment is read again before it is taken as empty (seconds)."""
+_EXEC_POLL = 0.001
+_PF_KTHREAD = 0x00200000  # /proc/PID/stat flags (field 9): a kernel thread
+_empty_for_good: set[tuple[int, int]] = set()
+"""(pid, start time) of processes whose environment stayed empty past EXEC_SETTLE: an
+``env -i`` program is read once, not waited for again at every sweep."""
+
+
+def settled_environ(pid: int) -> bytes:
+    """``pid``'s environment (empty when it is gone or not ours to read), read again while
+    the process is inside an ``execve``.
+
+    Why: between the two halves of an ``execve`` (the new program's memory mapped, its
+    environment not yet copied in) ``/proc/PID/environ`` reads as empty. A process caught
+    there — a daemon's ``exec`` right after its shell exited, measured: ~10% of processes
+    read just after their start, windows up to ~10 ms under load — would not be found by
+    the marker sweeps and would outlive its run. A live process that is no kernel thread
+    never stays empty unless it was started with an empty environment (``env -i``), so an
+    empty read is retried for up to :data:`EXEC_SETTLE`. There is no notification for "the
+    exec is done", hence the short polls (the sweeps run in worker threads)."""
+    data = _environ(pid)
+    if data is None or data:  # not ours to read (another user's), or read
+        return data or b""
+    identity = _inside_exec(pid)
+    if identity is None or identity in _empty_for_good:
+        return b""
+    deadline = time.monotonic() + EXEC_SETTLE
+    while time.monotonic() < deadline:
+        time.sleep(_EXEC_POLL)
+        if (data := _environ(pid)) or _inside_exec(pid) != identity:
+            return data or b""  # its environment, or it is gone (or exited: reads empty)
+    if len(_empty_for_good) > 4096:  # bounded: a pid may come back, with another start time
+        _empty_for_good.clear()
+    _empty_for_good.add(identity)
+    return b""
+
+
+def _environ(pid: int) -> bytes | None:
+    """Its environment; None when it is gone or not ours to read."""
     try:
         with open(f"{PROC}/{pid}/environ", "rb") as file:  # noqa: PTH123
+            return file.read()
+    except OSError:
+        return None
+
+
+def _inside_exec(pid: int) -> tuple[int, int] | None:
+    """(pid, start time) when ``pid`` is a live process that may be inside an ``execve``
+    (not a kernel thread, not exited); None otherwise."""
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as file:  # noqa: PTH123
             data = file.read()
     except OSError:
-        return frozenset()
-    return needles.intersection(data.split(b"\0"))
+        return None
+    fields = data[data.rindex(b")") + 2 :].split()
+    if fields[0] in (b"Z", b"X") or int(fields[6]) & _PF_KTHREAD:
+        return None
+    return pid, int(fields[19])
 
 
 def all_pids() -> list[int]:

@@ -51,6 +51,8 @@ class Launch:
     warnings: tuple[str, ...] = field(default=())
     handoff: bool = False
     """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
+    dies_with_parent: bool = False
+    """Its first program arms its own parent-death signal (bwrap's ``--die-with-parent``)."""
 
 
 class RunSandbox:
@@ -189,7 +191,9 @@ class RunSandbox:
         for warning in warnings:
             if warning not in self.warnings:
                 self.warnings.append(warning)
-        return Launch(command, out_env, where, mode, warnings, handoff)
+        # bwrap_argv always passes --die-with-parent: no setpriv before it (procgroup.py).
+        dies = mode == "bwrap"
+        return Launch(command, out_env, where, mode, warnings, handoff, dies_with_parent=dies)
 
     @property
     def host_loopback(self) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
+from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec, real_path
 from acp_bridge.errors import ConfigError
 
 ROOT = Path("/")
@@ -111,7 +111,7 @@ def plan_paths(
             offer(path, _NEEDED, Access.READ, "needed")
     if spec.private_tmp:
         for tmp in HOST_TMP_DIRS:
-            real = Path(os.path.realpath(tmp))
+            real = Path(real_path(tmp))
             if real.is_dir():
                 offer(real, _HOST_TMP, Access.HIDDEN, "host tmp")
     for path in spec.read:

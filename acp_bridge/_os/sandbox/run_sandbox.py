@@ -32,7 +32,7 @@ from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, resolve
+from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, real_path, resolve
 from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
@@ -99,7 +99,7 @@ class RunSandbox:
             self.warnings.append(f"private /tmp made in the system's temp folder: {exc}")
             made = tempfile.mkdtemp(prefix="acp-bridge-tmp-")
         os.chmod(made, stat.S_IRWXU)  # noqa: PTH101 (0700 whatever the umask)
-        return Path(os.path.realpath(made))
+        return Path(real_path(made))
 
     def __exit__(
         self,

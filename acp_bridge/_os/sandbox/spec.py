@@ -58,13 +58,40 @@ DEFAULT_HIDDEN_SYSTEM: tuple[str, ...] = (
 HOST_TMP_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp")
 
 
+_O_PATH = getattr(os, "O_PATH", 0)  # Linux only
+
+
+def real_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.realpath(path)``, asked of the kernel when ``path`` exists: one
+    ``open(O_PATH)`` and one ``readlink`` of its ``/proc/self/fd`` entry, where the standard
+    library's (pure Python) takes an ``lstat`` and string work per component — a run
+    resolves some 60 paths, 1.2 ms of its CPU. ``O_PATH`` opens nothing for reading (a
+    FIFO or a device is not opened). A missing path, a dangling link, no ``/proc``: the
+    standard library's answer, which callers rely on for those."""
+    if _O_PATH:
+        try:
+            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return os.path.realpath(path)
+        try:
+            found = os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 (no Path: the point is speed)
+        except OSError:
+            found = ""
+        finally:
+            os.close(fd)
+        # Not a path from our root (another mount namespace), or removed meanwhile.
+        if found.startswith("/") and not found.endswith(" (deleted)"):
+            return found
+    return os.path.realpath(path)
+
+
 def resolve(path: Path | str, *, what: str) -> Path:
     """``path`` absolute and with symlinks resolved; relative paths are a config error
     (relative to what? the bridge's cwd is not the agent's)."""
     raw = Path(path).expanduser()
     if not raw.is_absolute():
         raise ConfigError(f"sandbox {what}: path must be absolute, got {str(path)!r}")
-    return Path(os.path.realpath(raw))
+    return Path(real_path(raw))
 
 
 def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -112,8 +139,9 @@ class SandboxSpec:
         """Every path to hide: the defaults (unless dropped) and ``hidden``, resolved."""
         defaults: list[Path] = []
         if self.hide_defaults:
-            defaults += [Path(os.path.realpath(self.home / rel)) for rel in DEFAULT_HIDDEN_HOME]
-            defaults += [Path(os.path.realpath(p)) for p in DEFAULT_HIDDEN_SYSTEM]
+            home = str(self.home)
+            defaults += [Path(real_path(f"{home}/{rel}")) for rel in DEFAULT_HIDDEN_HOME]
+            defaults += [Path(real_path(p)) for p in DEFAULT_HIDDEN_SYSTEM]
         return _unique([*defaults, *self.hidden])
 
 
@@ -156,7 +184,7 @@ def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path
     if found is None:
         return []  # the launch itself will report "command not found"
     link = Path(found).absolute()  # the path it is called by (a .bin link), and its target
-    real = Path(os.path.realpath(link))
+    real = Path(real_path(link))
     out = _install_prefix(link) + _install_prefix(real)
     try:  # a script's interpreter (`#!/tmp/venv/bin/python`) is needed just as much
         with real.open("rb") as f:
@@ -167,9 +195,7 @@ def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path
         words = first[2:].decode("utf-8", "replace").split()
         if words and words[0].startswith("/"):
             interpreter = Path(words[0])  # a venv's python is a link out of the venv
-            out += _install_prefix(interpreter) + _install_prefix(
-                Path(os.path.realpath(interpreter))
-            )
+            out += _install_prefix(interpreter) + _install_prefix(Path(real_path(interpreter)))
     return out
 
 
@@ -199,4 +225,4 @@ def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tupl
             out += _install_prefix(Path(entry))
     out += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
     out.append(Path(__file__).resolve().parents[3])  # the directory holding acp_bridge/
-    return _unique(Path(os.path.realpath(p)) for p in out)
+    return _unique(Path(real_path(p)) for p in _unique(out))  # each path resolved once

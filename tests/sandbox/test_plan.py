@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
 from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, real_path
+from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec, needed_paths, real_path
 from acp_bridge.errors import ConfigError
 
 
@@ -63,6 +63,28 @@ def test_what_the_command_needs_never_unhides_a_secret(tree: Path) -> None:
     assert plan.access_of(tree / "home/.ssh") is Access.HIDDEN
     assert plan.access_of(tree / "home/.netrc") is Access.HIDDEN
     assert Path(sys.prefix).resolve() in needed
+
+
+def test_each_plan_hides_the_secrets_there_are_now(tree: Path) -> None:
+    # The same spec, planned again for each process of a run: nothing is remembered, so a
+    # secret made between two launches is hidden from the second, by its resolved path.
+    spec = spec_for(tree, read=(tree / "home",))
+    assert plan_paths(spec).access_of(tree / "home/.aws") is Access.READ
+    (tree / "home/.aws").mkdir()
+    (tree / "keys").mkdir()
+    (tree / "home/.kube").symlink_to(tree / "keys")
+    (tree / "home/.docker").symlink_to(tree / "nowhere")  # dangling: nothing to hide
+    plan = plan_paths(spec)
+    assert plan.access_of(tree / "home/.aws") is Access.HIDDEN
+    assert plan.access_of(tree / "keys") is Access.HIDDEN
+    assert set(spec.secret_paths()) == {
+        tree / "home/.ssh",
+        tree / "home/.netrc",
+        tree / "home/.config/gh",
+        tree / "home/.aws",
+        tree / "keys",
+        *(Path(real_path(p)) for p in DEFAULT_HIDDEN_SYSTEM if os.path.lexists(p)),
+    }
 
 
 def test_redundant_rules_are_dropped(tree: Path) -> None:

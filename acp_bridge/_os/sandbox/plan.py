@@ -95,7 +95,7 @@ def plan_paths(
 ) -> PathPlan:
     """The rules for ``spec`` plus what the command ``needed`` (see
     :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
-    secrets = [p for p in (*spec.secret_paths(), *extra_hidden) if os.path.lexists(p)]
+    secrets = [*spec.secret_paths(), *(p for p in extra_hidden if os.path.lexists(p))]
     secret_texts = [str(p) for p in secrets]
     candidates: dict[Path, tuple[int, Access, str]] = {}
     warnings: list[str] = []

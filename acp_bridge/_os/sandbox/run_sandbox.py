@@ -222,6 +222,11 @@ class RunSandbox:
 def _remove_tree(path: Path) -> None:
     """Remove the private tmp even where the run left directories without write or
     search permission (a non-root owner could not otherwise delete their entries)."""
+    with contextlib.suppress(OSError):
+        # A run that left its /tmp empty (many do): one rmdir, where rmtree's safe walk
+        # (open, stat, list, each checked) cost ~0.25 ms of CPU a run.
+        path.rmdir()
+        return
 
     def unlock(func: object, failed: str, exc_info: object) -> None:
         where = Path(failed)

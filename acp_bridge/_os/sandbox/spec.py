@@ -173,8 +173,8 @@ def _install_prefix(path: Path) -> list[Path]:
     parts = path.parts
     if "node_modules" in parts[:-1]:
         out.append(Path(*parts[: parts.index("node_modules")]))
-    out += [parent for parent in path.parents if (parent / "pyvenv.cfg").is_file()][:1]
-    return out
+    venv = next((parent for parent in path.parents if (parent / "pyvenv.cfg").is_file()), None)
+    return out if venv is None else [*out, venv]
 
 
 def _package_root(path: Path, home: Path) -> list[Path]:
@@ -240,5 +240,5 @@ def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tupl
         ):
             out += _install_prefix(Path(entry))
     out += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-    out.append(Path(__file__).resolve().parents[3])  # the directory holding acp_bridge/
+    out.append(Path(real_path(__file__)).parents[3])  # the directory holding acp_bridge/
     return _unique(Path(real_path(p)) for p in _unique(out))  # each path resolved once

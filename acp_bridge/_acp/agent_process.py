@@ -53,10 +53,12 @@ class AgentProcess:
         origin: str = "",
         graceful: Graceful | None = None,
         handoff: bool = False,
+        dies_with_parent: bool = False,
     ) -> None:
         self.argv = list(argv)
         self._graceful = graceful
         self._handoff = handoff
+        self._dies_with_parent = dies_with_parent
         self._env = dict(env)
         self._cwd = cwd
         self._grace = grace
@@ -80,6 +82,7 @@ class AgentProcess:
                 stdin=subprocess.PIPE,
                 graceful=self._graceful,
                 handoff=self._handoff,
+                dies_with_parent=self._dies_with_parent,
             )
         except FileNotFoundError as exc:
             hint = f"; install it with: {self._install_hint}" if self._install_hint else ""

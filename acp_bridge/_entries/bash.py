@@ -240,7 +240,11 @@ class _Shell:
             try:
                 launch = confinement.launch([shell, "-c", self.command], environment, where)
                 group = await ProcessGroup.start(
-                    launch.argv, env=launch.env, cwd=launch.cwd, graceful=launch.graceful
+                    launch.argv,
+                    env=launch.env,
+                    cwd=launch.cwd,
+                    graceful=launch.graceful,
+                    dies_with_parent=launch.dies_with_parent,
                 )
             except (OSError, SpawnError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -84,7 +84,9 @@ class Confinement:
         with ``handoff`` (the agent) its stdin and stdout are handed past bwrap."""
         launch = self.box.wrap(argv, env, cwd=cwd, handoff=handoff)
         graceful = signal_command if launch.mode == "bwrap" else None
-        return Launched(launch.argv, launch.env, launch.cwd, graceful, launch.handoff)
+        return Launched(
+            launch.argv, launch.env, launch.cwd, graceful, launch.handoff, launch.dies_with_parent
+        )
 
     @property
     def mode(self) -> str:

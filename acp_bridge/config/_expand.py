@@ -27,6 +27,8 @@ def expand_vars(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
     references (``${A:-${B:-z}}``), expanded only when it is used, as a shell does.
     Raises ValueError with a readable reason on bad syntax or an unset variable.
     """
+    if "$" not in text:  # most strings of a profile: nothing to expand, nothing to check
+        return text, []
     used: list[str] = []
     _expand(text, 0, environ, used, depth=0, evaluate=False)  # syntax first, all of it
     value, _ = _expand(text, 0, environ, used, depth=0, evaluate=True)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
 from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths
+from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec, needed_paths, real_path
 from acp_bridge.errors import ConfigError
 
 
@@ -63,6 +63,28 @@ def test_what_the_command_needs_never_unhides_a_secret(tree: Path) -> None:
     assert plan.access_of(tree / "home/.ssh") is Access.HIDDEN
     assert plan.access_of(tree / "home/.netrc") is Access.HIDDEN
     assert Path(sys.prefix).resolve() in needed
+
+
+def test_each_plan_hides_the_secrets_there_are_now(tree: Path) -> None:
+    # The same spec, planned again for each process of a run: nothing is remembered, so a
+    # secret made between two launches is hidden from the second, by its resolved path.
+    spec = spec_for(tree, read=(tree / "home",))
+    assert plan_paths(spec).access_of(tree / "home/.aws") is Access.READ
+    (tree / "home/.aws").mkdir()
+    (tree / "keys").mkdir()
+    (tree / "home/.kube").symlink_to(tree / "keys")
+    (tree / "home/.docker").symlink_to(tree / "nowhere")  # dangling: nothing to hide
+    plan = plan_paths(spec)
+    assert plan.access_of(tree / "home/.aws") is Access.HIDDEN
+    assert plan.access_of(tree / "keys") is Access.HIDDEN
+    assert set(spec.secret_paths()) == {
+        tree / "home/.ssh",
+        tree / "home/.netrc",
+        tree / "home/.config/gh",
+        tree / "home/.aws",
+        tree / "keys",
+        *(Path(real_path(p)) for p in DEFAULT_HIDDEN_SYSTEM if os.path.lexists(p)),
+    }
 
 
 def test_redundant_rules_are_dropped(tree: Path) -> None:
@@ -126,3 +148,32 @@ def test_string_ancestry_is_pathlib_ancestry(path: Path, parent: Path) -> None:
     assert _below(str(path), str(parent)) == (parent in path.parents)
     assert _inside(str(path), str(parent)) == (path == parent or parent in path.parents)
     assert _depth(str(path)) == len(path.parts)
+
+
+# real_path asks the kernel (fast); os.path.realpath's answer is the meaning it keeps, for
+# links to folders and files, chains, loops, dangling links, "..", FIFOs and missing paths.
+@pytest.fixture(scope="module")
+def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("maze")
+    (root / "d/e").mkdir(parents=True)
+    (root / "d/f").write_text("x")
+    os.mkfifo(root / "d/fifo")
+    links = {"to_d": "d", "to_f": "d/f", "chain": "to_d", "abs": str(root)}
+    links["rel"] = f"../{root.name}/d/e"
+    links |= {"dangling": "nowhere/x", "loop_a": "loop_b", "loop_b": "loop_a", "up": ".."}
+    for name, target in links.items():
+        (root / name).symlink_to(target)
+    return root
+
+
+_steps = st.sampled_from(
+    ["d", "e", "f", "fifo", "to_d", "to_f", "chain", "rel", "abs", "dangling", "loop_a", "up"]
+)
+_odd_steps = st.sampled_from(["..", ".", "missing", "d/e", "to_d/e"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_steps | _odd_steps, max_size=4))
+def test_real_path_is_os_realpath(maze: Path, steps: list[str]) -> None:
+    path = "/".join([str(maze), *steps])
+    assert real_path(path) == os.path.realpath(path)

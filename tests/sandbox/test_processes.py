@@ -59,6 +59,17 @@ def box(request: pytest.FixtureRequest, ws: Path) -> Iterator[RunSandbox]:
     yield from boxed(ws, choose(request.param))
 
 
+def test_only_a_launch_that_arms_its_own_parent_death_signal_skips_the_launcher(
+    box: RunSandbox,
+) -> None:
+    # ProcessGroup.start leaves setpriv out for such a launch: bwrap's --die-with-parent
+    # must then be on its command line (the SIGKILLed-bridge test in process/ shows it
+    # works); the Landlock shim has no such option and keeps the launcher.
+    launch = box.wrap([PY, "-c", "pass"], {"PATH": os.defpath})
+    assert launch.dies_with_parent == (box.choice.mode == "bwrap")
+    assert launch.dies_with_parent == ("--die-with-parent" in launch.argv)
+
+
 def test_exit_statuses_come_through(box: RunSandbox) -> None:
     assert run(box, ["sh", "-c", "exit 3"]).returncode == 3
     killed = run(box, ["sh", "-c", "kill -9 $$"]).returncode

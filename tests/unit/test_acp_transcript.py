@@ -1,11 +1,13 @@
-"""Transcript line shapes, and a switched-off transcript that writes nothing."""
+"""Transcript line shapes, a switched-off transcript that writes nothing, and pruning: the
+newest ``keep`` by modification time stay, each pruned run's diff goes with its transcript."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from acp_bridge._acp.transcript import Transcript
+from acp_bridge._acp.transcript import Transcript, prune
 
 
 def test_the_four_line_shapes(tmp_path: Path) -> None:
@@ -37,3 +39,36 @@ def test_a_switched_off_transcript_writes_nothing(tmp_path: Path) -> None:
     transcript.close()
     assert transcript.path is None and not transcript.error
     assert list(tmp_path.iterdir()) == []
+
+
+def _made(path: Path, mtime: float) -> Path:
+    path.write_text("{}\n")
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_the_oldest_go_by_time_not_by_name_and_their_diffs_with_them(tmp_path: Path) -> None:
+    # Names in the opposite order of age: a follow-up writes to an older run's transcript.
+    for n, name in enumerate(["z", "y", "x", "w", "v"]):
+        _made(tmp_path / f"{name}.jsonl", 1_000_000 + n)
+        _made(tmp_path / f"{name}.diff", 1_000_000 + n)
+    (tmp_path / "notes.txt").write_text("not a transcript")
+    prune(tmp_path, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "notes.txt",
+        "v.diff",
+        "v.jsonl",
+        "w.diff",
+        "w.jsonl",
+    ]
+
+
+def test_nothing_goes_while_there_are_no_more_than_keep(tmp_path: Path) -> None:
+    for n in range(3):
+        _made(tmp_path / f"{n}.jsonl", 1_000_000 + n)
+    prune(tmp_path, 3)
+    assert len(list(tmp_path.glob("*.jsonl"))) == 3
+
+
+def test_a_missing_directory_is_no_error(tmp_path: Path) -> None:
+    prune(tmp_path / "never-made", 1)

@@ -35,7 +35,6 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._acp.activity import Activity
 from acp_bridge._acp.inbound import (
-    InboundStats,
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
@@ -43,6 +42,7 @@ from acp_bridge._acp.inbound import (
     decode_line,
     not_json,
 )
+from acp_bridge._acp.inbound_stats import InboundStats
 from acp_bridge._acp.outbox import Outbox, Outgoing
 from acp_bridge._acp.pending import PendingRequest, Response, id_key
 from acp_bridge._acp.request_pool import RequestPool

@@ -19,7 +19,6 @@ from acp_bridge._acp.inbound import (
     MAX_DEPTH,
     MAX_ITEMS,
     MAX_VALUES,
-    InboundStats,
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
@@ -27,6 +26,7 @@ from acp_bridge._acp.inbound import (
     classify,
     decode_line,
 )
+from acp_bridge._acp.inbound_stats import InboundStats
 from acp_bridge._acp.outbox import Outbox
 from acp_bridge._acp.request_pool import RequestPool
 from acp_bridge._acp.router import Route, Router

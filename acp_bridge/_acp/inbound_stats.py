@@ -1,0 +1,75 @@
+"""What the parse boundary saw of one agent's output — lines, what was not JSON, what was
+skipped, repaired, cut or read as null — counted while the stream runs and told in plain
+words in the envelope's ``meta.warnings`` (inbound.py decodes; this keeps the tally)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_bridge._acp.inbound import MAX_ITEMS
+
+__all__ = ["MAX_REASONS", "NON_JSON_SAMPLES", "InboundStats"]
+
+NON_JSON_SAMPLES = 3
+MAX_REASONS = 32
+
+
+@dataclass
+class InboundStats:
+    """What the boundary saw of one agent's output, for ``meta.warnings``."""
+
+    lines: int = 0
+    non_json: int = 0
+    non_json_samples: list[str] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
+    repaired: int = 0
+    cut_collections: int = 0
+    """Arrays and objects cut to MAX_ITEMS (in notifications and replies)."""
+    numbers: int = 0
+    """Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits)."""
+    unknown_replies: int = 0
+    late_replies: int = 0
+
+    def skip(self, reason: str) -> None:
+        if reason in self.skipped or len(self.skipped) < MAX_REASONS:
+            self.skipped[reason] += 1
+        else:
+            self.skipped["other"] += 1
+
+    def sample(self, line: bytes) -> None:
+        self.non_json += 1
+        if len(self.non_json_samples) < NON_JSON_SAMPLES:
+            self.non_json_samples.append(line[:200].decode("utf-8", "replace"))
+
+    def warnings(self, redact: Any = str) -> list[str]:
+        """Plain-words warnings; ``redact`` hides secrets in the samples."""
+        out = []
+        if self.non_json:
+            first = redact(self.non_json_samples[0]) if self.non_json_samples else ""
+            out.append(
+                f"skipped {self.non_json} non-JSON line(s) on the agent's stdout (first: {first!r})"
+            )
+        if self.skipped:
+            total = sum(self.skipped.values())
+            reasons = "; ".join(f"{r} ({n})" for r, n in self.skipped.most_common(5))
+            out.append(f"skipped {total} malformed message(s) from the agent: {reasons}")
+        if self.repaired:
+            out.append(f"repaired {self.repaired} message(s) holding lone UTF-16 surrogates")
+        if self.cut_collections:
+            out.append(
+                f"cut {self.cut_collections} list(s) or object(s) of the agent's to their "
+                f"first {MAX_ITEMS} items"
+            )
+        if self.numbers:
+            out.append(
+                f"read {self.numbers} number(s) as null: NaN, Infinity, or beyond what a "
+                "64-bit integer or a float holds"
+            )
+        if self.unknown_replies:
+            out.append(f"ignored {self.unknown_replies} reply(ies) to requests never sent")
+        if self.late_replies:
+            out.append(f"ignored {self.late_replies} duplicate or late reply(ies)")
+        return out

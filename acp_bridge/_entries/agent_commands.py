@@ -20,6 +20,7 @@ from typing import Any
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.locations import agents_dir
 from acp_bridge._os.procgroup import resolve_command
+from acp_bridge._os.roots import existing_directory
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import SpawnError
@@ -114,3 +115,9 @@ def ready_profiles(config: LoadedConfig) -> dict[str, str]:
         for name, resolved in config.profiles.usable().items()
         if find_command(resolved.profile) is not None
     }
+
+
+def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
+    """Where the agent of ``profile`` runs: the caller's ``cwd``, else the profile's, else
+    ours; an existing directory, or a ConfigError that names it."""
+    return existing_directory(cwd if cwd is not None else (profile.cwd or Path.cwd()))

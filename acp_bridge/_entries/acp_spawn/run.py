@@ -38,6 +38,7 @@ from acp_bridge._entries.agent_commands import (
     agent_command,
     check_installed,
     install_hint,
+    session_cwd,
     spawn_error,
 )
 from acp_bridge._entries.confinement import Confinement, confined
@@ -46,7 +47,7 @@ from acp_bridge._entries.runner import END_GRACE, RunContext, log, resolve_timeo
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.procgroup import Launched, RunProcesses, run_processes
 from acp_bridge._os.redact import Redactor
-from acp_bridge._os.roots import Roots, existing_directory
+from acp_bridge._os.roots import Roots
 from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.config import AgentProfile
@@ -395,7 +396,3 @@ class AcpRun:
         self.transcript.note(f"follow-up turn {follow.task_id}")
         # The session goes on in the same agent process: no start-up, no session setup.
         self.sink.emit("status", phase="session", session_id=session.session_id, method="held")
-
-
-def session_cwd(cwd: str | Path | None, profile: AgentProfile) -> Path:
-    return existing_directory(cwd if cwd is not None else (profile.cwd or Path.cwd()))

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from acp_bridge._os import proc, reaper
+from tests.helpers import command_line
 
 NAME = "ACP_BRIDGE_TEST_EXEC_MARKER"
 
@@ -46,7 +47,8 @@ def test_an_empty_environment_is_waited_for_once(
 ) -> None:
     child = subprocess.Popen(["env", "-i", "/bin/sleep", "30"])
     children.append(child)
-    _until(lambda: _command(child.pid) == "sleep")  # env has exec'd it, with no environment
+    # env has exec'd sleep, with no environment at all
+    _until(lambda: command_line(child.pid) == "/bin/sleep 30")
     assert proc.settled_environ(child.pid) == b""  # waited for, then taken as empty
     polls: list[float] = []
     monkeypatch.setattr(proc.time, "sleep", polls.append)
@@ -76,11 +78,3 @@ def _until(condition: Callable[[], bool], within: float = 10.0) -> None:
 def _state(pid: int) -> str:
     found = proc.stat(pid)
     return found.state if found else ""
-
-
-def _command(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as file:
-            return file.read().strip()
-    except OSError:
-        return ""

@@ -17,9 +17,12 @@ PACKAGE = Path(__file__).resolve().parent.parent.parent / "acp_bridge"
 # Classes the standard library or pydantic make from their annotations at class creation.
 RUNTIME_ANNOTATED = frozenset({"BaseModel", "RootModel", "NamedTuple", "TypedDict"})
 EXEMPT = {
-    # RunEvent has two fields; its module's RunHandle signatures name types imported only
-    # for type checkers (importing them would load the ACP layer with every handle).
+    # Few fields each, beside public functions whose signatures the API reference shows by
+    # the names written (aliases such as EventHandler; types imported only for type
+    # checkers, whose import would load the ACP layer with every handle or request).
     "_runs/handle.py",
+    "_entries/request.py",
+    "_entries/builtin_tools.py",
 }
 
 

@@ -169,7 +169,7 @@ def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _steps = st.sampled_from(
     ["d", "e", "f", "fifo", "to_d", "to_f", "chain", "rel", "abs", "dangling", "loop_a", "up"]
 )
-_odd_steps = st.sampled_from(["..", ".", "missing", "d/e", "to_d/e"])
+_odd_steps = st.sampled_from(["..", ".", "", "missing", "gone", "d/e", "to_d/e", "d/f/x"])
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -94,7 +94,7 @@ def plan_paths(
     spec: SandboxSpec, *, needed: Sequence[Path] = (), extra_hidden: Sequence[Path] = ()
 ) -> PathPlan:
     """The rules for ``spec`` plus what the command ``needed`` (see
-    :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
+    :func:`~acp_bridge._os.sandbox.needed.needed_paths`)."""
     secrets = [*spec.secret_paths(), *(p for p in extra_hidden if os.path.lexists(p))]
     secret_texts = [str(p) for p in secrets]
     candidates: dict[Path, tuple[int, Access, str]] = {}

@@ -1,6 +1,6 @@
 """Sandbox overhead: the latency the OS sandbox adds to starting a trivial process.
 
-    python benchmarks/sandbox_overhead.py [--rounds 40] [--json out.json]
+    python benchmarks/sandbox_overhead.py [--rounds 40] [--json out.json] [--by-option]
 
 Two trivial commands — ``/bin/true`` and ``python -c pass`` (the interpreter acp-bridge runs
 on) — each started three ways, in turn round after round (bare, bwrap, landlock, bare, …)
@@ -24,6 +24,7 @@ import argparse
 import ctypes
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from pathlib import Path
 import anyio
 
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
+from acp_bridge._os.stdio_handoff import outer_argv
 
 BUDGET_MS = 30.0
 PR_SET_CHILD_SUBREAPER = 36
@@ -82,13 +84,72 @@ def reap_orphans() -> float:
         cpu += usage.ru_utime + usage.ru_stime
 
 
+def _without(argv: list[str], flag: str, values: int) -> list[str]:
+    """``argv`` with every ``flag`` before ``--`` and the ``values`` arguments after it."""
+    end = argv.index("--")
+    out, i = [], 0
+    while i < end:
+        if argv[i] == flag:
+            i += 1 + values
+            continue
+        out.append(argv[i])
+        i += 1
+    return out + argv[end:]
+
+
+def by_option(rounds: int) -> None:
+    """What each part of a bubblewrap launch costs: ``/bin/true`` launched as the bridge
+    launches an agent (``RunSandbox.wrap``: the plan's private ``/tmp``, masks, write root;
+    then the stdio handoff's two ``/bin/sh``), and the same launch with one part left out,
+    in turn, round after round. CPU of every process of a start (the subreaper's count)."""
+    base = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
+    ws = base / "ws"
+    ws.mkdir()
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(Path.home())}
+    box = RunSandbox(SandboxSpec(cwd=ws, write=(ws,)), anyio.run(choose_mode, "bwrap"))
+    with box:
+        full = box.wrap(["/bin/true"], env).argv
+        handoff = outer_argv(box.wrap(["/bin/true"], env, handoff=True).argv)
+        variants = {
+            "the launch": full,
+            "+ the handoff's two /bin/sh": handoff,
+            "- the masks' --remount-ro": _without(full, "--remount-ro", 1),
+            "- the masks": _without(_without(full, "--remount-ro", 1), "--tmpfs", 1),
+            "- --dev /dev": _without(full, "--dev", 1),
+            "- --proc /proc": _without(full, "--proc", 1),
+            "- --unshare-ipc": _without(full, "--unshare-ipc", 0),
+            "- --unshare-pid": _without(full, "--unshare-pid", 0),
+            "--ro-bind / / alone": [full[0], "--ro-bind", "/", "/", "--", "/bin/true"],
+            "/bin/true, no sandbox": ["/bin/true"],
+        }
+        cpu: dict[str, list[float]] = {name: [] for name in variants}
+        for round_ in range(rounds + 2):  # two warm-up rounds
+            for name, argv in variants.items():
+                used = start(argv, env, ws)[1]
+                if round_ >= 2:
+                    cpu[name].append(used)
+    shutil.rmtree(base, ignore_errors=True)
+    print(" ".join(full))
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}; CPU per start, every process")
+    whole = statistics.median(cpu["the launch"])
+    for name, used in cpu.items():
+        median = statistics.median(used)
+        print(f"{name:<30} {median * 1000:6.2f} ms  {(median - whole) * 1000:+6.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--by-option", action="store_true", help="what each part of a bwrap launch costs"
+    )
     args = parser.parse_args()
 
     adopt_orphans()
+    if args.by_option:
+        by_option(args.rounds)
+        return
     base = Path(tempfile.mkdtemp(prefix="sandbox-bench-"))
     ws = base / "ws"
     ws.mkdir()

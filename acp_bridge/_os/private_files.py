@@ -68,7 +68,7 @@ def _make_missing(path: Path) -> None:
     # (one stat on every call but the first, where asking each ancestor took five).
     missing = []
     for folder in (path, *path.parents):
-        if os.path.isdir(folder):
+        if folder.is_dir():
             break
         missing.append(folder)
     for folder in reversed(missing):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 def _base(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path:
     env = os.environ if environ is None else environ
-    base = env.get(variable) or str(Path(env.get("HOME", "~")) / fallback)
-    return Path(base).expanduser() / "acp-bridge"
+    # One Path, not four: every run asks for these several times.
+    base = env.get(variable) or os.path.join(env.get("HOME", "~"), fallback)  # noqa: PTH118
+    return Path(base, "acp-bridge").expanduser()
 
 
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
+from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
-from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec, needed_paths, real_path
+from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec, real_path
 from acp_bridge.errors import ConfigError
 
 
@@ -169,7 +170,7 @@ def maze(tmp_path_factory: pytest.TempPathFactory) -> Path:
 _steps = st.sampled_from(
     ["d", "e", "f", "fifo", "to_d", "to_f", "chain", "rel", "abs", "dangling", "loop_a", "up"]
 )
-_odd_steps = st.sampled_from(["..", ".", "missing", "d/e", "to_d/e"])
+_odd_steps = st.sampled_from(["..", ".", "", "missing", "gone", "d/e", "to_d/e", "d/f/x"])
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,6 +1,7 @@
 """The Landlock exec shim: confine a command with Landlock and end every process it starts.
 
-Run as ``python -I -S landlock_shim.py <config…> -- COMMAND ARG…`` (see :func:`encode_config`). The
+Run as ``python -I -S -c "import landlock_shim …" <config…> -- COMMAND ARG…`` (see
+:func:`encode_config`, and ``landlock.shim_command``: imported, its bytecode cached). The
 bridge starts it in the agent's place; the shim
 
 1. makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``), so every orphan of the run

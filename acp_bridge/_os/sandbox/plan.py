@@ -94,53 +94,62 @@ def plan_paths(
     spec: SandboxSpec, *, needed: Sequence[Path] = (), extra_hidden: Sequence[Path] = ()
 ) -> PathPlan:
     """The rules for ``spec`` plus what the command ``needed`` (see
-    :func:`~acp_bridge._os.sandbox.spec.needed_paths`)."""
+    :func:`~acp_bridge._os.sandbox.needed.needed_paths`)."""
     secrets = [*spec.secret_paths(), *(p for p in extra_hidden if os.path.lexists(p))]
     secret_texts = [str(p) for p in secrets]
-    candidates: dict[Path, tuple[int, Access, str]] = {}
+    # Keyed by text: every path here is resolved, so equal texts are equal paths (and a
+    # str hashes without pathlib's parts).
+    candidates: dict[str, tuple[int, Access, str]] = {}
     warnings: list[str] = []
 
-    def offer(path: Path, rank: int, access: Access, why: str) -> None:
+    def offer(path: str, rank: int, access: Access, why: str) -> None:
         held = candidates.get(path)
         if held is None or rank > held[0]:
             candidates[path] = (rank, access, why)
 
     for path in needed:
         where = str(path)
-        if path.exists() and not any(_inside(where, s) for s in secret_texts):
-            offer(path, _NEEDED, Access.READ, "needed")
+        if _exists(where) and not any(_inside(where, s) for s in secret_texts):
+            offer(where, _NEEDED, Access.READ, "needed")
     if spec.private_tmp:
         for tmp in HOST_TMP_DIRS:
-            real = Path(real_path(tmp))
-            if real.is_dir():
+            real = real_path(tmp)
+            if os.path.isdir(real):  # noqa: PTH112 (strings: see above)
                 offer(real, _HOST_TMP, Access.HIDDEN, "host tmp")
     for path in spec.read:
-        if path.exists():
-            offer(path, _READABLE, Access.READ, "readable")
+        where = str(path)
+        if _exists(where):
+            offer(where, _READABLE, Access.READ, "readable")
     for path in spec.write:
-        if not path.is_dir() and not path.is_file():
+        where = str(path)
+        if not os.path.isdir(where) and not os.path.isfile(where):  # noqa: PTH112, PTH113
             raise ConfigError(f"sandbox write root does not exist: {path}")
-        offer(path, _WRITE, Access.WRITE, "write root")
-    for path in secrets:
-        if path in spec.write:
+        offer(where, _WRITE, Access.WRITE, "write root")
+    write_texts = {str(p) for p in spec.write}
+    for path, where in zip(secrets, secret_texts, strict=True):
+        if where in write_texts:
             warnings.append(f"{path} is both a write root and hidden: it stays hidden")
-        offer(path, _SECRET, Access.HIDDEN, "secret")
+        offer(where, _SECRET, Access.HIDDEN, "secret")
 
     kept: list[PathRule] = []
     kept_texts: list[str] = []
-    texts = {path: str(path) for path in candidates}
-    for path in sorted(candidates, key=lambda p: (_depth(texts[p]), texts[p])):
-        _, access, why = candidates[path]
-        inherited = _effective(kept, kept_texts, texts[path])
+    for where in sorted(candidates, key=lambda text: (_depth(text), text)):
+        _, access, why = candidates[where]
+        inherited = _effective(kept, kept_texts, where)
         redundant = (
             access is inherited
             if access is not Access.READ
             else inherited is not Access.HIDDEN  # "readable" means visible, not read-only
         )
         if not redundant:
-            kept.append(PathRule(path, access, why, path.is_dir()))
-            kept_texts.append(texts[path])
+            kept.append(PathRule(Path(where), access, why, os.path.isdir(where)))  # noqa: PTH112
+            kept_texts.append(where)
     return PathPlan(tuple(kept), tuple(warnings))
+
+
+def _exists(path: str) -> bool:
+    """``Path(path).exists()``, on a string (False too where the path cannot be looked at)."""
+    return os.path.exists(path)  # noqa: PTH110 (strings: see plan_paths)
 
 
 def _effective(kept: list[PathRule], kept_texts: list[str], path: str) -> Access:

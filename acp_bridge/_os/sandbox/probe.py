@@ -22,7 +22,7 @@ from typing import Literal
 import anyio
 
 from acp_bridge._os.sandbox import landlock_shim, probe_ahead
-from acp_bridge._os.sandbox.landlock import READ, SHIM, fs_rights
+from acp_bridge._os.sandbox.landlock import READ, fs_rights, shim_command
 
 PROBE_TIMEOUT = 10.0
 _cache: dict[str, Probe] = {}
@@ -290,7 +290,7 @@ async def probe_landlock(*, refresh: bool = False, run: bool = False) -> Probe:
             parent=os.getpid(),
             rules=[(READ, "/")],
         )
-        code, err = await _run([sys.executable, "-I", "-S", str(SHIM), *config, "true"])
+        code, err = await _run([*shim_command(), *config, "true"])
         if code == 0:
             probe = Probe("landlock", True, detail, abi=abi)
         else:

@@ -31,8 +31,9 @@ from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
+from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, needed_paths, real_path, resolve
+from acp_bridge._os.sandbox.spec import SandboxSpec, real_path, resolve
 from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 

@@ -12,9 +12,7 @@ objects paths name, and ``~/.ssh -> /data/keys`` must hide ``/data/keys``.
 from __future__ import annotations
 
 import os
-import shutil
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -71,6 +69,8 @@ def real_path(path: str | os.PathLike[str]) -> str:
     if _O_PATH:
         try:
             fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return _missing_real_path(os.fspath(path))
         except OSError:
             return os.path.realpath(path)
         try:
@@ -83,6 +83,22 @@ def real_path(path: str | os.PathLike[str]) -> str:
         if found.startswith("/") and not found.endswith(" (deleted)"):
             return found
     return os.path.realpath(path)
+
+
+def _missing_real_path(path: str) -> str:
+    """:func:`real_path` of a path that does not exist (a run hides a dozen of them: the
+    config folder, SQLite's companion files …): its existing parent resolved by the kernel,
+    and the missing name appended — the standard library's answer, which walks every
+    component with an ``lstat`` (0.04 ms a path). Same answer: a name that is not there is
+    no symlink, and a plain path (absolute, no ``.``, ``..`` or doubled slash) has nothing
+    after it to undo it. A dangling link, or anything else, is left to the standard
+    library."""
+    parent, _, name = path.rpartition("/")
+    plain = path.startswith("/") and name not in ("", ".", "..") and "//" not in path
+    if not plain or "/./" in path or "/../" in path or os.path.lexists(path):
+        return os.path.realpath(path)
+    top = real_path(parent or "/")
+    return f"{top.rstrip('/')}/{name}"
 
 
 def resolve(path: Path | str, *, what: str) -> Path:
@@ -106,7 +122,7 @@ class SandboxSpec:
     - ``write``: writable (the write roots and the agent's declared state paths);
     - ``read``: visible read-only even where they would be hidden (under ``/tmp`` or a
       secret): the profile's ``readable:`` list. The launchers add what the command itself
-      needs (:func:`needed_paths`) on their own;
+      needs (:func:`~acp_bridge._os.sandbox.needed.needed_paths`) on their own;
     - ``hidden``: invisible, on top of :data:`DEFAULT_HIDDEN_HOME` under ``home`` and
       :data:`DEFAULT_HIDDEN_SYSTEM` (``hide_defaults=False`` drops those two lists);
     - a deeper path always wins over a shallower one: a write root inside a hidden
@@ -159,86 +175,3 @@ class SandboxSpec:
                 if os.path.lexists(path):
                     found.append(Path(real_path(path)))
         return tuple(p for p in _unique([*found, *self.hidden]) if os.path.lexists(p))
-
-
-def _install_prefix(path: Path) -> list[Path]:
-    """``path`` and the whole installation it belongs to: for ``…/bin/tool`` (or an npm
-    ``…/node_modules/.bin/tool`` link) the prefix above (a venv, a node prefix: interpreter
-    and libraries live beside ``bin``); for anything inside a ``node_modules`` tree the folder
-    holding the outermost one (the npm prefix or project, every dependency in it); for
-    anything inside a virtualenv (``pyvenv.cfg``) the venv."""
-    out = [path]
-    if path.parent.name in ("bin", "sbin", ".bin"):
-        out.append(path.parent.parent)
-    parts = path.parts
-    if "node_modules" in parts[:-1]:
-        out.append(Path(*parts[: parts.index("node_modules")]))
-    venv = next((parent for parent in path.parents if (parent / "pyvenv.cfg").is_file()), None)
-    return out if venv is None else [*out, venv]
-
-
-def _package_root(path: Path, home: Path) -> list[Path]:
-    """For a script given by path (``node /x/dist/agent.js``), the nearest folder above it
-    that is a package (``package.json``, ``node_modules``, ``pyproject.toml``): its
-    dependencies are next to it. Never the home folder or ``/`` themselves."""
-    for parent in list(path.parents)[:6]:
-        if parent in (home, Path("/")):
-            return []
-        if any((parent / marker).exists() for marker in _PACKAGE_MARKERS):
-            return [parent]
-    return []
-
-
-_PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml")
-
-
-def _command_paths(command: str, env: Mapping[str, str], cwd: Path) -> list[Path]:
-    if "/" in command:
-        found: str | None = str(cwd / command)
-    else:
-        found = shutil.which(command, path=env.get("PATH", os.defpath))
-    if found is None:
-        return []  # the launch itself will report "command not found"
-    link = Path(found).absolute()  # the path it is called by (a .bin link), and its target
-    real = Path(real_path(link))
-    out = _install_prefix(link) + _install_prefix(real)
-    try:  # a script's interpreter (`#!/tmp/venv/bin/python`) is needed just as much
-        with real.open("rb") as f:
-            first = f.readline(512)
-    except OSError:
-        return out
-    if first.startswith(b"#!"):
-        words = first[2:].decode("utf-8", "replace").split()
-        if words and words[0].startswith("/"):
-            interpreter = Path(words[0])  # a venv's python is a link out of the venv
-            out += _install_prefix(interpreter) + _install_prefix(Path(real_path(interpreter)))
-    return out
-
-
-def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tuple[Path, ...]:
-    """What running ``argv`` needs to see wherever it lives, ``/tmp`` included (issues 11,
-    20): the command by the path it is called by and by its target, each with its whole
-    installation (:func:`_install_prefix`) and its ``#!`` interpreter's; absolute paths among
-    its arguments (``/x`` or ``--opt=/x``) that exist, with their installation or package
-    folder; ``PATH`` entries under the host's tmp
-    directories, this Python installation and the ``acp_bridge`` package (a nested bridge
-    must start), and ``cwd``. Never unhides a secret: the plan drops these when they lie in
-    a hidden path, unlike the explicit ``read`` list."""
-    out: list[Path] = [cwd]
-    if argv:
-        out += _command_paths(argv[0], env, cwd)
-    home = Path(env.get("HOME") or Path.home())
-    for arg in argv[1:]:
-        candidates = [arg]
-        if arg.startswith("-") and "=" in arg:
-            candidates.append(arg.split("=", 1)[1])
-        for found in (Path(c) for c in candidates if c.startswith("/") and Path(c).exists()):
-            out += _install_prefix(found) + _package_root(found, home)
-    for entry in env.get("PATH", "").split(os.pathsep):
-        if entry.startswith("/") and any(
-            entry == tmp or entry.startswith(tmp + "/") for tmp in HOST_TMP_DIRS
-        ):
-            out += _install_prefix(Path(entry))
-    out += [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)]
-    out.append(Path(real_path(__file__)).parents[3])  # the directory holding acp_bridge/
-    return _unique(Path(real_path(p)) for p in _unique(out))  # each path resolved once

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._profile import AgentProfile
+from acp_bridge.config._reuse import PathFacts, Remembered
 from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, validate_located
 from acp_bridge.errors import ConfigError, Problem, ProfileError, SourceLocation
 
@@ -149,15 +150,27 @@ class _Merged:
         return Problem(message, where, name)
 
 
+_RESOLVED: Remembered[ResolvedProfile] = Remembered()
+"""Resolved profiles by the layers they came from (reuse.py)."""
+
+
 def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> ResolvedProfile:
-    """Merge ``layers``, expand variables, resolve paths and validate: the usable profile."""
+    """Merge ``layers``, expand variables, resolve paths and validate: the usable profile.
+
+    Within a process, the result for the same documents, environment and filesystem facts
+    is the one resolved before (reuse.py)."""
+    key = tuple((id(layer.doc), layer.prefix, layer.origin) for layer in layers)
+    known = _RESOLVED.get(key, environ)
+    if known is not None:
+        return known
     merged = _Merged(layers)
     merged.data.setdefault("name", layers[-1].name)  # a profile file may omit it: its stem
+    facts = PathFacts(merged.data, lambda path: merged.layer_of(path).doc.path.parent, environ)
     problems, env_used = expand_and_resolve(
         merged.data,
         _PROFILE_PATH_FIELDS,
         environ,
-        base_dir_of=lambda path: merged.layer_of(path).doc.path.parent,
+        base_dir_of=facts.base_dir_of,
         problem_at=merged.problem,
     )
     if problems:
@@ -167,4 +180,8 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
     except ConfigError as exc:
         raise ProfileError(exc.problems) from exc
     profile.mark_from_environment(env_used)
-    return ResolvedProfile(profile, dict(merged.owner), env_used)
+    resolved = ResolvedProfile(profile, dict(merged.owner), env_used)
+    command = merged.data.get("command")  # a folder named by its absolute path is refused
+    facts.observe(*([command] if isinstance(command, str) else []))
+    _RESOLVED.put(key, resolved, environ, facts, tuple(layer.doc for layer in layers))
+    return resolved

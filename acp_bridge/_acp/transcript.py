@@ -26,8 +26,8 @@ from __future__ import annotations
 import heapq
 import json
 import os
+import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -207,29 +207,61 @@ def prune(directory: Path, keep: int) -> None:
     """Delete all but the newest ``keep`` transcripts in ``directory``, and the diff of each
     run deleted (``<task_id>.diff`` beside its transcript). Best effort."""
     try:
-        # Every run calls this: count first (no stat per file), look at ages only when some
-        # must go. Past ``keep`` that is every run (one transcript more, one older goes):
-        # the directory entries' own stat and only the oldest picked, no path objects or
-        # whole sort (1.3 -> 0.5 ms a run with 200 kept).
+        # Every run calls this: count first (names only, no stat per file).
         with os.scandir(directory) as entries:
-            transcripts = [entry for entry in entries if entry.name.endswith(".jsonl")]
+            names = [entry.name for entry in entries if entry.name.endswith(".jsonl")]
     except OSError:
         return
-    if len(transcripts) <= keep:
+    if len(names) <= keep:
         return
-    for name in heapq.nsmallest(len(transcripts) - keep, _ages(transcripts)):
-        old = directory / name[1]
-        for path in (old, old.with_suffix(".diff")):
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:
-                continue
+    # Past ``keep`` that is every run (one transcript more, one older goes): the ages seen
+    # before are remembered, so only the new names are looked at, and the ones picked.
+    with _AGES_LOCK:
+        ages = _AGES.setdefault(str(directory), {})
+        present = set(names)
+        for gone in [known for known in ages if known not in present]:
+            del ages[gone]
+        for name in names:
+            if name not in ages and (age := _age(directory, name)) is not None:
+                ages[name] = age
+        for name in _oldest(directory, ages, len(names) - keep):
+            old = directory / name
+            ages.pop(name, None)
+            for path in (old, old.with_suffix(".diff")):
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:
+                    continue
 
 
-def _ages(entries: list[os.DirEntry[str]]) -> Iterator[tuple[float, str]]:
-    """(modification time, name) of each entry still there (another run may prune too)."""
-    for entry in entries:
-        try:
-            yield entry.stat(follow_symlinks=False).st_mtime, entry.name
-        except OSError:
-            continue
+_AGES: dict[str, dict[str, float]] = {}
+"""Per transcript folder, the modification time last seen of each transcript in it."""
+_AGES_LOCK = threading.Lock()
+
+
+def _oldest(directory: Path, ages: dict[str, float], count: int) -> list[str]:
+    """The ``count`` oldest of ``ages`` by their modification time now. A remembered age
+    can only be older than the file's (a transcript still written to moves on): the ones
+    picked are looked at again, and picked again while one of them turned out newer."""
+    while True:
+        picked = heapq.nsmallest(count, ages, key=ages.__getitem__)
+        moved = False
+        for name in picked:
+            age = _age(directory, name)
+            if age is None:  # another run pruned it: not ours to count
+                del ages[name]
+                moved = True
+            elif age != ages[name]:
+                ages[name] = age
+                moved = True
+        if not moved:
+            return picked
+
+
+def _age(directory: Path, name: str) -> float | None:
+    """The modification time of transcript ``name`` (a link by the link itself), or None
+    when it is gone."""
+    try:
+        return os.lstat(directory / name).st_mtime
+    except OSError:
+        return None

@@ -72,3 +72,18 @@ def test_nothing_goes_while_there_are_no_more_than_keep(tmp_path: Path) -> None:
 
 def test_a_missing_directory_is_no_error(tmp_path: Path) -> None:
     prune(tmp_path / "never-made", 1)
+
+
+def test_a_transcript_written_to_since_the_last_prune_is_aged_afresh(tmp_path: Path) -> None:
+    # The ages seen by one prune are remembered for the next: a transcript still written
+    # to (a held session's) moves on, and must not go as the oldest it once was.
+    for n in range(4):
+        _made(tmp_path / f"{n}.jsonl", 1_000_000 + n)
+    prune(tmp_path, 3)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["1", "2", "3"]
+    os.utime(tmp_path / "1.jsonl", (1_000_010, 1_000_010))
+    _made(tmp_path / "4.jsonl", 1_000_004)
+    (tmp_path / "3.jsonl").unlink()  # another process pruned it meanwhile
+    _made(tmp_path / "5.jsonl", 1_000_005)
+    prune(tmp_path, 3)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["1", "4", "5"]

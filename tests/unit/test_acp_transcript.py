@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 from pathlib import Path
 
-from acp_bridge._acp.transcript import Transcript, prune
+import pytest
+
+from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
 
 
 def test_the_four_line_shapes(tmp_path: Path) -> None:
@@ -87,3 +91,26 @@ def test_a_transcript_written_to_since_the_last_prune_is_aged_afresh(tmp_path: P
     _made(tmp_path / "5.jsonl", 1_000_005)
     prune(tmp_path, 3)
     assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["1", "4", "5"]
+
+
+def test_the_folder_is_checked_again_when_it_changed_since_the_last_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The folder's walk is remembered by its identity and mode: a folder widened since is
+    # narrowed again, one swapped for a link (to elsewhere) refused, never written through.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    folder = default_transcript_dir()
+    first = Transcript(folder / "a.jsonl")
+    first.close()
+    assert not first.error and (folder / "a.jsonl").is_file()
+    folder.chmod(0o755)
+    Transcript(folder / "b.jsonl").close()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(folder)
+    folder.symlink_to(elsewhere)
+    third = Transcript(folder / "c.jsonl")
+    third.close()
+    assert "symlink" in third.error, third.error
+    assert list(elsewhere.iterdir()) == []

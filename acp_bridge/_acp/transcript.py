@@ -23,15 +23,14 @@ saying so, and nothing more is written (the envelope's warnings say how much was
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from acp_bridge._acp.transcript_pruning import RECOUNT_AFTER, added, prune
 from acp_bridge._os.locations import state_dir
 from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 from acp_bridge._os.redact import Redactor
@@ -200,8 +199,11 @@ def run_transcript(settings: TranscriptSettings, task_id: str, redactor: Redacto
     if not settings.enabled:
         return Transcript(None)
     directory = settings.dir or default_transcript_dir()
-    prune(directory, settings.keep - 1)
-    return Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)
+    prune(directory, settings.keep - 1, recount_after=RECOUNT_AFTER)
+    transcript = Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)
+    if transcript.path is not None and not transcript.error:
+        added(directory, transcript.path.name)
+    return transcript
 
 
 _PRIVATE_FOLDERS: dict[Path, tuple[int, int, int, int]] = {}
@@ -222,67 +224,3 @@ def _made_private(folder: Path) -> bool:
         return False
     _PRIVATE_FOLDERS[folder] = (info.st_dev, info.st_ino, info.st_mode, info.st_uid)
     return True
-
-
-def prune(directory: Path, keep: int) -> None:
-    """Delete all but the newest ``keep`` transcripts in ``directory``, and the diff of each
-    run deleted (``<task_id>.diff`` beside its transcript). Best effort."""
-    try:
-        # Every run calls this: count first (names only, no stat per file).
-        with os.scandir(directory) as entries:
-            names = [entry.name for entry in entries if entry.name.endswith(".jsonl")]
-    except OSError:
-        return
-    if len(names) <= keep:
-        return
-    # Past ``keep`` that is every run (one transcript more, one older goes): the ages seen
-    # before are remembered, so only the new names are looked at, and the ones picked.
-    with _AGES_LOCK:
-        ages = _AGES.setdefault(str(directory), {})
-        present = set(names)
-        for gone in [known for known in ages if known not in present]:
-            del ages[gone]
-        for name in names:
-            if name not in ages and (age := _age(directory, name)) is not None:
-                ages[name] = age
-        for name in _oldest(directory, ages, len(names) - keep):
-            old = directory / name
-            ages.pop(name, None)
-            for path in (old, old.with_suffix(".diff")):
-                try:
-                    path.unlink(missing_ok=True)
-                except OSError:
-                    continue
-
-
-_AGES: dict[str, dict[str, float]] = {}
-"""Per transcript folder, the modification time last seen of each transcript in it."""
-_AGES_LOCK = threading.Lock()
-
-
-def _oldest(directory: Path, ages: dict[str, float], count: int) -> list[str]:
-    """The ``count`` oldest of ``ages`` by their modification time now. A remembered age
-    can only be older than the file's (a transcript still written to moves on): the ones
-    picked are looked at again, and picked again while one of them turned out newer."""
-    while True:
-        picked = heapq.nsmallest(count, ages, key=ages.__getitem__)
-        moved = False
-        for name in picked:
-            age = _age(directory, name)
-            if age is None:  # another run pruned it: not ours to count
-                del ages[name]
-                moved = True
-            elif age != ages[name]:
-                ages[name] = age
-                moved = True
-        if not moved:
-            return picked
-
-
-def _age(directory: Path, name: str) -> float | None:
-    """The modification time of transcript ``name`` (a link by the link itself), or None
-    when it is gone."""
-    try:
-        return os.lstat(directory / name).st_mtime
-    except OSError:
-        return None

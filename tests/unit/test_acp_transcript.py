@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._acp.transcript import Transcript, default_transcript_dir, prune
+from acp_bridge._acp.transcript import Transcript, default_transcript_dir, run_transcript
+from acp_bridge._acp.transcript_pruning import prune
+from acp_bridge._os.redact import Redactor
+from acp_bridge.config import TranscriptSettings
 
 
 def test_the_four_line_shapes(tmp_path: Path) -> None:
@@ -114,3 +117,16 @@ def test_the_folder_is_checked_again_when_it_changed_since_the_last_transcript(
     third.close()
     assert "symlink" in third.error, third.error
     assert list(elsewhere.iterdir()) == []
+
+
+def test_runs_keep_the_newest_keep_between_listings_of_the_folder(tmp_path: Path) -> None:
+    # A run's prune lists the folder at most once a second: in between, what this process
+    # wrote is counted, so every run still leaves `keep` (the newest), never more.
+    settings = TranscriptSettings(dir=tmp_path, keep=2)
+    for n in range(5):
+        transcript = run_transcript(settings, f"run{n}", Redactor())
+        transcript.note("written")
+        transcript.close()
+        os.utime(tmp_path / f"run{n}.jsonl", (1_000_000 + n, 1_000_000 + n))
+        assert len(list(tmp_path.glob("*.jsonl"))) == min(n + 1, 2)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["run3", "run4"]

@@ -129,6 +129,9 @@ class JsonRpcConnection:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             await self._pool.__aexit__(None, None, None)
+            # The pool holds a bound method of this connection: a reference cycle, which
+            # would keep the run's state alive until the garbage collector finds it.
+            self._pool = None
 
     @property
     def closed(self) -> bool:

@@ -149,6 +149,9 @@ class Outbox:
                 self._room.set()
         finally:
             self._drop_all(self.failure or AgentExitedError("the connection closed"))
+            # Nothing is dropped after the writer: let go of the callback (a bound method
+            # of the connection, which holds this outbox: a reference cycle otherwise).
+            self._on_drop = None
 
     def _batch(self) -> list[Outgoing]:
         """The messages at the front of the queue, up to BATCH_BYTES (at least one)."""

@@ -8,8 +8,9 @@ column) that set it, so ``acp-bridge profiles show`` can say where each value ca
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from acp_bridge.config._expand import expand_and_resolve
@@ -82,6 +83,11 @@ class ResolvedProfile:
     profile: AgentProfile
     owners: Mapping[DataPath, ProfileLayer]
     env_used: Mapping[DataPath, tuple[str, ...]]
+    _said: dict[tuple[DataPath, str], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """:meth:`set_at`'s answers by path and working directory (the profile is reused: a
+    run asks where its command was set every time)."""
 
     def source_of(self, path: DataPath) -> ValueSource:
         """Where the value at ``path`` came from (``default`` when no file set it)."""
@@ -97,9 +103,19 @@ class ResolvedProfile:
         return ValueSource("default")
 
     def set_at(self, path: DataPath) -> str:
-        """``FILE:LINE:COL: field`` of the value at ``path`` ("" when no file set it)."""
-        layer = self.owners.get(path)
-        return f"{layer.location(path)}: {layer.field(path)}" if layer else ""
+        """``FILE:LINE:COL: field`` of the value at ``path`` ("" when no file set it); the
+        file relative to the working directory when below it."""
+        try:
+            key = (path, os.getcwd())  # noqa: PTH109 (a string: this is the cache key)
+        except OSError:  # the working directory is gone: said in full, not remembered
+            key = None
+        said = self._said.get(key) if key is not None else None
+        if said is None:
+            layer = self.owners.get(path)
+            said = f"{layer.location(path)}: {layer.field(path)}" if layer else ""
+            if key is not None:
+                self._said[key] = said
+        return said
 
     def runnable(self) -> AgentProfile:
         """The profile, unless ``enable: false`` says it must not run (a ConfigError)."""

@@ -105,3 +105,12 @@ def test_acp_spawn_sees_a_config_edit_between_two_runs(tmp_path: Path) -> None:
     config.write_text("transcripts: {enabled: true }\n")  # same size, at once
     transcript = anyio.run(run)
     assert transcript is not None and Path(transcript).is_file()
+
+
+def test_where_a_value_was_set_is_said_from_the_working_directory_of_the_moment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(tmp_path / "sub" / "c.yaml", "acp:\n  agents:\n    - {name: a, command: x}\n")
+    assert load_config(config).profiles.get("a").set_at(("command",)).startswith("sub/c.yaml:3:")
+    monkeypatch.chdir(tmp_path / "sub")
+    assert load_config(config).profiles.get("a").set_at(("command",)).startswith("c.yaml:3:")

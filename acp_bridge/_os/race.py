@@ -78,7 +78,10 @@ async def race(
                     outcome = Raced(value, finished=True)
             tg.cancel_scope.cancel()
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:  # the frame must not hold its own traceback's exception (a cycle)
+            error = None
     return outcome if outcome is not None else Raced(None, finished=False, timed_out=True)
 
 

@@ -122,6 +122,13 @@ class Outbox:
             await message.written.wait()
         return message.sent
 
+    async def drain(self) -> None:
+        """Until everything queued now is written, or can no longer be (a closed stdin, a
+        stall). The caller bounds the wait (its cancel scope)."""
+        while self._queue and self.failure is None:
+            self._room = self._room if not self._room.is_set() else anyio.Event()
+            await self._room.wait()
+
     def _check(self) -> None:
         if self.failure is not None:
             raise self.failure

@@ -160,6 +160,9 @@ class RunClock:
                 await session.cancel_turn("the caller went away")
             await session.close(grace)
             await services.aclose()
+            # What is still queued ($/cancel_request for a request we stopped waiting for,
+            # say) is written before the agent's stdin closes: a write after is lost.
+            await conn.outbox.drain()
             await process.end(end_by, hurry=self.abort)
             with anyio.move_on_after(grace):
                 await conn.wait_closed()

@@ -20,9 +20,8 @@ import sys
 import urllib.parse
 
 from acp_bridge._os.unix_sockets import connect_unix
+from acp_bridge._services_endpoint import ENDPOINT, TOKEN_VARIABLE
 
-TOKEN_VARIABLE = "ACP_BRIDGE_SERVICES_TOKEN"
-ENDPOINT = "/mcp"
 TIMEOUT = 3600.0  # a run_command may take the terminal's whole timeout
 # The endpoint checks the Host header against loopback names (DNS rebinding protection);
 # over a unix socket there is no host, so the relay names the one it stands for.

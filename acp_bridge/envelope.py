@@ -5,8 +5,6 @@ The first seven keys are a stable contract (they match the Mistermorph envelope)
 ``_output_schema.py``.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import reprlib

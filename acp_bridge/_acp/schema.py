@@ -9,8 +9,6 @@ Reading is tolerant: unknown fields are kept (``extra="allow"``), unknown varian
 errors. Writing is exact: camelCase keys, nothing that is None.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError

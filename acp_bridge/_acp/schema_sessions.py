@@ -6,8 +6,6 @@ writing. Each method is called only when the agent advertises it (session.py and
 session_methods.py check the capabilities first).
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field

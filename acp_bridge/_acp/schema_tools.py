@@ -2,8 +2,6 @@
 v1's). Same rules as schema.py, whose :class:`Wire` base they share; schema.py re-exports them.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import model_validator

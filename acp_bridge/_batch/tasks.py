@@ -12,12 +12,10 @@ A task without a key is known by its position (``"0"``, ``"1"``, …); keys must
 since a resumed batch finds the tasks still to run by key.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -48,7 +46,7 @@ class Workspace(BaseModel):
     keep: bool = Field(False, description="keep the directory on the node after the run")
 
     @model_validator(mode="after")
-    def _one_source(self) -> Workspace:
+    def _one_source(self) -> Self:
         if self.upload is not None and self.git is not None:
             raise ValueError("upload and git both say what the workspace starts as: give one")
         if self.ref != "HEAD" and self.git is None:

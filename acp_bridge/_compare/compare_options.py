@@ -5,8 +5,6 @@ from :class:`CompareOptions` as the entries derive from theirs
 sets for every attempt itself.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 

@@ -4,8 +4,6 @@ data is the one JSON document ``acp-bridge compare --json`` prints and the MCP t
 structured result.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Any
 

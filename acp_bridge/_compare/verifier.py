@@ -12,8 +12,6 @@ through the terminal service the agent's own commands go through
 its environment the agent's. Passed: it exited 0.
 """
 
-from __future__ import annotations
-
 import time
 from pathlib import Path
 from typing import Any

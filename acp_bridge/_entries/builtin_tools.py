@@ -10,8 +10,6 @@ Entry paths are imported when a tool is called: ``spawn`` loads pydantic-ai (ove
 so a host that only runs ``bash`` stays fast to start.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Any

@@ -20,8 +20,6 @@ keyword arguments can come from one declaration that a type checker sees; pydant
 TypedDict like a model (``extra="forbid"``, defaults, bounds).
 """
 
-from __future__ import annotations
-
 import typing
 from collections.abc import Collection
 from dataclasses import dataclass

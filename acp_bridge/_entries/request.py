@@ -7,10 +7,8 @@ with :func:`run_entry`. What each entry takes is its options model
 :func:`run_entry` hands them to the entry function as keyword arguments.
 """
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 from pydantic import (
@@ -109,7 +107,7 @@ class EntryRequest(BaseModel):
         return task
 
     @model_validator(mode="after")
-    def _entry_needs(self) -> EntryRequest:
+    def _entry_needs(self) -> Self:
         if self.entry == "acp_spawn" and not self.agent:
             raise ValueError("acp_spawn needs an agent")
         if self.entry == "spawn" and self.tools is None:
@@ -146,7 +144,7 @@ class EntryRequest(BaseModel):
         option)."""
         return self.options.get(name)
 
-    def replace(self, **changes: Any) -> EntryRequest:
+    def replace(self, **changes: Any) -> "EntryRequest":
         """This request with ``changes`` (top fields or options), checked again."""
         return EntryRequest.model_validate({**self.model_dump(exclude_none=True), **changes})
 
@@ -235,10 +233,10 @@ async def run_entry(
     config: LoadedConfig | None = None,
     on_event: EventHandler | None = None,
     cancel: anyio.Event | None = None,
-    permission_hook: PermissionHook | None = None,
-    elicitation_hook: ElicitationHook | None = None,
+    permission_hook: "PermissionHook | None" = None,
+    elicitation_hook: "ElicitationHook | None" = None,
     abort: anyio.Event | None = None,
-    follow_ups: FollowUps | None = None,
+    follow_ups: "FollowUps | None" = None,
 ) -> SubtaskResult:
     """Run ``request`` on its entry path; the envelope, whatever happens. The hooks answer an
     ACP agent's ``ask`` permission requests and questions to the user (other entries have no

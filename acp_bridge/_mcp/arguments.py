@@ -7,8 +7,6 @@ whose problems name the field (``agent: no ready profile 'x'; ready: demo``), be
 anything starts.
 """
 
-from __future__ import annotations
-
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model

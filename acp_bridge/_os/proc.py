@@ -21,8 +21,6 @@ sandbox closes (DESIGN §9).
 Linux only.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import signal

@@ -4,8 +4,6 @@ A check here runs where the value is read, so its error carries the value's file
 (config/_yaml.py locates it).
 """
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Annotated

@@ -6,10 +6,8 @@ command there. The versions of the built-in profiles are the ones their notes sa
 checked; they are bumped on purpose, in the profile file, never picked by the installer.
 """
 
-from __future__ import annotations
-
 import re
-from typing import Annotated
+from typing import Annotated, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -54,7 +52,7 @@ class PackageSpec(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _one_source(self) -> PackageSpec:
+    def _one_source(self) -> Self:
         if (self.npm is None) == (self.pypi is None):
             raise ValueError("name exactly one of npm or pypi")
         if self.npm is None and self.node is not None:

@@ -6,10 +6,8 @@ would exhaust memory or never end (``output_byte_limit: 1e13``) is a config erro
 not a crash mid-run.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
@@ -188,7 +186,7 @@ class McpServer(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _transport_fields(self) -> McpServer:
+    def _transport_fields(self) -> Self:
         if self.type == "stdio" and not self.command:
             raise ValueError("a stdio MCP server needs a command")
         if self.type != "stdio" and not self.url:
@@ -326,7 +324,7 @@ class AgentProfile(StrictModel):
     _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
 
     @model_validator(mode="after")
-    def _mistermorph_session_options(self) -> AgentProfile:
+    def _mistermorph_session_options(self) -> Self:
         """``session_options`` (Mistermorph) are config options, set as ours are."""
         if self.session_options:
             merged = {**self.session_options, **self.session.config_options}

@@ -7,8 +7,6 @@ are the union of both. Paths are resolved at load (``~`` is the user's home; rel
 are relative to the file that wrote them).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,7 +52,7 @@ class SandboxSettings(BaseModel):
             return value.lower() == "on"
         return value
 
-    def over(self, default: SandboxSettings) -> ResolvedSandbox:
+    def over(self, default: "SandboxSettings") -> "ResolvedSandbox":
         """This section laid over ``default`` (the config file's section)."""
         return ResolvedSandbox(
             mode=self.mode or default.mode or "auto",

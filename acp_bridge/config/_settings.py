@@ -1,10 +1,8 @@
 """The config file's settings: tools, models, subtasks, transcripts, runs (DESIGN §3)."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -111,7 +109,7 @@ class ModelEntry(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _one_key_source(self) -> ModelEntry:
+    def _one_key_source(self) -> Self:
         if self.api_key is not None and self.api_key_env is not None:
             raise ValueError("set api_key or api_key_env, not both")
         return self

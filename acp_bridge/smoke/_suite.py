@@ -13,12 +13,10 @@ A case with several ``agents`` runs once per agent, like a matrix. Errors point 
 line and column like config errors do; unknown keys are errors.
 """
 
-from __future__ import annotations
-
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -95,7 +93,7 @@ class Case(StrictModel):
     expect: Expect = Field(default_factory=Expect)
 
     @model_validator(mode="after")
-    def _fits_its_entry(self) -> Case:
+    def _fits_its_entry(self) -> Self:
         if self.entry in _NEEDS_TASK and not self.task:
             raise ValueError(f"an {self.entry} case needs a task")
         if self.entry == "bash" and not self.command:

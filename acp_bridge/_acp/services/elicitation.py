@@ -15,8 +15,6 @@ the host is deciding answers ``cancel`` too. For ``url`` mode, ``accept`` means 
 agreed to open the URL themselves; the bridge never opens or fetches it.
 """
 
-from __future__ import annotations
-
 import json
 import logging
 from collections.abc import Awaitable, Callable

@@ -39,7 +39,7 @@ from acp_bridge._acp.services.mcp_tools import SERVER_NAME, ServicesMcp
 from acp_bridge._os.bearer import BearerToken
 from acp_bridge._os.sandbox import RunSandbox
 from acp_bridge._os.unix_sockets import listen_unix
-from acp_bridge._services_relay import ENDPOINT, TOKEN_VARIABLE
+from acp_bridge._services_endpoint import ENDPOINT, TOKEN_VARIABLE
 from acp_bridge.errors import BridgeError
 
 STOP_GRACE = 2.0

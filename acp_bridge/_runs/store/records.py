@@ -6,8 +6,6 @@ not dataclasses: ``dataclasses`` (with ``inspect``) is a tenth of a queued super
 start-up, and a run may wait in the queue behind hundreds of others.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, cast

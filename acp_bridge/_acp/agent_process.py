@@ -26,7 +26,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._os.buffers import TailBuffer
 from acp_bridge._os.procgroup import Graceful, ProcessGroup, signal_name
-from acp_bridge._os.race import race, wait_event
+from acp_bridge._os.race import on_any, race
 from acp_bridge.errors import ConfigError, SpawnError
 from acp_bridge.events import EventSink
 
@@ -227,9 +227,7 @@ class AgentProcess:
         group and to every straggler. Once is enough: later calls return at once."""
         if self._ended:
             return
-        polite = await race(
-            self._polite_end, lambda: wait_event(hurry), deadline=until - KILL_RESERVE
-        )
+        polite = await race(self._polite_end, on_any(hurry), deadline=until - KILL_RESERVE)
         if not polite.finished:  # cut short: whatever is left dies now
             await self.group.kill(wait=max(0.1, until - anyio.current_time()))
         self._ended = True

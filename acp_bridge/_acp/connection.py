@@ -61,7 +61,6 @@ CANCEL_REQUEST = "$/cancel_request"
 CANCEL_WRITE_DEADLINE = 1.0
 """Seconds a ``$/cancel_request`` may take to write: it is sent from shielded clean-up."""
 log = logging.getLogger("acp_bridge._acp.connection")
-
 __all__ = ["JsonRpcConnection", "PendingRequest", "Response"]
 
 UpdateCallback = Callable[[dict[str, Any]], None]
@@ -129,6 +128,7 @@ class JsonRpcConnection:
             return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             await self._pool.__aexit__(None, None, None)
+            self._pool = None  # it holds a bound method of ours: a cycle keeping the run alive
 
     @property
     def closed(self) -> bool:

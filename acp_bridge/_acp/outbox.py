@@ -122,6 +122,13 @@ class Outbox:
             await message.written.wait()
         return message.sent
 
+    async def drain(self) -> None:
+        """Until everything queued now is written, or can no longer be (a closed stdin, a
+        stall). The caller bounds the wait (its cancel scope)."""
+        while self._queue and self.failure is None:
+            self._room = self._room if not self._room.is_set() else anyio.Event()
+            await self._room.wait()
+
     def _check(self) -> None:
         if self.failure is not None:
             raise self.failure
@@ -149,6 +156,9 @@ class Outbox:
                 self._room.set()
         finally:
             self._drop_all(self.failure or AgentExitedError("the connection closed"))
+            # Nothing is dropped after the writer: let go of the callback (a bound method
+            # of the connection, which holds this outbox: a reference cycle otherwise).
+            self._on_drop = None
 
     def _batch(self) -> list[Outgoing]:
         """The messages at the front of the queue, up to BATCH_BYTES (at least one)."""

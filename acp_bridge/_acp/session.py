@@ -61,7 +61,7 @@ from acp_bridge._acp.tracing import NO_TRACING, Tracing
 from acp_bridge._acp.turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.turn_collector import TurnCollector
 from acp_bridge._acp.turn_state import acknowledged, turn_result
-from acp_bridge._os.race import race, wait_any, wait_event
+from acp_bridge._os.race import on_any, race, wait_any
 from acp_bridge.config import AgentProfile
 from acp_bridge.errors import (
     AgentRequestError,
@@ -328,7 +328,7 @@ class AcpSession:
             sent.append(await self.conn.start_request("session/prompt", wire))
             return await turn_end()
 
-        raced = await race(send_and_wait, lambda: wait_any(cancel, abort), deadline=deadline)
+        raced = await race(send_and_wait, on_any(cancel, abort), deadline=deadline)
         ended_at = anyio.current_time()
         ended: TurnEnd = (
             "response" if raced.finished else "timeout" if raced.timed_out else "cancelled"
@@ -339,7 +339,7 @@ class AcpSession:
             until = ended_at + grace
             self.conn.set_deadline(until)
             if await self.cancel_turn(ended) and sent:
-                done = await race(turn_end, lambda: wait_event(abort), deadline=until)
+                done = await race(turn_end, on_any(abort), deadline=until)
                 response = done.value if done.finished else None
         self.turn_in_progress = False
         if response is None and sent and not self.v2:

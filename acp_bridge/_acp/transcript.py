@@ -23,16 +23,16 @@ saying so, and nothing more is written (the envelope's warnings say how much was
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from acp_bridge._acp.transcript_pruning import RECOUNT_AFTER, added, prune
 from acp_bridge._os.locations import state_dir
-from acp_bridge._os.private_files import create_private
+from acp_bridge._os.private_files import create_private, new_private_file, private_dir
 from acp_bridge._os.redact import Redactor
 from acp_bridge.config import TranscriptSettings
 from acp_bridge.errors import StateDirError
@@ -42,7 +42,7 @@ DEFAULT_MAX_BYTES = 64 << 20
 CUT_NOTE_RESERVE = 512  # room kept under the cap for the note that says it was reached
 
 
-def default_transcript_dir(environ: dict[str, str] | None = None) -> Path:
+def default_transcript_dir(environ: Mapping[str, str] | None = None) -> Path:
     return state_dir(environ) / "transcripts"
 
 
@@ -72,7 +72,7 @@ class Transcript:
         try:
             # Transcripts may hold file contents and prompts: private to the user (0600,
             # never written through a link planted at its name).
-            fd = create_private(path)
+            fd = new_private_file(path) if _made_private(path.parent) else create_private(path)
             self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         except (OSError, StateDirError) as exc:
             self.error = f"transcript disabled: {exc}"
@@ -198,38 +198,29 @@ def run_transcript(settings: TranscriptSettings, task_id: str, redactor: Redacto
     off), older ones pruned first."""
     if not settings.enabled:
         return Transcript(None)
-    directory = settings.dir or default_transcript_dir(dict(os.environ))
-    prune(directory, settings.keep - 1)
-    return Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)
+    directory = settings.dir or default_transcript_dir()
+    prune(directory, settings.keep - 1, recount_after=RECOUNT_AFTER)
+    transcript = Transcript(directory / f"{task_id}.jsonl", redactor, max_bytes=settings.max_bytes)
+    if transcript.path is not None and not transcript.error:
+        added(directory, transcript.path.name)
+    return transcript
 
 
-def prune(directory: Path, keep: int) -> None:
-    """Delete all but the newest ``keep`` transcripts in ``directory``, and the diff of each
-    run deleted (``<task_id>.diff`` beside its transcript). Best effort."""
+_PRIVATE_FOLDERS: dict[Path, tuple[int, int, int, int]] = {}
+"""Transcript folders made private in this process: (device, inode, mode, owner) then."""
+
+
+def _made_private(folder: Path) -> bool:
+    """Whether ``folder`` is private: made so by this process (create_private's walk and
+    checks, ~0.1 ms) and still the same directory, mode and owner; else walked now. False
+    when the walk fails (create_private then says why)."""
     try:
-        # Every run calls this: count first (no stat per file), look at ages only when some
-        # must go. Past ``keep`` that is every run (one transcript more, one older goes):
-        # the directory entries' own stat and only the oldest picked, no path objects or
-        # whole sort (1.3 -> 0.5 ms a run with 200 kept).
-        with os.scandir(directory) as entries:
-            transcripts = [entry for entry in entries if entry.name.endswith(".jsonl")]
-    except OSError:
-        return
-    if len(transcripts) <= keep:
-        return
-    for name in heapq.nsmallest(len(transcripts) - keep, _ages(transcripts)):
-        old = directory / name[1]
-        for path in (old, old.with_suffix(".diff")):
-            try:
-                path.unlink(missing_ok=True)
-            except OSError:
-                continue
-
-
-def _ages(entries: list[os.DirEntry[str]]) -> Iterator[tuple[float, str]]:
-    """(modification time, name) of each entry still there (another run may prune too)."""
-    for entry in entries:
-        try:
-            yield entry.stat(follow_symlinks=False).st_mtime, entry.name
-        except OSError:
-            continue
+        info = folder.stat()
+        if _PRIVATE_FOLDERS.get(folder) == (info.st_dev, info.st_ino, info.st_mode, info.st_uid):
+            return True
+        private_dir(folder)
+        info = folder.stat()
+    except (OSError, StateDirError):
+        return False
+    _PRIVATE_FOLDERS[folder] = (info.st_dev, info.st_ino, info.st_mode, info.st_uid)
+    return True

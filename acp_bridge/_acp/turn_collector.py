@@ -35,6 +35,7 @@ the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counte
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from acp_bridge._acp.notices import Notices
@@ -92,34 +93,6 @@ class TurnCollector:
         self.turn_state = TurnState(sink)
         self.subagents = Subagents(sink)
         self._has_children = False
-        self._handlers = {
-            "tool_call": self._tool_call,
-            "tool_call_update": self._tool_call,
-            "tool_call_content_chunk": self.tools.content_chunk,
-            "plan": self._plan,
-            "plan_update": self._plan,
-            "plan_removed": self._plan,
-            "usage_update": self._usage_update,
-            "agent_thought_chunk": self._thought,
-            "agent_thought": self._thought,
-            "agent_message": self._whole_message,
-            "state_update": self.turn_state.apply,
-            "notice": self.notices.notice,
-            "compaction_update": self.notices.compaction,
-            "compaction_summary_chunk": self.notices.summary_chunk,
-            "subagent_update": self._subagent,
-            "session_message": self.subagents.message,
-            "session_message_chunk": _ignore,  # content of a message counted by its upsert
-            "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
-            "user_message": _ignore,
-        }
-        state = self.state
-        self._state_handlers = {
-            "current_mode_update": state.mode_update,
-            "config_option_update": state.config_option_update,
-            "session_info_update": state.session_info_update,
-            "available_commands_update": state.commands_update,
-        }
 
     # --- the stream (called by the connection for every session/update) -----------------
 
@@ -146,15 +119,15 @@ class TurnCollector:
         kind = kind[:64]
         if kind in self.kinds or len(self.kinds) < MAX_KINDS:
             self.kinds[kind] += 1
-        handler = self._state_handlers.get(kind)
+        handler = _STATE_HANDLERS.get(kind)
         if handler is None:
             if self.replaying:  # history: not this turn's tool calls, plan or usage
                 self.replayed += 1
                 return
-            handler = self._handlers.get(kind)
+            handler = _HANDLERS.get(kind)
         if handler is not None:
             try:
-                handler(update)
+                handler(self, update)
             except (ValueError, TypeError):  # a malformed rare update must not end the run
                 self.malformed += 1
         elif kind not in _KNOWN_IGNORED and (
@@ -358,8 +331,41 @@ class TurnCollector:
         return self.tools.records()
 
 
-def _ignore(update: dict[str, Any]) -> None:
+def _ignore(collector: TurnCollector, update: dict[str, Any]) -> None:
     return None
+
+
+# What each update kind does, by class: a table of the collector's own bound methods would
+# be a reference cycle, and with it the whole run's state would wait for the garbage
+# collector instead of going when the run does.
+_Handler = Callable[[TurnCollector, dict[str, Any]], None]
+_HANDLERS: dict[str, _Handler] = {
+    "tool_call": TurnCollector._tool_call,
+    "tool_call_update": TurnCollector._tool_call,
+    "tool_call_content_chunk": lambda c, u: c.tools.content_chunk(u),
+    "plan": TurnCollector._plan,
+    "plan_update": TurnCollector._plan,
+    "plan_removed": TurnCollector._plan,
+    "usage_update": TurnCollector._usage_update,
+    "agent_thought_chunk": TurnCollector._thought,
+    "agent_thought": TurnCollector._thought,
+    "agent_message": TurnCollector._whole_message,
+    "state_update": lambda c, u: c.turn_state.apply(u),
+    "notice": lambda c, u: c.notices.notice(u),
+    "compaction_update": lambda c, u: c.notices.compaction(u),
+    "compaction_summary_chunk": lambda c, u: c.notices.summary_chunk(u),
+    "subagent_update": TurnCollector._subagent,
+    "session_message": lambda c, u: c.subagents.message(u),
+    "session_message_chunk": _ignore,  # content of a message counted by its upsert
+    "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
+    "user_message": _ignore,
+}
+_STATE_HANDLERS: dict[str, _Handler] = {
+    "current_mode_update": lambda c, u: c.state.mode_update(u),
+    "config_option_update": lambda c, u: c.state.config_option_update(u),
+    "session_info_update": lambda c, u: c.state.session_info_update(u),
+    "available_commands_update": lambda c, u: c.state.commands_update(u),
+}
 
 
 # Kinds known and deliberately not used (agent-owned terminals are display-only).

@@ -173,7 +173,10 @@ async def _recorded(record: RunReport, body: Body, ctx: RunContext) -> SubtaskRe
         except Exception as exc:  # re-raised below: a task group would wrap it in a group
             outcome = exc
     if isinstance(outcome, Exception):
-        raise outcome
+        try:
+            raise outcome
+        finally:  # the frame must not hold its own traceback's exception (a cycle)
+            outcome = None
     assert outcome is not None
     return outcome
 

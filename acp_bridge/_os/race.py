@@ -33,22 +33,30 @@ class Raced(Generic[T]):
 
 async def race(
     job: Callable[[], Awaitable[T]],
-    *stoppers: Stopper,
+    *stoppers: Stopper | None,
     timeout: float | None = None,
     deadline: float | None = None,
 ) -> Raced[T]:
     """Run ``job``; if a stopper returns first (or ``timeout`` seconds pass, or the absolute
     ``deadline`` in ``anyio.current_time()`` comes), cancel the job.
 
-    Stoppers are usually ``event.wait``. The job is cancelled, not asked to stop: a job that
-    must wind down gracefully is raced against its stopper and then told to wind down. An
-    exception of the job propagates as itself, not wrapped in an exception group.
+    Stoppers are usually ``event.wait``; None is one that never fires (:func:`on_any` of no
+    events), and ``stopped_by`` counts it like the others. The job is cancelled, not asked
+    to stop: a job that must wind down gracefully is raced against its stopper and then told
+    to wind down. An exception of the job propagates as itself, not wrapped in an exception
+    group.
     """
-    outcome: Raced[T] | None = None
-    error: Exception | None = None
     if timeout is not None:
         deadline = min(deadline or math.inf, anyio.current_time() + timeout)
-    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
+    scope = anyio.CancelScope(deadline=math.inf if deadline is None else deadline)
+    if all(stopper is None for stopper in stoppers):
+        # Nothing but the deadline can stop it: no watcher tasks (most runs have no cancel).
+        with scope:
+            return Raced(await job(), finished=True)
+        return Raced(None, finished=False, timed_out=True)
+    outcome: Raced[T] | None = None
+    error: Exception | None = None
+    with scope:
         async with anyio.create_task_group() as tg:
 
             async def watch(index: int, stopper: Stopper) -> None:
@@ -59,7 +67,8 @@ async def race(
                 tg.cancel_scope.cancel()
 
             for index, stopper in enumerate(stoppers):
-                tg.start_soon(watch, index, stopper)
+                if stopper is not None:
+                    tg.start_soon(watch, index, stopper)
             try:
                 value = await job()
             except Exception as exc:  # re-raised below, outside the task group
@@ -69,7 +78,10 @@ async def race(
                     outcome = Raced(value, finished=True)
             tg.cancel_scope.cancel()
     if error is not None:
-        raise error
+        try:
+            raise error
+        finally:  # the frame must not hold its own traceback's exception (a cycle)
+            error = None
     return outcome if outcome is not None else Raced(None, finished=False, timed_out=True)
 
 
@@ -81,11 +93,25 @@ async def wait_event(event: anyio.Event | None) -> None:
         await event.wait()
 
 
+def on_any(*events: anyio.Event | None) -> Stopper | None:
+    """A stopper that fires when any of ``events`` is set; None when there are none (for
+    :func:`race`: nothing to watch)."""
+    present = [event for event in events if event is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0].wait
+    return lambda: wait_any(*present)
+
+
 async def wait_any(*events: anyio.Event | None) -> None:
     """Until any of ``events`` is set (forever when there are none)."""
     present = [event for event in events if event is not None]
     if not present:
         await anyio.sleep_forever()
+    if len(present) == 1:
+        await present[0].wait()
+        return
     async with anyio.create_task_group() as tg:
 
         async def one(event: anyio.Event) -> None:

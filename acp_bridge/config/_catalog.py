@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,17 +85,45 @@ class ProfileCatalog:
         self.layers.setdefault(layer.name, []).append(layer)
 
 
+SETTLED_NS = 1_000_000_000
+"""A folder's listing is reused only when it was taken this long after the folder last
+changed: a change within the same clock tick would not move its modification time."""
+_builtin_listing: tuple[tuple[int, int, int], dict[str, Path]] | None = None
+
+
 def builtin_profile_files() -> dict[str, Path]:
-    """Built-in profiles by name (each file is named after its profile)."""
-    return {p.stem: p for p in _profile_files(BUILTIN_PROFILES_DIR)}
+    """Built-in profiles by name (each file is named after its profile). Every load asks:
+    the listing is reused while the folder is the same (device, inode, modification time)."""
+    global _builtin_listing
+    try:
+        info = BUILTIN_PROFILES_DIR.stat()
+        identity = (info.st_dev, info.st_ino, info.st_mtime_ns)
+    except OSError:
+        identity = (0, 0, 0)
+    listing = _builtin_listing
+    if listing is not None and listing[0] == identity:
+        return dict(listing[1])
+    files = {p.stem: p for p in _profile_files(BUILTIN_PROFILES_DIR)}
+    if time.time_ns() - identity[2] > SETTLED_NS:
+        _builtin_listing = (identity, files)
+    return dict(files)
 
 
 def _profile_files(directory: Path) -> list[Path]:
-    if (
-        not directory.is_dir()
-    ):  # only the built-in folder can be missing (profiles_dirs are checked)
+    # Every load lists the built-in folder: the entries' own types, names as strings.
+    try:
+        with os.scandir(directory) as entries:
+            names = sorted(
+                entry.name
+                for entry in entries
+                # ``.yaml`` alone has no suffix (a hidden file), as for pathlib
+                if entry.name.endswith(PROFILE_SUFFIXES)
+                and entry.name.rfind(".") > 0
+                and entry.is_file()
+            )
+    except (NotADirectoryError, FileNotFoundError):  # only the built-in folder can be missing
         return []
-    return sorted(p for p in directory.iterdir() if p.suffix in PROFILE_SUFFIXES and p.is_file())
+    return [directory / name for name in names]
 
 
 def _check_profile_root(doc: YamlDocument, prefix: DataPath) -> list[Problem]:

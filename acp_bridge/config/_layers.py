@@ -8,12 +8,14 @@ column) that set it, so ``acp-bridge profiles show`` can say where each value ca
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._profile import AgentProfile
+from acp_bridge.config._reuse import PathFacts, Remembered
 from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, validate_located
 from acp_bridge.errors import ConfigError, Problem, ProfileError, SourceLocation
 
@@ -81,6 +83,11 @@ class ResolvedProfile:
     profile: AgentProfile
     owners: Mapping[DataPath, ProfileLayer]
     env_used: Mapping[DataPath, tuple[str, ...]]
+    _said: dict[tuple[DataPath, str], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """:meth:`set_at`'s answers by path and working directory (the profile is reused: a
+    run asks where its command was set every time)."""
 
     def source_of(self, path: DataPath) -> ValueSource:
         """Where the value at ``path`` came from (``default`` when no file set it)."""
@@ -96,9 +103,19 @@ class ResolvedProfile:
         return ValueSource("default")
 
     def set_at(self, path: DataPath) -> str:
-        """``FILE:LINE:COL: field`` of the value at ``path`` ("" when no file set it)."""
-        layer = self.owners.get(path)
-        return f"{layer.location(path)}: {layer.field(path)}" if layer else ""
+        """``FILE:LINE:COL: field`` of the value at ``path`` ("" when no file set it); the
+        file relative to the working directory when below it."""
+        try:
+            key = (path, os.getcwd())  # noqa: PTH109 (a string: this is the cache key)
+        except OSError:  # the working directory is gone: said in full, not remembered
+            key = None
+        said = self._said.get(key) if key is not None else None
+        if said is None:
+            layer = self.owners.get(path)
+            said = f"{layer.location(path)}: {layer.field(path)}" if layer else ""
+            if key is not None:
+                self._said[key] = said
+        return said
 
     def runnable(self) -> AgentProfile:
         """The profile, unless ``enable: false`` says it must not run (a ConfigError)."""
@@ -149,15 +166,27 @@ class _Merged:
         return Problem(message, where, name)
 
 
+_RESOLVED: Remembered[ResolvedProfile] = Remembered()
+"""Resolved profiles by the layers they came from (reuse.py)."""
+
+
 def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> ResolvedProfile:
-    """Merge ``layers``, expand variables, resolve paths and validate: the usable profile."""
+    """Merge ``layers``, expand variables, resolve paths and validate: the usable profile.
+
+    Within a process, the result for the same documents, environment and filesystem facts
+    is the one resolved before (reuse.py)."""
+    key = tuple((id(layer.doc), layer.prefix, layer.origin) for layer in layers)
+    known = _RESOLVED.get(key, environ)
+    if known is not None:
+        return known
     merged = _Merged(layers)
     merged.data.setdefault("name", layers[-1].name)  # a profile file may omit it: its stem
+    facts = PathFacts(merged.data, lambda path: merged.layer_of(path).doc.path.parent, environ)
     problems, env_used = expand_and_resolve(
         merged.data,
         _PROFILE_PATH_FIELDS,
         environ,
-        base_dir_of=lambda path: merged.layer_of(path).doc.path.parent,
+        base_dir_of=facts.base_dir_of,
         problem_at=merged.problem,
     )
     if problems:
@@ -167,4 +196,8 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
     except ConfigError as exc:
         raise ProfileError(exc.problems) from exc
     profile.mark_from_environment(env_used)
-    return ResolvedProfile(profile, dict(merged.owner), env_used)
+    resolved = ResolvedProfile(profile, dict(merged.owner), env_used)
+    command = merged.data.get("command")  # a folder named by its absolute path is refused
+    facts.observe(*([command] if isinstance(command, str) else []))
+    _RESOLVED.put(key, resolved, environ, facts, tuple(layer.doc for layer in layers))
+    return resolved

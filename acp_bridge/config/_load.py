@@ -19,6 +19,7 @@ from acp_bridge.config._catalog import (
 )
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._layers import ProfileLayer
+from acp_bridge.config._reuse import PathFacts, Remembered
 from acp_bridge.config._settings import Config
 from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, load_yaml, validate_located
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
@@ -71,29 +72,39 @@ class LoadedConfig:
     """Problems that made single profile files unusable (a broken file has no name)."""
 
 
+_SETTINGS: Remembered[Config] = Remembered()
+"""Settings by the config document they came from (reuse.py)."""
+
+
 def _config_doc_settings(doc: YamlDocument, environ: Mapping[str, str]) -> Config:
-    if doc.data is None:
-        doc.data = {}
-    if not isinstance(doc.data, dict):
+    known = _SETTINGS.get(id(doc), environ)
+    if known is not None:
+        return known
+    raw = {} if doc.data is None else doc.data  # the document is shared: never changed
+    if not isinstance(raw, dict):
         raise ConfigError([doc.problem((), "the config file must be a mapping")])
     # Agent entries expand per profile (an unset variable breaks only that profile).
-    data = copy.deepcopy({k: v for k, v in doc.data.items() if k != "acp"})
+    data = copy.deepcopy({k: v for k, v in raw.items() if k != "acp"})
+    facts = PathFacts(data, lambda _path: doc.path.parent, environ)
     problems, _ = expand_and_resolve(
         data,
         _CONFIG_PATH_FIELDS,
         environ,
-        base_dir_of=lambda _path: doc.path.parent,
+        base_dir_of=facts.base_dir_of,
         problem_at=doc.problem,
     )
     if problems:
         raise ConfigError(problems)
-    if "acp" in doc.data:
-        data["acp"] = doc.data["acp"]
+    if "acp" in raw:
+        data["acp"] = raw["acp"]
 
     def locate(path: DataPath, at_key: bool) -> tuple[SourceLocation, str]:
         return (doc.locate_key(path) if at_key else doc.locate(path)), field_name(path)
 
-    return validate_located(Config, data, locate)  # type: ignore[no-any-return]
+    settings: Config = validate_located(Config, data, locate)
+    facts.observe()
+    _SETTINGS.put(id(doc), settings, environ, facts, (doc,))
+    return settings
 
 
 def load_config(

@@ -74,13 +74,19 @@ class YamlDocument:
 def load_yaml(path: Path) -> YamlDocument:
     """Parse ``path``; a read or syntax error becomes a :class:`ConfigError` with position.
 
-    An unchanged file is served from the parse cache (see yamlcache.py)."""
+    An unchanged file is served from the parse cache (see yamlcache.py); within a process,
+    as the same document object (which nobody changes)."""
     try:
         content = read_yaml_bytes(path)
+        known = yamlcache.remembered(path, content)
+        if isinstance(known, YamlDocument):
+            return known
         cached = yamlcache.load(path, content)
         if cached is not None:
             data, values, keys = cached
-            return YamlDocument(path=path, data=data, values=values, keys=keys)
+            doc = YamlDocument(path=path, data=data, values=values, keys=keys)
+            yamlcache.remember(path, content, doc)
+            return doc
         text = content.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -89,6 +95,7 @@ def load_yaml(path: Path) -> YamlDocument:
         ) from exc
     doc = parse_yaml(text, path)
     yamlcache.store(path, content, doc.data, doc.values, doc.keys)
+    yamlcache.remember(path, content, doc)
     return doc
 
 

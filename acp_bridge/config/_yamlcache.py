@@ -9,6 +9,10 @@ rewritten within one tick would look unchanged). A file that changed, a document
 plain JSON
 data (a YAML timestamp), or a cache that cannot be read or written all simply mean "parse
 it": the cache never changes what a load returns, only how long it takes.
+
+Within one process the documents themselves are kept too (:func:`remembered`): a file read
+again with the same bytes gives the same document object, so what is computed from a
+document (settings, a resolved profile: reuse.py) can be reused by its identity.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import zlib
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,31 @@ from acp_bridge.errors import SourceLocation, StateDirError
 
 FORMAT = 2  # 2: documents parsed under the limits of _yamlbounds.py
 Positions = dict[tuple[str | int, ...], SourceLocation]
+MAX_REMEMBERED = 256
+"""Documents kept in memory (the least recently read go first)."""
+
+_documents: OrderedDict[Path, tuple[bytes, Any]] = OrderedDict()
+_documents_lock = threading.Lock()
+
+
+def remembered(path: Path, content: bytes) -> Any | None:
+    """The document made from exactly these bytes of ``path`` in this process, or None."""
+    with _documents_lock:
+        known = _documents.get(path)
+        if known is None or known[0] != content:
+            return None
+        _documents.move_to_end(path)
+        return known[1]
+
+
+def remember(path: Path, content: bytes, document: Any) -> None:
+    """Keep ``document`` as what ``path`` holding ``content`` gives (documents are shared:
+    nobody changes one after it is made)."""
+    with _documents_lock:
+        _documents[path] = (content, document)
+        _documents.move_to_end(path)
+        while len(_documents) > MAX_REMEMBERED:
+            _documents.popitem(last=False)
 
 
 def cache_dir(environ: dict[str, str] | None = None) -> Path:

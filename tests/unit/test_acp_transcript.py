@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 from pathlib import Path
 
-from acp_bridge._acp.transcript import Transcript, prune
+import pytest
+
+from acp_bridge._acp.transcript import Transcript, default_transcript_dir, run_transcript
+from acp_bridge._acp.transcript_pruning import prune
+from acp_bridge._os.redact import Redactor
+from acp_bridge.config import TranscriptSettings
 
 
 def test_the_four_line_shapes(tmp_path: Path) -> None:
@@ -72,3 +79,54 @@ def test_nothing_goes_while_there_are_no_more_than_keep(tmp_path: Path) -> None:
 
 def test_a_missing_directory_is_no_error(tmp_path: Path) -> None:
     prune(tmp_path / "never-made", 1)
+
+
+def test_a_transcript_written_to_since_the_last_prune_is_aged_afresh(tmp_path: Path) -> None:
+    # The ages seen by one prune are remembered for the next: a transcript still written
+    # to (a held session's) moves on, and must not go as the oldest it once was.
+    for n in range(4):
+        _made(tmp_path / f"{n}.jsonl", 1_000_000 + n)
+    prune(tmp_path, 3)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["1", "2", "3"]
+    os.utime(tmp_path / "1.jsonl", (1_000_010, 1_000_010))
+    _made(tmp_path / "4.jsonl", 1_000_004)
+    (tmp_path / "3.jsonl").unlink()  # another process pruned it meanwhile
+    _made(tmp_path / "5.jsonl", 1_000_005)
+    prune(tmp_path, 3)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["1", "4", "5"]
+
+
+def test_the_folder_is_checked_again_when_it_changed_since_the_last_transcript(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The folder's walk is remembered by its identity and mode: a folder widened since is
+    # narrowed again, one swapped for a link (to elsewhere) refused, never written through.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    folder = default_transcript_dir()
+    first = Transcript(folder / "a.jsonl")
+    first.close()
+    assert not first.error and (folder / "a.jsonl").is_file()
+    folder.chmod(0o755)
+    Transcript(folder / "b.jsonl").close()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(folder)
+    folder.symlink_to(elsewhere)
+    third = Transcript(folder / "c.jsonl")
+    third.close()
+    assert "symlink" in third.error, third.error
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_runs_keep_the_newest_keep_between_listings_of_the_folder(tmp_path: Path) -> None:
+    # A run's prune lists the folder at most once a second: in between, what this process
+    # wrote is counted, so every run still leaves `keep` (the newest), never more.
+    settings = TranscriptSettings(dir=tmp_path, keep=2)
+    for n in range(5):
+        transcript = run_transcript(settings, f"run{n}", Redactor())
+        transcript.note("written")
+        transcript.close()
+        os.utime(tmp_path / f"run{n}.jsonl", (1_000_000 + n, 1_000_000 + n))
+        assert len(list(tmp_path.glob("*.jsonl"))) == min(n + 1, 2)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["run3", "run4"]

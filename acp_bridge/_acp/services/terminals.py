@@ -311,6 +311,8 @@ class TerminalService:
     async def release_all(self) -> None:
         """End every terminal of the session (and what they forked)."""
         terminals, self._terminals = list(self._terminals.values()), {}
+        if not terminals:  # most runs: no task group to open for nothing
+            return
         async with anyio.create_task_group() as tg:
             for terminal in terminals:
                 tg.start_soon(terminal.close)

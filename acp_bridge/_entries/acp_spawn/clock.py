@@ -29,7 +29,7 @@ from acp_bridge._acp.transcript import Transcript
 from acp_bridge._acp.turn import TurnOutcome
 from acp_bridge._entries.runner import END_GRACE
 from acp_bridge._os.procgroup import RunProcesses
-from acp_bridge._os.race import race, wait_any
+from acp_bridge._os.race import on_any, race, wait_any
 from acp_bridge.errors import RunCancelled, RunTimeout
 
 DRAIN_QUIET = 0.02
@@ -69,29 +69,26 @@ class RunClock:
         self.stalled = False
         """Whether the last turn was cancelled for showing no progress."""
 
-    async def stopped(self) -> None:
-        """Until the caller cancels or aborts."""
-        await wait_any(self.cancel, self.abort)
-
     async def turn(self, session: AcpSession, prompt: str, cancel_grace: float) -> TurnOutcome:
         """One prompt turn under the run's deadline, against cancel/abort and, with a
         ``stall`` limit, against no progress for that long (then :attr:`stalled`: the turn is
         cancelled like a timeout); the wait for ``stopReason: cancelled`` is cut to leave the
         rest of the end grace."""
-        stop, self.stalled = self.cancel, False
-        async with anyio.create_task_group() as watchers:
-            if self.stall > 0:
+        self.stalled = False
+        grace = min(cancel_grace, END_GRACE - CANCEL_SHARE)
+        if self.stall <= 0:  # nothing to watch beside the turn: no task group
+            outcome = await session.prompt(
+                prompt, deadline=self.deadline, cancel=self.cancel, abort=self.abort, grace=grace
+            )
+        else:
+            async with anyio.create_task_group() as watchers:
                 stop = anyio.Event()
                 watchers.start_soon(self._watch_stall, session, stop)
                 watchers.start_soon(_forward, self.cancel, stop)
-            outcome = await session.prompt(
-                prompt,
-                deadline=self.deadline,
-                cancel=stop,
-                abort=self.abort,
-                grace=min(cancel_grace, END_GRACE - CANCEL_SHARE),
-            )
-            watchers.cancel_scope.cancel()
+                outcome = await session.prompt(
+                    prompt, deadline=self.deadline, cancel=stop, abort=self.abort, grace=grace
+                )
+                watchers.cancel_scope.cancel()
         if outcome.ended != "response":
             self.stopped_at = outcome.ended_at
         return outcome
@@ -124,7 +121,7 @@ class RunClock:
         own = anyio.current_time() + limit
         deadline = min(own, self.deadline)
         conn.set_deadline(deadline)
-        raced = await race(job, self.stopped, deadline=deadline)
+        raced = await race(job, on_any(self.cancel, self.abort), deadline=deadline)
         if raced.finished:
             return
         self.stopped_at = anyio.current_time()
@@ -163,11 +160,14 @@ class RunClock:
                 await session.cancel_turn("the caller went away")
             await session.close(grace)
             await services.aclose()
+            # What is still queued ($/cancel_request for a request we stopped waiting for,
+            # say) is written before the agent's stdin closes: a write after is lost.
+            await conn.outbox.drain()
             await process.end(end_by, hurry=self.abort)
             with anyio.move_on_after(grace):
                 await conn.wait_closed()
 
-        ended = await race(polite, lambda: wait_any(self.abort), deadline=end_by - KILL_RESERVE)
+        ended = await race(polite, on_any(self.abort), deadline=end_by - KILL_RESERVE)
         if not ended.finished:
             note = "shutdown deadline reached: SIGKILL to every process of the run"
             if transcript is not None:

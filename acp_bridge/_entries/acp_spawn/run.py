@@ -182,10 +182,10 @@ class AcpRun:
                 last_deadline=lambda: self.clock.deadline,  # follow-up turns move it
             ) as confinement:
                 result.confinement = confinement
-                self.cwd = confinement.cwd
-                self.roots = Roots.for_session(
-                    confinement.cwd, confinement.read_roots, confinement.write_roots
-                )
+                where = (confinement.cwd, confinement.read_roots, confinement.write_roots)
+                if where != (self.cwd, self.roots.read, self.roots.write):  # a worktree, say
+                    self.cwd = confinement.cwd
+                    self.roots = Roots.for_session(*where)
                 with run_processes() as started:
                     await self._run_agent(confinement, started)
         except BridgeError as exc:  # no sandbox here, no worktree: nothing ran

@@ -35,6 +35,7 @@ from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import ErrorCode
 
 if TYPE_CHECKING:  # imported on first use: SQLite is the begin thread's cost, not the caller's
+    from acp_bridge._os.proc import Identity
     from acp_bridge._runs.store.records import NewRun
     from acp_bridge._runs.store.store import Store
 
@@ -161,12 +162,10 @@ class _Record:
 
     def write_row(self) -> Store:
         """Insert the prepared row (with :attr:`StoreReporter.lock` held); its store."""
-        from acp_bridge._os import proc
-
         assert self.path is not None and self._row is not None
         new, settings = self._row
         store = self.reporter.store(self.path)
-        store.create(new, proc.own_identity(), detached=False, settings=settings)
+        store.create(new, _own_identity(), detached=False, settings=settings)
         return store
 
     def _prepare(self, config: LoadedConfig | None) -> None:
@@ -205,7 +204,6 @@ class _Record:
             log.warning("%s: envelope not recorded in the run store: %s", self.run.task_id, exc)
 
     def _finish(self, result: SubtaskResult, stopped: bool) -> None:
-        from acp_bridge._os import proc
         from acp_bridge._runs.budget import usage_figures
         from acp_bridge._runs.envelopes import outcome
         from acp_bridge._runs.wakeups import wake
@@ -216,7 +214,7 @@ class _Record:
         with self.reporter.lock:
             store = self.reporter.store(self.path)
             with store.write() as db:
-                store.finish(db, self.run.task_id, ended, supervisor=proc.own_identity())
+                store.finish(db, self.run.task_id, ended, supervisor=_own_identity())
             wake(store, [self.run.task_id])
 
     def abandoned(self) -> None:
@@ -224,6 +222,21 @@ class _Record:
         meta = Meta(entry=run.entry, agent=run.agent)
         error = "the caller cancelled the run before it ended"
         self.ended(failed(error, ErrorCode.CANCELLED, task_id=run.task_id, meta=meta), stopped=True)
+
+
+_identity: tuple[int, Identity] | None = None
+
+
+def _own_identity() -> Identity:
+    """This process's identity (pid, start time, boot), read once per process (a forked
+    child reads its own): every record carries it, twice."""
+    global _identity
+    from acp_bridge._os import proc
+
+    known = _identity
+    if known is None or known[0] != os.getpid():
+        known = _identity = (os.getpid(), proc.own_identity())
+    return known[1]
 
 
 _reporter = StoreReporter()

@@ -29,11 +29,10 @@ def constructed_env(
     """The environment for a process started at subtask level ``depth`` on an agent's behalf
     (or for the agent itself). ``max_depth``: the limit that travels with it."""
     host = os.environ if environ is None else environ
-    env = {
-        name: value
-        for name, value in host.items()
-        if name in BASE_ENV_NAMES or name.startswith(BASE_ENV_PREFIXES)
-    }
+    # Names first, values only for the few kept: ``os.environ`` decodes every item it hands
+    # out, and a run of a fan-out pays this once per agent it starts.
+    names = [name for name in host if name in BASE_ENV_NAMES or name.startswith(BASE_ENV_PREFIXES)]
+    env = {name: host[name] for name in names}
     env.setdefault("PATH", os.defpath)  # a host without PATH: commands still resolve
     env.update({name: host[name] for name in passthrough if name in host})
     env.update(extra or {})

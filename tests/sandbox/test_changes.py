@@ -121,6 +121,44 @@ def test_a_large_tree_is_cut_short_and_says_so(tmp_path: Path) -> None:
     assert result.deleted == (str(root / "f1"),)  # what it saw, it judged
 
 
+@pytest.mark.parametrize(
+    ("setup", "change", "changed"),
+    [
+        ("", "", ()),  # small: walked on the event loop
+        # more files, bytes or folders than are walked inline: judged whole all the same
+        ("for i in $(seq 1 80); do printf x > f$i; done", "rm f80", ("deleted", "f80")),
+        (
+            "head -c 20000 /dev/zero | tr '\\0' 'a' | fold > big.txt; echo >> big.txt",
+            "echo tail >> big.txt",
+            ("modified", "big.txt"),
+        ),
+        ("mkdir -p $(seq -f 'd%g/e' 1 20)", "printf z > d20/e/z", ("created", "d20/e/z")),
+    ],
+)
+def test_roots_over_the_inline_bounds_are_measured_the_same(
+    tmp_path: Path, setup: str, change: str, changed: tuple[str, ...]
+) -> None:
+    root = tmp_path / "plain"
+    root.mkdir()
+    sh(root, f"printf 'one\\n' > keep.txt; printf 'x\\n' > gone.txt\n{setup}")
+    assert measured([root], tmp_path / "work0", "true", root) == FilesChanged()
+    script = f"printf 'two\\n' >> keep.txt; rm gone.txt; printf n > new\n{change}"
+    result = measured([root], tmp_path / "work1", script, root)
+    expected: dict[str, set[str]] = {
+        "created": {"new"},
+        "modified": {"keep.txt"},
+        "deleted": {"gone.txt"},
+    }
+    if changed:
+        expected[changed[0]].add(changed[1])
+    for kind, names in expected.items():
+        assert getattr(result, kind) == tuple(sorted(str(root / name) for name in names))
+    assert result.diff is not None and not result.truncated
+    diff = result.diff.read_text()
+    assert "+two" in diff and "-x" in diff
+    assert ("+tail" in diff) == (changed[1:] == ("big.txt",))  # a file too big to keep inline
+
+
 def test_an_ignored_root_inside_a_repo_is_measured_by_snapshot(repo: Path, tmp_path: Path) -> None:
     result = measured([repo / "build"], tmp_path / "work", "printf o > out.o", repo / "build")
     assert result.created == (str(repo / "build/out.o"),)

@@ -141,9 +141,15 @@ def sandbox_spec(
     reads: Sequence[Path],
     writes: Sequence[Path],
     worktree: Worktree | None = None,
+    state: Path | None = None,
+    store_files: Sequence[Path] | None = None,
 ) -> SandboxSpec:
     """The sandbox policy of a run (also what ``doctor`` checks a cwd against): its roots,
-    the agent's state and readable paths, and hidden the bridge's own state and config."""
+    the agent's state and readable paths, and hidden the bridge's own state and config.
+    ``state``, ``store_files``: :func:`state_dir` and :func:`run_store_files`, when the
+    caller has them already (a run asks for them once)."""
+    state = state_dir() if state is None else state
+    store_files = run_store_files() if store_files is None else store_files
     return SandboxSpec(
         cwd=worktree.cwd if worktree else cwd,
         # A state file not made yet (a fresh machine has no ~/.claude.json) cannot be a
@@ -154,7 +160,7 @@ def sandbox_spec(
             *(worktree.sandbox_write_paths() if worktree else ()),
         ),
         read=(*reads, *settings.readable, *(worktree.sandbox_read_paths() if worktree else ())),
-        hidden=(*settings.hidden, state_dir(), config_dir(), *run_store_files()),
+        hidden=(*settings.hidden, state, config_dir(), *store_files),
         mode=settings.mode,
         network=settings.network,
     )
@@ -193,7 +199,16 @@ async def confined(
     try:
         reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
         notes += await _make_state_dirs(settings.state)
-        spec = sandbox_spec(settings, cwd=cwd, reads=reads, writes=writes, worktree=worktree)
+        store_files = run_store_files()
+        spec = sandbox_spec(
+            settings,
+            cwd=cwd,
+            reads=reads,
+            writes=writes,
+            worktree=worktree,
+            state=state,
+            store_files=store_files,
+        )
         conf = Confinement(
             RunSandbox(
                 spec, choice, tmp_parent=state / "tmp", grace=shutdown_grace * SHIM_GRACE_SHARE
@@ -208,7 +223,7 @@ async def confined(
         if measure and worktree is None:
             # Never the bridge's own state: this process holds the run store open, and
             # reading its files would drop SQLite's locks (see run_store_files).
-            skip = (state, *run_store_files())
+            skip = (state, *store_files)
             try:
                 baseline = await take_baseline(
                     writes, workdir=scratch / "changes", skip=skip, limits=_until(deadline)

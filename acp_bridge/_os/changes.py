@@ -120,7 +120,7 @@ async def take_baseline(
     ``skip``: absolute files and folders a snapshot never lists nor reads."""
     limits = limits or ChangeLimits()
     resolved = sorted({r.resolve() for r in roots}, key=lambda p: len(p.parts))
-    outer = [r for r in resolved if not any(o in r.parents for o in resolved)]
+    outer = [r for r in resolved if not any(o in r.parents for o in resolved if o is not r)]
     baseline = Baseline(workdir, limits, [])
     for number, root in enumerate(outer):
         scratch = workdir / f"root-{number}"  # made (private) when something is kept in it

@@ -84,11 +84,13 @@ def walk(
     keep_in: Path | None,
     stop: StopToken,
     most_folders: float = math.inf,
+    most_bytes: float = math.inf,
 ) -> tuple[dict[Path, Fingerprint], bool]:
     """Breadth-first listing of files and symlinks under ``snap.root``. ``into``: list
     only these directories (the ones listed in full before) and new ones; ``keep_in``:
     copy small text files there. Returns the entries and whether the walk was cut short
-    (by the file count, ``most_folders``, the time budget or ``stop``)."""
+    (by the file count, ``most_folders``, ``most_bytes`` of regular files, the time budget
+    or ``stop``)."""
     deadline = time.monotonic() + limits.max_seconds
     found: dict[Path, Fingerprint] = {}
     queue = deque([snap.root])
@@ -120,6 +122,10 @@ def walk(
                 queue.append(path)
                 continue
             found[path] = print_
+            if stat.S_ISREG(print_[0]):
+                most_bytes -= print_[1]
+                if most_bytes < 0:
+                    return found, True  # before reading it: more than this walk may read
             small = stat.S_ISREG(print_[0]) and kept + print_[1] <= limits.keep_total
             if keep_in is not None and small and print_[1] <= limits.keep_bytes:
                 kept += print_[1] if _keep(path, keep_in, snap) else 0
@@ -217,17 +223,25 @@ def _changes(
     return created, modified, deleted, False
 
 
-def _inline_limits(limits: ChangeLimits) -> ChangeLimits:
-    return replace(
+def _walk_inline(
+    snap: Snapshot, limits: ChangeLimits, *, into: set[Path] | None, keep_in: Path | None
+) -> tuple[dict[Path, Fingerprint], bool]:
+    """:func:`walk` within the bounds of a walk on the event loop."""
+    smaller = replace(
         limits,
         max_files=min(limits.max_files, INLINE_FILES),
         keep_bytes=min(limits.keep_bytes, INLINE_BYTES),
         keep_total=min(limits.keep_total, INLINE_BYTES),
     )
-
-
-def _bytes(entries: dict[Path, Fingerprint]) -> int:
-    return sum(size for mode, size, *_ in entries.values() if stat.S_ISREG(mode))
+    return walk(
+        snap,
+        smaller,
+        into=into,
+        keep_in=keep_in,
+        stop=StopToken(),
+        most_folders=INLINE_FOLDERS,
+        most_bytes=INLINE_BYTES,
+    )
 
 
 def baseline_if_small(snap: Snapshot, limits: ChangeLimits, keep_in: Path) -> bool:
@@ -237,15 +251,8 @@ def baseline_if_small(snap: Snapshot, limits: ChangeLimits, keep_in: Path) -> bo
     Same result: a walk not cut short under the smaller file count is not cut under the
     real one, and with every regular file together within :data:`INLINE_BYTES` neither the
     smaller ``keep_bytes`` nor ``keep_total`` left out a file the real ones would keep."""
-    entries, cut = walk(
-        snap,
-        _inline_limits(limits),
-        into=None,
-        keep_in=keep_in,
-        stop=StopToken(),
-        most_folders=INLINE_FOLDERS,
-    )
-    if cut or _bytes(entries) > INLINE_BYTES:
+    entries, cut = _walk_inline(snap, limits, into=None, keep_in=keep_in)
+    if cut:
         return False
     snap.entries, snap.truncated = entries, False
     return True
@@ -257,14 +264,7 @@ def unchanged_if_small(snap: Snapshot, limits: ChangeLimits) -> bool:
     False also when it is not small or something changed: measure it on a thread."""
     if len(snap.entries) > INLINE_FILES:
         return False
-    after, cut = walk(
-        snap,
-        _inline_limits(limits),
-        into=snap.complete,
-        keep_in=None,
-        stop=StopToken(),
-        most_folders=INLINE_FOLDERS,
-    )
+    after, cut = _walk_inline(snap, limits, into=snap.complete, keep_in=None)
     if cut:
         return False
     created, modified, deleted, _ = _changes(snap, after, StopToken())

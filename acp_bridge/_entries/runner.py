@@ -41,7 +41,6 @@ from acp_bridge._entries.depth import (
 )
 from acp_bridge._entries.reporting import RunReport, RunStart, installed_reporter
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._os.procgroup import report_groups
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
@@ -53,11 +52,6 @@ END_GRACE = 4.0
 stop, wait for it, close, then SIGKILL to every process it started. Profile graces
 (``cancel_grace``, ``shutdown_grace``) are cut to fit inside it. 4 s, so that a CLI run with
 ``--timeout T``, its own start-up and exit included, is over by T + 5 s."""
-
-
-RECORD_WAIT = 0.2
-"""Seconds a run's record waits for the run's first process before it is begun anyway: a
-run that starts none (a model loop) is listed by ``ps`` that late at most."""
 
 
 @dataclass(frozen=True)
@@ -165,29 +159,19 @@ def _start(task_id: str, entry: Entry, task: str, base: Meta, cwd: str | Path | 
 
 
 async def _recorded(record: RunReport, body: Body, ctx: RunContext) -> SubtaskResult:
-    """``body(ctx)``, with the reporter's ``begin`` in a worker thread beside it once the
-    body's first process has started (or :data:`RECORD_WAIT` after the body began, or when
-    it ended): importing SQLite, opening the store and the insert then overlap the worker's
-    start-up, a wait that leaves this process idle. Begun with the body's own preparation,
-    the thread held the interpreter lock against it and delayed the spawn (a cold run's by
-    several ms; a fan-out's first spawns behind every run's record)."""
+    """``body(ctx)``, with the reporter's ``begin`` in a worker thread beside it (importing
+    SQLite and opening the store cost a cold run several ms it need not wait for)."""
     outcome: SubtaskResult | Exception | None = None
-    spawned = anyio.Event()
 
     async def begin() -> None:
-        with anyio.move_on_after(RECORD_WAIT):  # a run that starts no process (a model loop)
-            await spawned.wait()
         await anyio.to_thread.run_sync(record.begin, ctx.config)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(begin)
         try:
-            with report_groups(lambda _pid: spawned.set()):
-                outcome = await body(ctx)
+            outcome = await body(ctx)
         except Exception as exc:  # re-raised below: a task group would wrap it in a group
             outcome = exc
-        finally:
-            spawned.set()  # a body that started nothing (or failed first) is recorded too
     if isinstance(outcome, Exception):
         try:
             raise outcome

@@ -178,36 +178,3 @@ def test_rows_begun_at_once_wait_for_one_writer_not_for_each_other(runs: RunsEnv
         assert {run.status for run in list_runs()} == {"done"}
     finally:
         reporter.close()
-
-
-def test_a_run_that_starts_no_process_is_listed_while_it_runs(runs: RunsEnv) -> None:
-    """A record waits for its run's first process (its SQLite work then overlaps the worker's
-    start-up, not the run's preparation), but not longer than RECORD_WAIT: a run that starts
-    none, as a model loop may not, is listed while it runs all the same."""
-    from acp_bridge._entries.runner import RECORD_WAIT, RunContext, run_enveloped
-    from acp_bridge.envelope import SubtaskResult, done
-
-    release = anyio.Event()
-
-    async def body(ctx: RunContext) -> SubtaskResult:
-        await release.wait()
-        return done("finished", task_id=ctx.task_id)
-
-    async def run_and_look() -> SubtaskResult:
-        async with anyio.create_task_group() as tg:
-            ended: list[SubtaskResult] = []
-
-            async def run() -> None:
-                ended.append(await run_enveloped("spawn", body, task_id="no-process"))
-
-            tg.start_soon(run)
-            with anyio.fail_after(RECORD_WAIT + 10):
-                while not (active := list_runs(include_ended=False)):
-                    await anyio.sleep(0.01)
-            assert [(r.id, r.status) for r in active] == [("no-process", "running")]
-            release.set()
-        return ended[0]
-
-    result = anyio.run(run_and_look)
-    assert result.status == "done"
-    assert open_run("no-process").record().status == "done"

@@ -39,7 +39,6 @@ comes back as its params alone, with no message object made for it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_bridge._acp.json_numbers import raw_decode, replaced_numbers
@@ -133,40 +132,57 @@ def sound_object(line: bytes) -> dict[str, Any] | None:
 # --- what a line is -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes, not dataclasses: those compile their methods as every command starts.
+# Not frozen either: nothing changes them, and a frozen one costs more to build.
 class ReplyMessage:
     """The agent's answer to our request ``id``: ``error`` is None or a checked error."""
 
-    id: int
-    result: Any
-    error: dict[str, Any] | None
+    __slots__ = ("error", "id", "result")
+
+    def __init__(self, id: int, result: Any, error: dict[str, Any] | None) -> None:
+        self.id = id
+        self.result = result
+        self.error = error
 
 
-@dataclass(frozen=True, slots=True)
 class RequestMessage:
     """A request from the agent, its fields checked (``params`` None when absent)."""
 
-    id: int | str
-    method: str
-    params: dict[str, Any] | None
-    params_ok: bool = True
-    """False: the params cannot be used (the router answers -32602 with ``params_problem``)."""
-    params_problem: str = "params must be an object"
+    __slots__ = ("id", "method", "params", "params_ok", "params_problem")
+
+    def __init__(
+        self,
+        id: int | str,  # the JSON-RPC id
+        method: str,
+        params: dict[str, Any] | None,
+        params_ok: bool = True,
+        params_problem: str = "params must be an object",
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+        # False: the params cannot be used (the router answers -32602 with params_problem).
+        self.params_ok = params_ok
+        self.params_problem = params_problem
 
 
-@dataclass(slots=True)  # not frozen: built for every update, and frozen costs 2.5x
 class NotificationMessage:
-    method: str
-    params: dict[str, Any] | None
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any] | None) -> None:
+        self.method = method
+        self.params = params
 
 
-@dataclass(frozen=True, slots=True)
 class Skipped:
     """A message that does not fit. ``answer``: it was meant as a request, so it gets
     -32600 with ``id: null`` (what JSON-RPC says for a request whose id cannot be used)."""
 
-    reason: str
-    answer: bool = False
+    __slots__ = ("answer", "reason")
+
+    def __init__(self, reason: str, answer: bool = False) -> None:
+        self.reason = reason
+        self.answer = answer
 
 
 Inbound = ReplyMessage | RequestMessage | NotificationMessage | Skipped

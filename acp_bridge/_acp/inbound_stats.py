@@ -5,7 +5,6 @@ words in the envelope's ``meta.warnings`` (inbound.py decodes; this keeps the ta
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge._acp.inbound import MAX_ITEMS
@@ -16,22 +15,38 @@ NON_JSON_SAMPLES = 3
 MAX_REASONS = 32
 
 
-@dataclass
 class InboundStats:
     """What the boundary saw of one agent's output, for ``meta.warnings``."""
 
-    lines: int = 0
-    non_json: int = 0
-    non_json_samples: list[str] = field(default_factory=list)
-    skipped: Counter[str] = field(default_factory=Counter)
-    """Messages that did not fit, by reason (at most MAX_REASONS distinct reasons)."""
-    repaired: int = 0
-    cut_collections: int = 0
-    """Arrays and objects cut to MAX_ITEMS (in notifications and replies)."""
-    numbers: int = 0
-    """Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits)."""
-    unknown_replies: int = 0
-    late_replies: int = 0
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = (
+        "cut_collections", "late_replies", "lines", "non_json", "non_json_samples", "numbers",
+        "repaired", "skipped", "unknown_replies",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        lines: int = 0,
+        non_json: int = 0,
+        non_json_samples: list[str] | None = None,
+        skipped: Counter[str] | None = None,
+        repaired: int = 0,
+        cut_collections: int = 0,
+        numbers: int = 0,
+        unknown_replies: int = 0,
+        late_replies: int = 0,
+    ) -> None:
+        self.lines = lines
+        self.non_json = non_json
+        self.non_json_samples: list[str] = [] if non_json_samples is None else non_json_samples
+        # Messages that did not fit, by reason (at most MAX_REASONS distinct reasons).
+        self.skipped: Counter[str] = Counter() if skipped is None else skipped
+        self.repaired = repaired
+        self.cut_collections = cut_collections  # arrays and objects cut to MAX_ITEMS
+        # Numbers read as null (NaN, Infinity, overflowing floats, integers past 64 bits).
+        self.numbers = numbers
+        self.unknown_replies = unknown_replies
+        self.late_replies = late_replies
 
     def skip(self, reason: str) -> None:
         if reason in self.skipped or len(self.skipped) < MAX_REASONS:

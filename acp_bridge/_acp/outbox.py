@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -42,18 +41,29 @@ BATCH_BYTES = 64 << 10
 """Queued messages are written together up to this many bytes: one send, one flush."""
 
 
-@dataclass(eq=False, slots=True)
 class Outgoing:
     """One message on its way; ``written`` (made only for a sender that waits for it) is
     set once it is out or dropped. A flood of replies costs their bytes, little more."""
 
-    data: bytes
-    label: str
-    request_id: int | None = None
-    written: anyio.Event | None = None
-    sent: bool = False
-    deadline: float | None = None
-    """Its own write deadline, for clean-up sent after the phase's has passed (a cancel)."""
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("data", "deadline", "label", "request_id", "sent", "written")
+
+    def __init__(
+        self,
+        data: bytes,
+        label: str,
+        request_id: int | None = None,
+        written: anyio.Event | None = None,
+        sent: bool = False,
+        deadline: float | None = None,
+    ) -> None:
+        self.data = data
+        self.label = label
+        self.request_id = request_id
+        self.written = written
+        self.sent = sent
+        # Its own write deadline, for clean-up sent after the phase's has passed (a cancel).
+        self.deadline = deadline
 
     def done(self) -> None:
         if self.written is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -10,14 +9,23 @@ import anyio
 from acp_bridge.errors import AgentRequestError, BridgeError
 
 
-@dataclass
 class Response:
     """The agent's reply to one of our requests (or why there will be none)."""
 
-    method: str
-    result: Any = None
-    error: dict[str, Any] | None = None
-    failure: BridgeError | None = None
+    # Plain classes, not dataclasses: those compile their methods as every command starts.
+    __slots__ = ("error", "failure", "method", "result")
+
+    def __init__(
+        self,
+        method: str,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+        failure: BridgeError | None = None,
+    ) -> None:
+        self.method = method
+        self.result = result
+        self.error = error
+        self.failure = failure
 
     def unwrap(self) -> Any:
         """The result, or the matching typed error."""
@@ -30,14 +38,22 @@ class Response:
         return self.result
 
 
-@dataclass
 class PendingRequest:
     """A request we sent whose reply may still be coming."""
 
-    id: int
-    method: str
-    _done: anyio.Event = field(default_factory=anyio.Event)
-    response: Response | None = None
+    __slots__ = ("_done", "id", "method", "response")
+
+    def __init__(
+        self,
+        id: int,  # the JSON-RPC id
+        method: str,
+        _done: anyio.Event | None = None,
+        response: Response | None = None,
+    ) -> None:
+        self.id = id
+        self.method = method
+        self._done = anyio.Event() if _done is None else _done
+        self.response = response
 
     def resolve(self, response: Response) -> None:
         if self.response is None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -51,11 +50,16 @@ class RequestError(Exception):
         self.data = data
 
 
-@dataclass(frozen=True)
 class Route(Generic[ParamsT]):
-    method: str
-    params: type[ParamsT]
-    handler: Callable[[ParamsT], Awaitable[Reply]]
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("handler", "method", "params")
+
+    def __init__(
+        self, method: str, params: type[ParamsT], handler: Callable[[ParamsT], Awaitable[Reply]]
+    ) -> None:
+        self.method = method
+        self.params = params
+        self.handler = handler
 
 
 def rpc_error(exc: Exception) -> tuple[int, str, Any]:

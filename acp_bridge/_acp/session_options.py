@@ -27,7 +27,6 @@ Mode first, then model, then the options, because a model change may change the 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge._acp.schema import (
@@ -49,15 +48,24 @@ _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 
 
-@dataclass(frozen=True)
 class SessionChoices:
     """Mode, model and config option values for a session; None / empty: leave as is."""
 
-    mode: str | None = None
-    model: str | None = None
-    options: Mapping[str, OptionValue] = field(default_factory=dict)
-    system_prompt: str | None = None
-    """Sent with the session's setup (not set after it); the call's replaces the profile's."""
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("mode", "model", "options", "system_prompt")
+
+    def __init__(
+        self,
+        mode: str | None = None,
+        model: str | None = None,
+        options: Mapping[str, OptionValue] | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.mode = mode
+        self.model = model
+        self.options: Mapping[str, OptionValue] = {} if options is None else options
+        # Sent with the session's setup (not set after it); the call's replaces the profile's.
+        self.system_prompt = system_prompt
 
 
 def as_boolean(value: OptionValue) -> bool | None:

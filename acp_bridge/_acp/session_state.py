@@ -10,22 +10,37 @@ reports it at the end of a run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge._acp.schema import ConfigOption, SessionModelState, SessionModeState, SessionSetup
 
 
-@dataclass
 class SessionState:
-    modes: SessionModeState | None = None
-    mode_id: str | None = None
-    models: SessionModelState | None = None
-    model_id: str | None = None
-    config_options: list[ConfigOption] = field(default_factory=list)
-    title: str | None = None
-    updated_at: str | None = None
-    commands: list[str] = field(default_factory=list)
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = (
+        "commands", "config_options", "mode_id", "model_id", "models", "modes", "title",
+        "updated_at",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        modes: SessionModeState | None = None,
+        mode_id: str | None = None,
+        models: SessionModelState | None = None,
+        model_id: str | None = None,
+        config_options: list[ConfigOption] | None = None,
+        title: str | None = None,
+        updated_at: str | None = None,
+        commands: list[str] | None = None,
+    ) -> None:
+        self.modes = modes
+        self.mode_id = mode_id
+        self.models = models
+        self.model_id = model_id
+        self.config_options: list[ConfigOption] = [] if config_options is None else config_options
+        self.title = title
+        self.updated_at = updated_at
+        self.commands: list[str] = [] if commands is None else commands
 
     def apply_setup(self, setup: SessionSetup) -> None:
         """A session setup reply (new, load, resume, fork): what it says replaces ours."""

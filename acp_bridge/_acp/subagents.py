@@ -17,7 +17,6 @@ Bounded: :data:`MAX_CHILDREN` children, titles cut to :data:`TEXT_CHARS`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge.events import EventSink
@@ -31,18 +30,34 @@ def _tokens(value: object) -> int | None:
     return int(value) if ok else None  # type: ignore[call-overload]
 
 
-@dataclass
 class Child:
-    session_id: str
-    title: str | None = None
-    status: str = "unknown"
-    stop_reason: str | None = None
-    can_cancel: bool = False
-    total_tokens: int = 0
-    context_used: int = 0
-    messages: int = 0
-    """Messages between it and its parent (``session_message``)."""
-    updates: dict[str, int] = field(default_factory=dict)
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = (
+        "can_cancel", "context_used", "messages", "session_id", "status", "stop_reason",
+        "title", "total_tokens", "updates",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        session_id: str,
+        title: str | None = None,
+        status: str = "unknown",
+        stop_reason: str | None = None,
+        can_cancel: bool = False,
+        total_tokens: int = 0,
+        context_used: int = 0,
+        messages: int = 0,
+        updates: dict[str, int] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.title = title
+        self.status = status
+        self.stop_reason = stop_reason
+        self.can_cancel = can_cancel
+        self.total_tokens = total_tokens
+        self.context_used = context_used
+        self.messages = messages  # between it and its parent (``session_message``)
+        self.updates: dict[str, int] = {} if updates is None else updates
 
     def tokens(self) -> int:
         return max(self.total_tokens, self.context_used)

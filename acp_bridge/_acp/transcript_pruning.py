@@ -16,19 +16,22 @@ import heapq
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 RECOUNT_AFTER = 1.0
 """Seconds a run's prune goes by the folder's last listing (and what this process added)."""
 
 
-@dataclass
 class _Folder:
-    ages: dict[str, float | None] = field(default_factory=dict)
-    """Each transcript by name: its modification time last seen (None: not looked at)."""
-    listed_at: float = -1.0
-    """When the folder was last listed (``time.monotonic()``; never: below 0)."""
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("ages", "listed_at")
+
+    def __init__(
+        self, ages: dict[str, float | None] | None = None, listed_at: float = -1.0
+    ) -> None:
+        # Each transcript by name: its modification time last seen (None: not looked at).
+        self.ages: dict[str, float | None] = {} if ages is None else ages
+        self.listed_at = listed_at  # when the folder was last listed (monotonic; never: < 0)
 
 
 _FOLDERS: dict[str, _Folder] = {}

@@ -7,7 +7,6 @@ below both, so neither imports the other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
@@ -18,24 +17,27 @@ from acp_bridge._acp.schema import PromptResult, parse_reply
 from acp_bridge.errors import BridgeError, ProtocolError, RunCancelled, RunTimeout
 
 
-@dataclass
 class TurnSignals:
     """Set when the current turn is being cancelled (a new event per turn)."""
 
-    cancelled: anyio.Event = field(default_factory=anyio.Event)
+    # Plain classes, not dataclasses: those compile their methods as every command starts.
+    __slots__ = ("cancelled",)
+
+    def __init__(self, cancelled: anyio.Event | None = None) -> None:
+        self.cancelled = anyio.Event() if cancelled is None else cancelled
 
 
 TurnEnd = Literal["response", "timeout", "cancelled"]
 
 
-@dataclass
 class TurnOutcome:
-    ended: TurnEnd
-    response: Response | None
-    ended_at: float = 0.0
-    """When the turn stopped waiting for its reply (``anyio.current_time()``)."""
-    parse_error: ProtocolError | None = field(default=None, init=False)
-    """Set when the reply came but is not a prompt result (its ``result`` is then None)."""
+    def __init__(self, ended: TurnEnd, response: Response | None, ended_at: float = 0.0) -> None:
+        self.ended = ended
+        self.response = response
+        # When the turn stopped waiting for its reply (``anyio.current_time()``).
+        self.ended_at = ended_at
+        # Set when the reply came but is not a prompt result (its ``result`` is then None).
+        self.parse_error: ProtocolError | None = None
 
     @cached_property
     def result(self) -> PromptResult | None:

@@ -12,7 +12,6 @@ content go to file_changes.py. Bounded: :data:`MAX_TOOL_CALLS` calls, ids of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from acp_bridge._acp.file_changes import FileChanges
@@ -29,11 +28,13 @@ MAX_ID_CHARS = 256
 _NULLS = (("title", ""), ("kind", "other"), ("status", "pending"), ("name", None))
 
 
-@dataclass
 class _ToolCall:
-    record: ToolCallRecord
-    seen: ToolCallUpdate | None = None
-    """What the turn announced of it, bounded (for the permission policy)."""
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("record", "seen")
+
+    def __init__(self, record: ToolCallRecord, seen: ToolCallUpdate | None = None) -> None:
+        self.record = record
+        self.seen = seen  # what the turn announced of it, bounded (for the permission policy)
 
     def apply(self, update: ToolCallUpdate, raw: dict[str, Any] | None = None) -> None:
         self.seen = seen = announced(self.seen, update)

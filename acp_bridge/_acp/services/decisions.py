@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from dataclasses import dataclass, field
 
 from acp_bridge._os.cmdline import Command, parse_line
 
@@ -51,21 +50,36 @@ def path_keys(kind: str, paths: tuple[str, ...]) -> set[Key]:
     return {(access, os.path.normpath(path)) for path in paths if path}
 
 
-@dataclass
 class Decision:
     """One decided permission request, by what it was about."""
 
-    keys: set[Key]
-    allowed: bool
-    reason: str
-    tool_call_id: str
+    # Plain classes, not dataclasses: those compile their methods as every command starts.
+    __slots__ = ("allowed", "keys", "reason", "tool_call_id")
+
+    def __init__(self, keys: set[Key], allowed: bool, reason: str, tool_call_id: str) -> None:
+        self.keys = keys
+        self.allowed = allowed
+        self.reason = reason
+        self.tool_call_id = tool_call_id
+
+    def _values(self) -> tuple[set[Key], bool, str, str]:
+        return self.keys, self.allowed, self.reason, self.tool_call_id
+
+    def __eq__(self, other: object) -> bool:  # by value: ``kept.remove`` goes by it
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-@dataclass
 class Decisions:
     """The decided permission requests of one session, newest last."""
 
-    kept: deque[Decision] = field(default_factory=lambda: deque(maxlen=MAX_DECISIONS))
+    __slots__ = ("kept",)
+
+    def __init__(self, kept: deque[Decision] | None = None) -> None:
+        self.kept: deque[Decision] = deque(maxlen=MAX_DECISIONS) if kept is None else kept
 
     def remember(self, keys: set[Key], allowed: bool, reason: str, tool_call_id: str) -> None:
         if keys:

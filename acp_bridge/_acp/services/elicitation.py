@@ -18,10 +18,10 @@ agreed to open the URL themselves; the bridge never opens or fetches it.
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from acp_bridge._acp.frozen_record import FrozenRecord
 from acp_bridge._acp.router import Reply, RequestError
 from acp_bridge._acp.schema import (
     INVALID_PARAMS,
@@ -39,24 +39,55 @@ log = logging.getLogger("acp_bridge.elicitation")
 MODES = ("form", "url")
 
 
-@dataclass(frozen=True)
-class ElicitationQuestion:
+class ElicitationQuestion(FrozenRecord):
     """What a host hook is asked: one elicitation from the agent."""
 
     mode: str
     """``form`` (fill in ``requested_schema``) or ``url`` (consent to open ``url``)."""
     message: str
-    requested_schema: dict[str, Any] | None = None
-    url: str | None = None
-    elicitation_id: str | None = None
-    session_id: str | None = None
-    tool_call_id: str | None = None
+    requested_schema: dict[str, Any] | None
+    url: str | None
+    elicitation_id: str | None
+    session_id: str | None
+    tool_call_id: str | None
+    _compared = __slots__ = (
+        "mode", "message", "requested_schema", "url", "elicitation_id", "session_id",
+        "tool_call_id",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        mode: str,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        url: str | None = None,
+        elicitation_id: str | None = None,
+        session_id: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> None:
+        put = object.__setattr__  # frozen: set once, here
+        put(self, "mode", mode)
+        put(self, "message", message)
+        put(self, "requested_schema", requested_schema)
+        put(self, "url", url)
+        put(self, "elicitation_id", elicitation_id)
+        put(self, "session_id", session_id)
+        put(self, "tool_call_id", tool_call_id)
 
 
-@dataclass(frozen=True)
-class ElicitationAnswer:
+class ElicitationAnswer(FrozenRecord):
+    """What a host hook answers: ``accept`` (with ``content`` for a form), ``decline`` or
+    ``cancel``."""
+
     action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    content: dict[str, Any] | None
+    _compared = __slots__ = ("action", "content")
+
+    def __init__(
+        self, action: Literal["accept", "decline", "cancel"], content: dict[str, Any] | None = None
+    ) -> None:
+        object.__setattr__(self, "action", action)  # frozen: set once, here
+        object.__setattr__(self, "content", content)
 
 
 ElicitationHook = Callable[[ElicitationQuestion], Awaitable[ElicitationAnswer]]

@@ -26,7 +26,6 @@ import contextlib
 import secrets
 import socket
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +58,17 @@ NO_MCP = (
 )
 
 
-@dataclass(frozen=True, slots=True)
 class ServicesReach:
     """What the agent's sandbox lets through to the bridge."""
 
-    loopback: bool
-    """The host's loopback is reachable (no sandbox, or the network on)."""
-    socket: tuple[Path, str] | None
-    """A socket path in the run's private ``/tmp``: the bridge's, the agent's (None: no
-    sandbox)."""
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("loopback", "socket")
+
+    def __init__(self, loopback: bool, socket: tuple[Path, str] | None) -> None:
+        self.loopback = loopback  # the host's loopback is reachable (no sandbox, or network on)
+        # A socket path in the run's private ``/tmp``: the bridge's, the agent's (None: no
+        # sandbox).
+        self.socket = socket
 
     @classmethod
     def of(cls, box: RunSandbox) -> ServicesReach:

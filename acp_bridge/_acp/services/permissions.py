@@ -56,10 +56,10 @@ import fnmatch
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from acp_bridge._acp.frozen_record import FrozenRecord
 from acp_bridge._acp.schema import (
     PERMISSION_CANCELLED,
     PermissionOption,
@@ -81,8 +81,7 @@ HARMLESS_KINDS = frozenset({"think", "fetch"})
 log = logging.getLogger("acp_bridge.permissions")
 
 
-@dataclass(frozen=True)
-class PermissionQuestion:
+class PermissionQuestion(FrozenRecord):
     """What a host hook is asked about: one tool call the agent wants to make."""
 
     tool_call_id: str
@@ -90,12 +89,43 @@ class PermissionQuestion:
     kind: str
     locations: tuple[str, ...]
     options: tuple[PermissionOption, ...]
-    raw_input: Any = None
-    command: str = ""
+    raw_input: Any
+    command: str
     """The command line it runs, as judged ("" when it names no command)."""
-    parsed: Command | None = field(default=None, repr=False, compare=False)
-    name: str = ""
+    parsed: Command | None
+    """The command as parsed (not compared, hashed nor shown)."""
+    name: str
     """The tool's programmatic name (ACP ``ToolCall.name``; "" when not given)."""
+    __slots__ = (
+        "command", "kind", "locations", "name", "options", "parsed", "raw_input", "title",
+        "tool_call_id",
+    )  # fmt: skip
+    _compared = (
+        "tool_call_id", "title", "kind", "locations", "options", "raw_input", "command", "name",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        title: str,
+        kind: str,
+        locations: tuple[str, ...],
+        options: tuple[PermissionOption, ...],
+        raw_input: Any = None,
+        command: str = "",
+        parsed: Command | None = None,
+        name: str = "",
+    ) -> None:
+        put = object.__setattr__  # frozen: set once, here
+        put(self, "tool_call_id", tool_call_id)
+        put(self, "title", title)
+        put(self, "kind", kind)
+        put(self, "locations", locations)
+        put(self, "options", options)
+        put(self, "raw_input", raw_input)
+        put(self, "command", command)
+        put(self, "parsed", parsed)
+        put(self, "name", name)
 
 
 PermissionHook = Callable[[PermissionQuestion], Awaitable[bool | str]]
@@ -108,11 +138,14 @@ def _allows(kind: str) -> bool:
     return kind.startswith("allow")
 
 
-@dataclass
 class PermissionLedger:
     """Every decision of a run, in order; it becomes ``meta.permissions``."""
 
-    records: list[PermissionRecord] = field(default_factory=list)
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("records",)
+
+    def __init__(self, records: list[PermissionRecord] | None = None) -> None:
+        self.records: list[PermissionRecord] = [] if records is None else records
 
     @property
     def refused(self) -> int:

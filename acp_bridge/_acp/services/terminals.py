@@ -23,7 +23,6 @@ import re
 import stat
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +59,27 @@ def shell_argv(command: str, args: list[str]) -> list[str]:
     return ["/bin/sh", "-c", command]
 
 
-@dataclass
 class Terminal:
-    id: str
-    command: str
-    group: ProcessGroup
-    output: TailBuffer
-    exited: anyio.Event = field(default_factory=anyio.Event)
-    eof: anyio.Event = field(default_factory=anyio.Event)
-    timed_out: bool = False
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("command", "eof", "exited", "group", "id", "output", "timed_out")
+
+    def __init__(
+        self,
+        id: str,  # the ACP terminal id
+        command: str,
+        group: ProcessGroup,
+        output: TailBuffer,
+        exited: anyio.Event | None = None,
+        eof: anyio.Event | None = None,
+        timed_out: bool = False,
+    ) -> None:
+        self.id = id
+        self.command = command
+        self.group = group
+        self.output = output
+        self.exited = anyio.Event() if exited is None else exited
+        self.eof = anyio.Event() if eof is None else eof
+        self.timed_out = timed_out
 
     @property
     def marker(self) -> str:

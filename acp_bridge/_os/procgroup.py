@@ -143,15 +143,15 @@ def launcher() -> list[str]:
 def resolve_command(command: str, path: str, cwd: str | Path | None) -> str:
     """The executable ``command`` names, found as ``exec`` would find it for a child with
     this ``PATH`` and cwd. FileNotFoundError, IsADirectoryError or PermissionError."""
-    base = Path(cwd) if cwd is not None else Path.cwd()
+    base = os.fspath(cwd) if cwd is not None else os.getcwd()  # noqa: PTH109
     if "/" in command:
-        candidates = [base / command]
+        candidates = [_joined(base, command)]
     else:
-        candidates = [base / (entry or ".") / command for entry in path.split(os.pathsep)]
+        candidates = [_joined(base, entry or ".", command) for entry in path.split(os.pathsep)]
     refused: OSError | None = None
     for candidate in candidates:
         try:
-            info = candidate.stat()
+            info = os.stat(candidate)  # noqa: PTH116 (strings: a run resolves a dozen)
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode):
@@ -161,6 +161,31 @@ def resolve_command(command: str, path: str, cwd: str | Path | None) -> str:
         else:
             return str(candidate)
     raise refused or FileNotFoundError(errno.ENOENT, "command not found", command)
+
+
+def _plain(text: str) -> bool:
+    """Whether ``str(Path(text)) == text``: absolute, no doubled slash, no ``.`` part, no
+    trailing slash."""
+    if text == "/":
+        return True
+    return (
+        text.startswith("/")
+        and "//" not in text
+        and "/./" not in text
+        and not text.endswith(("/", "/."))
+    )
+
+
+def _joined(*parts: str) -> str:
+    """``str(Path(*parts))``, without a ``Path`` for the usual candidate (a plain absolute
+    folder and a bare name; most of a ``PATH`` search finds nothing)."""
+    *folders, name = parts
+    last = folders[-1] if folders else ""
+    if name.startswith("/") and _plain(name):
+        return name
+    if "/" not in name and name not in ("", ".", "..") and _plain(last):
+        return f"{last}/{name}" if last != "/" else f"/{name}"
+    return str(Path(*parts))
 
 
 # --- what one run started -------------------------------------------------------------------

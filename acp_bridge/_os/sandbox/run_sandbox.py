@@ -26,6 +26,7 @@ from typing import Self
 
 import anyio
 
+from acp_bridge._os.paths import path_of, real_path
 from acp_bridge._os.private_files import private_dir
 from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
@@ -33,7 +34,7 @@ from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, real_path, resolve
+from acp_bridge._os.sandbox.spec import SandboxSpec, resolve
 from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
@@ -100,7 +101,7 @@ class RunSandbox:
             self.warnings.append(f"private /tmp made in the system's temp folder: {exc}")
             made = tempfile.mkdtemp(prefix="acp-bridge-tmp-")
         os.chmod(made, stat.S_IRWXU)  # noqa: PTH101 (0700 whatever the umask)
-        return Path(real_path(made))
+        return path_of(real_path(made))
 
     def __exit__(
         self,

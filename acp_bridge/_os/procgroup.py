@@ -47,13 +47,11 @@ processes and no other run's.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -65,6 +63,8 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from acp_bridge._os.child_exits import watch_exits_by_pidfd
+from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.marker_scans import marker_present
 from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
@@ -138,54 +138,6 @@ def launcher() -> list[str]:
     if setpriv is not None:
         return [setpriv, "--pdeathsig", "KILL", "--"]
     return [sys.executable, "-I", "-S", "-c", _PYTHON_LAUNCHER, str(os.getpid())]
-
-
-def resolve_command(command: str, path: str, cwd: str | Path | None) -> str:
-    """The executable ``command`` names, found as ``exec`` would find it for a child with
-    this ``PATH`` and cwd. FileNotFoundError, IsADirectoryError or PermissionError."""
-    base = os.fspath(cwd) if cwd is not None else os.getcwd()  # noqa: PTH109
-    if "/" in command:
-        candidates = [_joined(base, command)]
-    else:
-        candidates = [_joined(base, entry or ".", command) for entry in path.split(os.pathsep)]
-    refused: OSError | None = None
-    for candidate in candidates:
-        try:
-            info = os.stat(candidate)  # noqa: PTH116 (strings: a run resolves a dozen)
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            refused = refused or IsADirectoryError(errno.EISDIR, "is a directory", str(candidate))
-        elif not stat.S_ISREG(info.st_mode) or not os.access(candidate, os.X_OK):
-            refused = refused or PermissionError(errno.EACCES, "not executable", str(candidate))
-        else:
-            return str(candidate)
-    raise refused or FileNotFoundError(errno.ENOENT, "command not found", command)
-
-
-def _plain(text: str) -> bool:
-    """Whether ``str(Path(text)) == text``: absolute, no doubled slash, no ``.`` part, no
-    trailing slash."""
-    if text == "/":
-        return True
-    return (
-        text.startswith("/")
-        and "//" not in text
-        and "/./" not in text
-        and not text.endswith(("/", "/."))
-    )
-
-
-def _joined(*parts: str) -> str:
-    """``str(Path(*parts))``, without a ``Path`` for the usual candidate (a plain absolute
-    folder and a bare name; most of a ``PATH`` search finds nothing)."""
-    *folders, name = parts
-    last = folders[-1] if folders else ""
-    if name.startswith("/") and _plain(name):
-        return name
-    if "/" not in name and name not in ("", ".", "..") and _plain(last):
-        return f"{last}/{name}" if last != "/" else f"/{name}"
-    return str(Path(*parts))
 
 
 # --- what one run started -------------------------------------------------------------------
@@ -289,6 +241,7 @@ class ProcessGroup:
         path = env.get("PATH", os.defpath)
         command = resolve_command(argv[0], path, cwd)
         make_undumpable()  # before the first child exists: it must not read our /proc entry
+        watch_exits_by_pidfd()  # Python 3.11: no waitpid thread per child (child_exits.py)
         full_env = {**env, MARKER_ENV: marker}
         command_line = [command, *argv[1:]]
         if handoff:

@@ -26,9 +26,9 @@ from typing import Self
 
 import anyio
 
+from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.paths import path_of, real_path
 from acp_bridge._os.private_files import private_dir
-from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv

@@ -167,11 +167,13 @@ class RunProcesses:
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, markers, signal.SIGKILL, wait=wait)
             )
+        leaders = [group for group in groups if group.returncode is None]
+        if not leaders:  # the usual end: every group reaped and swept already
+            return
         with anyio.move_on_after(wait):
             async with anyio.create_task_group() as tg:
-                for group in groups:
-                    if group.returncode is None:
-                        tg.start_soon(group.process.wait)
+                for group in leaders:
+                    tg.start_soon(group.process.wait)
 
 
 _current_run: ContextVar[RunProcesses | None] = ContextVar("acp_bridge_run", default=None)

@@ -15,6 +15,13 @@ acp_bridge._demo_agent``) and the task ``Reply with exactly OK``:
   one supervisor process of this environment, which carries them at once) then
   ``wait_all_sync`` for all of them; ``supervisors`` says how many processes carried them.
 
+- ``sdk-sandboxed`` (only when named): the SDK as in ``sdk``, each agent started in the
+  bridge's sandbox exactly as the bridge starts the demo agent (``confined()`` with the demo
+  profile's settings, set up before the clock; the stdio handoff's shells, bubblewrap's
+  namespaces and mounts inside it). What any client pays for that isolation, apart from the
+  bridge's own work: ``sdk-sandboxed/sdk`` is the sandbox's share of the ratio,
+  ``bridge/sdk-sandboxed`` the bridge's.
+
 ``per task`` is the batch's wall time divided by N; ``cpu/task`` is the worker's own CPU
 (user+sys, plus its reaped children: the agents) divided by N. Every run must answer ``OK``.
 Under bubblewrap ``cpu/task`` leaves out the agents themselves: bwrap exits before reaping
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -43,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 CLIENTS = ("sdk", "bridge", "detached")
+EXTRA_CLIENTS = ("sdk-sandboxed",)
 TASK = "Reply with exactly OK"
 WORKER_TIMEOUT = 600.0
 
@@ -57,7 +66,7 @@ def _report(client: str, n: int, ok: int, wall: float, cpu: float, **extra: Any)
     print(json.dumps({"client": client, "n": n, "ok": ok, "wall_s": wall, "cpu_s": cpu, **extra}))
 
 
-def run_sdk(n: int, cwd: str) -> None:
+def run_sdk(n: int, cwd: str, *, sandboxed: bool = False) -> None:
     import acp
     from acp.schema import AgentMessageChunk, ClientCapabilities, Implementation, TextContentBlock
 
@@ -80,10 +89,13 @@ def run_sdk(n: int, cwd: str) -> None:
         async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
             return None
 
-    async def one() -> bool:
+    async def one(launch: tuple[list[str], dict[str, str] | None]) -> bool:
         client = Client()
-        argv = [sys.executable, "-m", "acp_bridge._demo_agent"]
-        async with acp.spawn_agent_process(client, argv[0], *argv[1:], cwd=cwd) as (conn, _p):
+        argv, env = launch
+        async with acp.spawn_agent_process(client, argv[0], *argv[1:], cwd=cwd, env=env) as (
+            conn,
+            _p,
+        ):
             await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(),
@@ -93,12 +105,53 @@ def run_sdk(n: int, cwd: str) -> None:
             reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(TASK)])
         return reply.stop_reason == "end_turn" and "".join(client.text).strip() == "OK"
 
-    async def main() -> list[bool]:
-        return list(await asyncio.gather(*(one() for _ in range(n))))
+    async def main() -> tuple[list[bool], float, float, float, float]:
+        async with contextlib.AsyncExitStack() as stack:
+            launches: list[tuple[list[str], dict[str, str] | None]]
+            if sandboxed:  # set up before the clock: only the launch itself is measured
+                launches = [await _sandboxed_launch(stack, i, cwd) for i in range(n)]
+            else:
+                launches = [([sys.executable, "-m", "acp_bridge._demo_agent"], None)] * n
+            cpu0, t0 = _cpu(), time.perf_counter()
+            results = list(await asyncio.gather(*(one(launch) for launch in launches)))
+            return results, t0, cpu0, time.perf_counter(), _cpu()  # the sandboxes left after
 
-    cpu0, t0 = _cpu(), time.perf_counter()
-    results = asyncio.run(main())
-    _report("sdk", n, sum(results), time.perf_counter() - t0, _cpu() - cpu0)
+    outer_cpu0, outer_t0 = _cpu(), time.perf_counter()
+    results, t0, cpu0, t1, cpu1 = asyncio.run(main())
+    if not sandboxed:  # the loop's start and end inside the clock, as the bridge's
+        t0, cpu0, t1, cpu1 = outer_t0, outer_cpu0, time.perf_counter(), _cpu()
+    wall, cpu = t1 - t0, cpu1 - cpu0
+    _report("sdk-sandboxed" if sandboxed else "sdk", n, sum(results), wall, cpu)
+
+
+async def _sandboxed_launch(
+    stack: contextlib.AsyncExitStack, number: int, cwd: str
+) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment the bridge starts the demo agent with, in a sandbox set up
+    as the bridge sets up a run's (the demo profile's settings, its private ``/tmp``); the
+    sandbox is left when the batch is over."""
+    from acp_bridge import load_config
+    from acp_bridge._entries.confinement import confined
+    from acp_bridge._os.roots import Roots
+    from acp_bridge._os.stdio_handoff import outer_argv
+
+    config = load_config()
+    profile = config.profiles.get("demo").runnable()
+    roots = Roots.for_session(Path(cwd), profile.read_roots, profile.write_roots)
+    confinement = await stack.enter_async_context(
+        confined(
+            profile.sandbox.over(config.config.sandbox),
+            task_id=f"sub_bench{number:04d}",
+            cwd=Path(cwd),
+            read_roots=roots.read,
+            write_roots=roots.write,
+            measure=False,
+        )
+    )
+    argv = [sys.executable, "-m", "acp_bridge._demo_agent"]
+    launch = confinement.launch(argv, dict(os.environ), Path(cwd), handoff=True)
+    # As the bridge's process group starts it: the stdio handoff's outer shell first.
+    return (outer_argv(launch.argv) if launch.handoff else launch.argv), launch.env
 
 
 def run_bridge(n: int, cwd: str) -> None:
@@ -156,7 +209,11 @@ def worker(client: str, n: int) -> None:
         os.environ.update(XDG_CONFIG_HOME=f"{tmp}/config", XDG_STATE_HOME=f"{tmp}/state")
         work = Path(tmp) / "work"
         work.mkdir()
-        {"sdk": run_sdk, "bridge": run_bridge, "detached": run_detached}[client](n, str(work))
+        runs = {"sdk": run_sdk, "bridge": run_bridge, "detached": run_detached}
+        if client == "sdk-sandboxed":
+            run_sdk(n, str(work), sandboxed=True)
+        else:
+            runs[client](n, str(work))
 
 
 def measure(client: str, n: int) -> dict[str, Any]:
@@ -189,7 +246,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=64, help="runs at once")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated")
+    parser.add_argument(
+        "--clients",
+        default=",".join(CLIENTS),
+        help=f"comma-separated, of {', '.join(CLIENTS + EXTRA_CLIENTS)}",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -220,6 +281,11 @@ def main() -> int:
                 f"{'met ' if median <= target else 'MISS'}  {a}/{b} per task: {median:.2f} "
                 f"({min(values):.2f}–{max(values):.2f}), target ≤ {target}"
             )
+    for a, b in (("sdk-sandboxed", "sdk"), ("bridge", "sdk-sandboxed")):  # no target: a split
+        if a in clients and b in clients:
+            values = [r[a]["wall_s"] / r[b]["wall_s"] for r in rounds]
+            print(f"      {a}/{b} per task: {statistics.median(values):.2f} "
+                  f"({min(values):.2f}–{max(values):.2f})")  # fmt: skip
     return 0
 
 

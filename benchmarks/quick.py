@@ -12,7 +12,8 @@ printed with its target. For steadier figures run the full benchmark named on ea
   against ``--base`` (the ``acp-bridge`` of another tree, e.g. a checkout of the commit
   before a change, with its own venv: a paired A/B) and acpx;
 - ``fanout`` (``fanout.py``): 64 concurrent ``acp_spawn`` in one process against the SDK
-  driving 64 demo agents, and 64 detached runs + ``wait`` against the in-process fan-out;
+  driving 64 demo agents (and, for the split, against the SDK starting each agent in the
+  bridge's sandbox), and 64 detached runs + ``wait`` against the in-process fan-out;
 - ``ps``: a cold ``acp-bridge ps --all --json`` over 10 000 records (the store is filled
   once and kept in ``$ACP_BRIDGE_BENCH_DIR``, default ``~/.cache/acp-bridge-bench``);
 - ``floods``: the bridge's peak RSS for 1 000 000 updates and for a 100 MB answer (kept up
@@ -125,10 +126,15 @@ def section_cold(rounds: int, base: str | None, acpx: str | None) -> None:
 
 
 def section_fanout(rounds: int, n: int) -> None:
-    measured = fanout.rounds_of(["sdk", "bridge"], n, rounds, log=note)
+    measured = fanout.rounds_of(["sdk", "sdk-sandboxed", "bridge"], n, rounds, log=note)
     note(f"sandbox: {measured[0]['bridge'].get('sandbox') or '?'}")
     wall = [{c: r[c]["wall_s"] for c in r} for r in measured]
     verdict(f"fan-out {n}: bridge/sdk per task", [r["bridge"] / r["sdk"] for r in wall], 1.3)
+    # No target: how the ratio splits between the sandbox's launch and the bridge's own work.
+    sandbox_share = statistics.median(r["sdk-sandboxed"] / r["sdk"] for r in wall)
+    bridge_share = statistics.median(r["bridge"] / r["sdk-sandboxed"] for r in wall)
+    note(f"the SDK with each agent in the bridge's sandbox: {sandbox_share:.2f}× the SDK; "
+         f"the bridge {bridge_share:.2f}× that")  # fmt: skip
     measured_detached = fanout.measure("detached", n)
     detached = measured_detached["wall_s"]
     bridge = fanout.measure("bridge", n)["wall_s"]
@@ -209,12 +215,19 @@ def main() -> int:
         "ps": lambda: section_ps(3),
         "floods": section_floods,
     }
+    peak = load
     for name in chosen:
         print(f"\n[{name}]", flush=True)
         run[name]()
+        peak = max(peak, os.getloadavg()[0])
     print(f"\nsummary ({time.perf_counter() - began:.0f} s):")
     for line in LINES:
         print(line)
+    if peak > (os.cpu_count() or 1) / 2:
+        # Other work skews the ratios, the fan-out's most: each agent the bridge starts is a
+        # session of its own, so with autogroup scheduling (Linux's default) it gets a share
+        # of its own against the other work, where the SDK's agents share their worker's.
+        print(f"note: the load reached {peak:.1f}; measure again on a quiet machine")
     return 0
 
 

@@ -38,6 +38,7 @@ from acp_bridge._os.change_snapshots import (
     walk,
 )
 from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
+from acp_bridge._os.paths import resolved as real
 from acp_bridge._os.private_files import create_private, private_dir
 from acp_bridge._os.stoppable import StopToken, in_thread
 
@@ -119,7 +120,7 @@ async def take_baseline(
     scratch indexes, objects and copies; remove it after :func:`measure_changes`.
     ``skip``: absolute files and folders a snapshot never lists nor reads."""
     limits = limits or ChangeLimits()
-    resolved = sorted({r.resolve() for r in roots}, key=lambda p: len(p.parts))
+    resolved = sorted({real(r) for r in roots}, key=lambda p: len(p.parts))
     outer = [r for r in resolved if not any(o in r.parents for o in resolved if o is not r)]
     baseline = Baseline(workdir, limits, [])
     for number, root in enumerate(outer):

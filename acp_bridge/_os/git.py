@@ -75,7 +75,15 @@ def may_be_in_work_tree(path: Path) -> bool:
     can only fail — our git sees no ``GIT_DIR`` (:func:`git_env`) — so a run outside any
     repository is told so by a few ``lstat`` calls, not by starting git (a fork of the
     whole bridge, per run)."""
-    return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
+    text = str(path)
+    if not text.startswith("/"):
+        return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
+    while True:  # on the text of an absolute Path: its folders are the text's prefixes
+        if os.path.lexists(f"{text}/.git" if text != "/" else "/.git"):
+            return True
+        if text == "/":
+            return False
+        text = text.rpartition("/")[0] or "/"
 
 
 async def git(

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from acp_bridge._field_defaults import empty_list, instance_of
 from acp_bridge._json_pieces import json_pieces
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
@@ -57,7 +58,7 @@ class ToolCallRecord(BaseModel):
     """The tool's programmatic name, when the agent gives one (ACP ``ToolCall.name``)."""
     kind: str = ""
     status: str = ""
-    locations: list[str] = Field(default_factory=list)
+    locations: list[str] = Field(default_factory=empty_list)
 
 
 class TerminalRecord(BaseModel):
@@ -93,7 +94,7 @@ class ElicitationRecord(BaseModel):
     mode: str
     message: str = ""
     action: Literal["accept", "decline", "cancel", "refused"]
-    fields: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=empty_list)
     url_host: str = ""
     reason: str = ""
     completed: bool = False
@@ -166,7 +167,7 @@ class SubtaskResult(BaseModel):
     output_schema: str = ""
     output: Any
     error: str = ""
-    meta: Meta = Field(default_factory=Meta)
+    meta: Meta = Field(default_factory=instance_of(Meta))
 
     @property
     def ok(self) -> bool:

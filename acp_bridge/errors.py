@@ -43,11 +43,9 @@ purpose from inside the package.
         └── AgentRequestError       agent_error       the agent answered a request with an error
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 
 class ErrorCode(StrEnum):
@@ -84,8 +82,9 @@ class BridgeError(Exception):
     code: ErrorCode = ErrorCode.INTERNAL_ERROR
 
 
-@dataclass(frozen=True)
-class SourceLocation:
+# Named tuples, not frozen dataclasses: those compile six methods each as the module loads
+# (every command's start-up).
+class SourceLocation(NamedTuple):
     """Where in a YAML file a value (or key) sits. ``line`` and ``column`` are 1-based."""
 
     path: Path
@@ -104,8 +103,7 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One precise complaint about a config file: where, which field, what is wrong."""
 
     message: str

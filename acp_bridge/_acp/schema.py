@@ -12,8 +12,8 @@ errors. Writing is exact: camelCase keys, nothing that is None.
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
 
+from acp_bridge._field_defaults import empty_list, instance_of
 from acp_bridge.errors import ProtocolError
 
 PROTOCOL_VERSION = 1
@@ -45,11 +45,19 @@ OsStr = Annotated[str, AfterValidator(_no_nul)]
 NUL in it is the agent's invalid params, not the bridge's ``ValueError`` later."""
 
 
+def camel(name: str) -> str:
+    """A field's name on the wire: ``session_id`` → ``sessionId``. pydantic's ``to_camel``
+    gives the same for every field here (a test checks) with three regular expressions a
+    name; the wire types have ~150 fields, named as every command starts."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 class Wire(BaseModel):
     """Base of every wire type: camelCase on the wire, unknown fields kept."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel,
+        alias_generator=camel,
         populate_by_name=True,
         extra="allow",
         frozen=True,
@@ -96,7 +104,7 @@ class ElicitationCapabilities(Wire):
 
 
 class ClientCapabilities(Wire):
-    fs: FsCapabilities = Field(default_factory=FsCapabilities)
+    fs: FsCapabilities = Field(default_factory=instance_of(FsCapabilities))
     terminal: bool = False
     session: ClientSessionCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
@@ -126,8 +134,8 @@ class PromptCapabilities(Wire):
 
 class AgentCapabilities(Wire):
     load_session: bool = False
-    prompt_capabilities: PromptCapabilities = Field(default_factory=PromptCapabilities)
-    mcp_capabilities: McpCapabilities = Field(default_factory=McpCapabilities)
+    prompt_capabilities: PromptCapabilities = Field(default_factory=instance_of(PromptCapabilities))
+    mcp_capabilities: McpCapabilities = Field(default_factory=instance_of(McpCapabilities))
     # Each entry is an empty object when supported (close, list, resume, additionalDirectories…).
     session_capabilities: dict[str, Any] | None = None
     auth: dict[str, Any] | None = None  # {"logout": {}} when logout is offered
@@ -155,15 +163,15 @@ class AuthMethod(Wire):
     name: str = ""
     description: str | None = None
     type: str = "agent"
-    vars: list[AuthEnvVar] = Field(default_factory=list)
+    vars: list[AuthEnvVar] = Field(default_factory=empty_list)
     link: str | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=empty_list)
 
 
 class InitializeResult(Wire):
     protocol_version: int
-    agent_capabilities: AgentCapabilities = Field(default_factory=AgentCapabilities)
-    auth_methods: list[AuthMethod] = Field(default_factory=list)
+    agent_capabilities: AgentCapabilities = Field(default_factory=instance_of(AgentCapabilities))
+    auth_methods: list[AuthMethod] = Field(default_factory=empty_list)
     agent_info: Implementation | None = None
 
 
@@ -211,7 +219,7 @@ class SessionMode(Wire):
 
 class SessionModeState(Wire):
     current_mode_id: str
-    available_modes: list[SessionMode] = Field(default_factory=list)
+    available_modes: list[SessionMode] = Field(default_factory=empty_list)
 
 
 class ConfigOption(Wire):
@@ -222,7 +230,7 @@ class ConfigOption(Wire):
     type: str = "select"
     category: str | None = None
     current_value: Any = None
-    options: list[dict[str, Any]] = Field(default_factory=list)
+    options: list[dict[str, Any]] = Field(default_factory=empty_list)
 
     def allowed_values(self) -> list[str]:
         """Every selectable value, groups flattened."""
@@ -247,7 +255,7 @@ class SessionModelState(Wire):
     removed from ACP's unstable schema, still sent by agents such as gemini-cli and qwen."""
 
     current_model_id: str | None = None
-    available_models: list[ModelInfo] = Field(default_factory=list)
+    available_models: list[ModelInfo] = Field(default_factory=empty_list)
 
 
 class SessionSetup(Wire):
@@ -275,7 +283,7 @@ class SetConfigOptionParams(Wire):
 
 
 class SetConfigOptionResult(Wire):
-    config_options: list[ConfigOption] = Field(default_factory=list)
+    config_options: list[ConfigOption] = Field(default_factory=empty_list)
 
 
 class TextBlock(Wire):
@@ -321,8 +329,8 @@ class WriteTextFileParams(Wire):
 class CreateTerminalParams(Wire):
     session_id: str
     command: OsStr
-    args: list[OsStr] = Field(default_factory=list)
-    env: list[NameValue] = Field(default_factory=list)
+    args: list[OsStr] = Field(default_factory=empty_list)
+    env: list[NameValue] = Field(default_factory=empty_list)
     cwd: OsStr | None = None
     output_byte_limit: int | None = Field(None, ge=0)
 
@@ -344,7 +352,7 @@ class PlanEntry(Wire):
 
 
 class PlanUpdate(Wire):
-    entries: list[PlanEntry] = Field(default_factory=list)
+    entries: list[PlanEntry] = Field(default_factory=empty_list)
 
 
 class UsageUpdate(Wire):

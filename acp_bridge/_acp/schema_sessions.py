@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field
 
 from acp_bridge._acp.schema import McpServerHttp, McpServerStdio, SessionSetup, Wire
+from acp_bridge._field_defaults import empty_list
 
 
 class SessionLifecycleParams(Wire):
@@ -42,7 +43,7 @@ class SessionInfo(Wire):
 
 
 class ListSessionsResult(Wire):
-    sessions: list[SessionInfo] = Field(default_factory=list)
+    sessions: list[SessionInfo] = Field(default_factory=empty_list)
     next_cursor: str | None = None
 
 

@@ -22,10 +22,9 @@ TypedDict like a model (``extra="forbid"``, defaults, bounds).
 
 import typing
 from collections.abc import Collection
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     AfterValidator,
@@ -56,8 +55,7 @@ OptionValue = str | bool | int | float
 Face = Literal["cli", "mcp", "tool"]
 
 
-@dataclass(frozen=True, slots=True)
-class Offer:
+class Offer(NamedTuple):
     """Where an option is offered besides the Python API (which offers all of them)."""
 
     cli: str = ""
@@ -285,8 +283,7 @@ RULES: dict[str, Any] = {"acp_spawn": _fork_needs_resume}
 """The rules between an entry's options, checked after each option on its own."""
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
+class Option(NamedTuple):
     """One option as the faces see it."""
 
     name: str

@@ -13,17 +13,13 @@ functions of ``acp_bridge`` install it). A reporter must never fail a run: its m
 and log their own errors.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
 
 
-@dataclass(frozen=True)
-class RunStart:
+class RunStart(NamedTuple):
     """What the reporter learns about a run as it starts."""
 
     task_id: str

@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from acp_bridge._entries.options import OPTIONS, options_adapter, options_of, stored_options
+from acp_bridge._field_defaults import empty_dict
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
@@ -62,7 +63,7 @@ class EntryRequest(BaseModel):
     task: str = Field(description="the task (acp_spawn, spawn, ask) or the command line (bash)")
     agent: str | None = Field(None, description="acp_spawn: the agent profile")
     tools: list[str] | None = Field(None, description="spawn: required; ask: default all")
-    options: dict[str, Any] = Field(default_factory=dict, description="the entry's options")
+    options: dict[str, Any] = Field(default_factory=empty_dict, description="the entry's options")
 
     if TYPE_CHECKING:  # the flat form, for type checkers (the options are checked at run time)
 

@@ -19,8 +19,6 @@ A run whose ``cancel`` event is already set when it starts (Ctrl-C during start-
 work: it ends at once, ``cancelled``, with the same full envelope as any other run.
 """
 
-from __future__ import annotations
-
 import logging
 import math
 import os
@@ -28,8 +26,8 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
 
@@ -54,8 +52,7 @@ stop, wait for it, close, then SIGKILL to every process it started. Profile grac
 ``--timeout T``, its own start-up and exit included, is over by T + 5 s."""
 
 
-@dataclass(frozen=True)
-class RunContext:
+class RunContext(NamedTuple):
     """What an entry body knows about its own run."""
 
     task_id: str

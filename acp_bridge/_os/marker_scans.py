@@ -17,7 +17,6 @@ Per event loop (an ``anyio`` ``RunVar``): the bridge may run several loops in th
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 
 import anyio
 from anyio.lowlevel import RunVar
@@ -25,20 +24,24 @@ from anyio.lowlevel import RunVar
 from acp_bridge._os.reaper import markers_present
 
 
-@dataclass(eq=False)
+# Plain classes, not dataclasses: those compile their methods as every command starts.
 class _Question:
-    marker: str
-    answered: anyio.Event = field(default_factory=anyio.Event)
-    present: bool = False
-    error: Exception | None = None
+    __slots__ = ("answered", "error", "marker", "present")
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.answered = anyio.Event()
+        self.present = False
+        self.error: Exception | None = None
 
 
-@dataclass(eq=False)
 class _Passes:
-    waiting: list[_Question] = field(default_factory=list)
-    running: bool = False
-    ended: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the running pass ends (a new one for each pass)."""
+    __slots__ = ("ended", "running", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting: list[_Question] = []
+        self.running = False
+        self.ended = anyio.Event()  # set when the running pass ends (a new one each pass)
 
 
 _passes: RunVar[_Passes] = RunVar("acp_bridge_marker_passes")

@@ -44,17 +44,27 @@ _mcp, _agents = _Handlers("_mcp"), _Handlers("_agents")
 
 class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
     """The commands. With ``only`` (the command the command line names), every other
-    command is registered (``--help`` lists it, a wrong name is told the choices) but its
-    arguments are not built: what building takes goes to an :class:`_Unbuilt` that keeps
-    nothing. Issue 24: a cold ``run`` or ``ps`` built ~150 arguments it never parses."""
+    command is registered (``--help`` lists it, a wrong name is told the choices) but
+    neither its parser nor its arguments are made: what building takes goes to an
+    :class:`_Unbuilt` that keeps nothing. Issue 24: a cold ``run`` or ``ps`` built ~150
+    arguments it never parses, and ~20 parsers (~0.7 M instructions each)."""
 
     only: str | None = None
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
         if self.only is None or name == self.only:
-            return parser
-        return cast(argparse.ArgumentParser, _Unbuilt())
+            return cast(argparse.ArgumentParser, super().add_parser(name, **kwargs))
+        # What argparse's add_parser registers, but the parser (these commands take no aliases).
+        if "help" in kwargs:
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), kwargs["help"]))
+        self._name_parser_map[name] = unbuilt = _Unbuilt()
+        return cast(argparse.ArgumentParser, unbuilt)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, *args: Any) -> None:
+        name = args[0][0]
+        if isinstance(self._name_parser_map.get(name), _Unbuilt):  # never: see command_of
+            raise argparse.ArgumentError(self, f"{name}: not the command the line names")
+        super().__call__(parser, namespace, *args)
 
 
 class _Unbuilt:

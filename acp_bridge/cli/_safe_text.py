@@ -28,6 +28,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from functools import cache
 from typing import Any, TextIO
 
 # Every character of Unicode category Cc, Cf, Cs, Zl or Zp (a test checks this against
@@ -39,8 +40,23 @@ _CONTROL_RANGES = (
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0001\U000e0020-\U000e007f"
 )
-_CONTROL = re.compile(f"[{_CONTROL_RANGES}]")
-_CONTROL_OR_NEWLINE = re.compile(f"[{_CONTROL_RANGES}\n]")
+
+
+@cache
+def control_pattern(*, newline: bool = False) -> re.Pattern[str]:
+    """The characters shown as escapes (and newline, with ``newline``). Compiled on first
+    need: each pattern costs ~5 M instructions to compile, and most text has no such
+    character (:func:`_plain` says so without it)."""
+    return re.compile(f"[{_CONTROL_RANGES}\n]" if newline else f"[{_CONTROL_RANGES}]")
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` surely has no character shown as an escape but newline and tab:
+    every one of them is of a category ``str.isprintable`` says no to (a space other than
+    U+0020, a private or unassigned character is one too: the pattern then decides)."""
+    # Newline and tab are shown as they are. (replace, not translate: faster than the
+    # pattern's search on any text, where translate is slower on text past ASCII.)
+    return text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable()
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -61,14 +77,14 @@ def visible(text: str) -> str:
     """``text`` with every control character but newline and tab shown as an escape."""
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(_shown, text)
+    return text if _plain(text) else control_pattern().sub(_shown, text)
 
 
 def one_line(text: str) -> str:
     """As :func:`visible`, and newlines shown as ``\\n``: a field that stays on its line."""
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
-    return _CONTROL_OR_NEWLINE.sub(_shown, text)
+    return text if text.isprintable() else control_pattern(newline=True).sub(_shown, text)
 
 
 def _json_escape(match: re.Match[str]) -> str:
@@ -118,7 +134,7 @@ def safe_json(text: str) -> str:
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
     # Outside strings JSON text has only ASCII punctuation, digits, letters and the
     # indent's newlines and spaces: what matches here is inside a string.
-    return _CONTROL.sub(_json_escape, text)
+    return control_pattern().sub(_json_escape, text)
 
 
 def is_utf(stream: TextIO | None) -> bool:

@@ -6,7 +6,6 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"
 PROFILE_SUFFIXES = (".yaml", ".yml")
 
 
-@dataclass
 class ProfileCatalog:
     """Every profile by name, resolved on first use (a run pays only for its own profile).
 
@@ -26,14 +24,23 @@ class ProfileCatalog:
     name is asked for; profiles from folders and the config file are read up front.
     """
 
-    environ: Mapping[str, str]
-    builtin: dict[str, Path] = field(default_factory=dict)
-    layers: dict[str, list[ProfileLayer]] = field(default_factory=dict)
-    errors: dict[str, ProfileError] = field(default_factory=dict)
-    unreadable: dict[Path, list[Problem]] = field(default_factory=dict)
-    """Files of profile folders that did not even become a profile (not YAML, not a
-    mapping, not UTF-8, …): no name to list them under, so listed by file."""
-    _resolved: dict[str, ResolvedProfile] = field(default_factory=dict)
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("_resolved", "builtin", "environ", "errors", "layers", "unreadable")
+
+    def __init__(
+        self, environ: Mapping[str, str], *, builtin: dict[str, Path] | None = None
+    ) -> None:
+        self.environ = environ
+        self.builtin: dict[str, Path] = {} if builtin is None else builtin
+        self.layers: dict[str, list[ProfileLayer]] = {}
+        self.errors: dict[str, ProfileError] = {}
+        # Files of profile folders that did not even become a profile (not YAML, not a
+        # mapping, not UTF-8, …): no name to list them under, so listed by file.
+        self.unreadable: dict[Path, list[Problem]] = {}
+        self._resolved: dict[str, ResolvedProfile] = {}
+
+    def __repr__(self) -> str:
+        return f"ProfileCatalog(builtin={sorted(self.builtin)!r}, layers={sorted(self.layers)!r})"
 
     def names(self) -> list[str]:
         return sorted(set(self.builtin) | set(self.layers))

@@ -5,13 +5,10 @@ mapping by mapping; lists and scalars replace. Every value remembers the layer (
 column) that set it, so ``acp-bridge profiles show`` can say where each value came from.
 """
 
-from __future__ import annotations
-
 import copy
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._profile import AgentProfile
@@ -32,8 +29,7 @@ _PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (
 Origin = Literal["built-in", "profiles dir", "config", "file"]
 
 
-@dataclass(frozen=True)
-class ProfileLayer:
+class ProfileLayer(NamedTuple):
     """One file's contribution to a profile: the mapping at ``prefix`` inside ``doc``."""
 
     origin: Origin
@@ -59,8 +55,7 @@ class ProfileLayer:
         return field_name((*self.prefix, *rel))
 
 
-@dataclass(frozen=True)
-class ValueSource:
+class ValueSource(NamedTuple):
     """Where one resolved value came from, for ``profiles show``."""
 
     origin: Origin | Literal["default"]
@@ -76,18 +71,31 @@ class ValueSource:
         return text
 
 
-@dataclass(frozen=True)
 class ResolvedProfile:
     """A usable profile plus, for each value set in a file, the layer that set it."""
 
-    profile: AgentProfile
-    owners: Mapping[DataPath, ProfileLayer]
-    env_used: Mapping[DataPath, tuple[str, ...]]
-    _said: dict[tuple[DataPath, str], str] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-    """:meth:`set_at`'s answers by path and working directory (the profile is reused: a
-    run asks where its command was set every time)."""
+    # A plain class: a frozen dataclass compiles six methods when the module loads, on
+    # every command's start-up.
+    __slots__ = ("_said", "env_used", "owners", "profile")
+
+    def __init__(
+        self,
+        profile: AgentProfile,
+        owners: Mapping[DataPath, ProfileLayer],
+        env_used: Mapping[DataPath, tuple[str, ...]],
+    ) -> None:
+        self.profile = profile
+        self.owners = owners
+        self.env_used = env_used
+        # set_at's answers by path and working directory (the profile is reused: a run
+        # asks where its command was set every time).
+        self._said: dict[tuple[DataPath, str], str] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"ResolvedProfile(profile={self.profile!r}, owners={self.owners!r}, "
+            f"env_used={self.env_used!r})"
+        )
 
     def source_of(self, path: DataPath) -> ValueSource:
         """Where the value at ``path`` came from (``default`` when no file set it)."""

@@ -11,6 +11,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
+from acp_bridge._field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge._os.limits import (
     MAX_BYTES,
     MAX_CONCURRENT,
@@ -99,7 +100,7 @@ class Permissions(StrictModel):
         "tool call is inside the write roots) | approve-all",
     )
     rules: list[PermissionRule] = Field(
-        default_factory=list, description="ordered rules, checked before the mode"
+        default_factory=empty_list, description="ordered rules, checked before the mode"
     )
 
 
@@ -164,7 +165,7 @@ class AuthSettings(StrictModel):
         None, description="authMethods id to authenticate with before session/new"
     )
     env: list[EnvName] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="variables that authenticate the agent (any one of them will do); "
         "acp-bridge doctor says whether one is set",
     )
@@ -176,13 +177,13 @@ class McpServer(StrictModel):
     name: str = Field(description="the server's name, as the agent will show it")
     type: Literal["stdio", "http", "sse"] = Field("stdio", description="its transport")
     command: str | None = Field(None, description="stdio: the executable the agent starts")
-    args: list[str] = Field(default_factory=list, description="stdio: its arguments")
+    args: list[str] = Field(default_factory=empty_list, description="stdio: its arguments")
     env: dict[str, str] = Field(
-        default_factory=dict, description="stdio: its variables (secrets are redacted)"
+        default_factory=empty_dict, description="stdio: its variables (secrets are redacted)"
     )
     url: str | None = Field(None, description="http / sse: where it listens")
     headers: dict[str, str] = Field(
-        default_factory=dict, description="http / sse: headers sent (secrets are redacted)"
+        default_factory=empty_dict, description="http / sse: headers sent (secrets are redacted)"
     )
 
     @model_validator(mode="after")
@@ -203,7 +204,7 @@ class SessionSettings(StrictModel):
         "sent only to an agent that advertises it; one that does not fails the run",
     )
     config_options: dict[str, str | bool | int | float] = Field(
-        default_factory=dict, description="session config option id → value, if advertised"
+        default_factory=empty_dict, description="session config option id → value, if advertised"
     )
 
 
@@ -221,12 +222,15 @@ class AgentProfile(StrictModel):
     command: Annotated[str, AfterValidator(program)] = Field(
         min_length=1, description="executable to start; no shell is used"
     )
-    args: list[str] = Field(default_factory=list, description="its arguments (a list: no shell)")
+    args: list[str] = Field(
+        default_factory=empty_list, description="its arguments (a list: no shell)"
+    )
     env: dict[EnvName, str] = Field(
-        default_factory=dict, description="variables set for the agent; ${VAR} expands at load"
+        default_factory=empty_dict,
+        description="variables set for the agent; ${VAR} expands at load",
     )
     env_passthrough: list[EnvName] = Field(
-        default_factory=list, description="host variables the agent may see"
+        default_factory=empty_list, description="host variables the agent may see"
     )
     cwd: ExistingDir | None = Field(
         None, description="session cwd, relative to this file; default: the caller's cwd"
@@ -238,24 +242,30 @@ class AgentProfile(StrictModel):
         None, description="where fs writes may go; default: the session cwd"
     )
     permissions: Permissions = Field(
-        default_factory=Permissions, description="how permission requests are decided"
+        default_factory=instance_of(Permissions), description="how permission requests are decided"
     )
-    timeouts: Timeouts = Field(default_factory=Timeouts, description="the run's deadlines")
+    timeouts: Timeouts = Field(
+        default_factory=instance_of(Timeouts), description="the run's deadlines"
+    )
     terminal: TerminalSettings = Field(
-        default_factory=TerminalSettings, description="the terminal/* methods served"
+        default_factory=instance_of(TerminalSettings), description="the terminal/* methods served"
     )
-    fs: FsSettings = Field(default_factory=FsSettings, description="the fs/* methods served")
-    auth: AuthSettings = Field(default_factory=AuthSettings, description="how it authenticates")
+    fs: FsSettings = Field(
+        default_factory=instance_of(FsSettings), description="the fs/* methods served"
+    )
+    auth: AuthSettings = Field(
+        default_factory=instance_of(AuthSettings), description="how it authenticates"
+    )
     mcp_servers: list[McpServer] = Field(
-        default_factory=list, description="MCP servers handed to the agent in session/new"
+        default_factory=empty_list, description="MCP servers handed to the agent in session/new"
     )
     session: SessionSettings = Field(
-        default_factory=SessionSettings,
+        default_factory=instance_of(SessionSettings),
         description="mode, model and config options set after session/new (each only if "
         "the agent offers it; a warning when it does not)",
     )
     session_options: dict[str, str | bool | int | float] = Field(
-        default_factory=dict,
+        default_factory=empty_dict,
         description="Mistermorph's name for session.config_options (those win where both "
         "set an option)",
     )
@@ -302,7 +312,7 @@ class AgentProfile(StrictModel):
         description="arguments that make the command print its version",
     )
     sandbox: SandboxSettings = Field(
-        default_factory=SandboxSettings,
+        default_factory=instance_of(SandboxSettings),
         description="how the agent process is confined by the OS, over the config's sandbox",
     )
     isolation: IsolationMode = Field(

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from acp_bridge._field_defaults import empty_list
+
 SandboxMode = Literal["auto", "bwrap", "landlock", "off"]
 IsolationMode = Literal["none", "worktree"]
 KeepWorktree = Literal["changed", "always", "never"]
@@ -30,16 +32,16 @@ class SandboxSettings(BaseModel):
         None, description="on (the default: agents need their model API) | off"
     )
     state: list[Path] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="paths the agent may write besides its write roots: its own state "
         "(~/.claude, ~/.codex, npm caches); missing directories are created",
     )
     readable: list[Path] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="paths kept visible (read-only) even under /tmp or a hidden directory",
     )
     hidden: list[Path] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="paths made invisible, on top of the user's secrets (~/.ssh, ~/.aws, "
         "~/.gnupg, ~/.config/gh, ~/.netrc, ~/.docker, …)",
     )

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from acp_bridge._field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_REPAIR_TURNS
 from acp_bridge.config._fields import (
     EnvName,
@@ -49,10 +50,11 @@ class SpawnToolSettings(StrictModel):
 
 class ToolsConfig(StrictModel):
     bash: BashToolSettings = Field(
-        default_factory=BashToolSettings, description="the bash entry and tool (always on)"
+        default_factory=instance_of(BashToolSettings),
+        description="the bash entry and tool (always on)",
     )
     spawn: SpawnToolSettings = Field(
-        default_factory=SpawnToolSettings, description="the spawn entry and tool"
+        default_factory=instance_of(SpawnToolSettings), description="the spawn entry and tool"
     )
     acp_spawn: ToolSwitch = Field(
         default_factory=lambda: ToolSwitch(enabled=False),
@@ -97,7 +99,7 @@ class ModelEntry(StrictModel):
         None, description="environment variable holding the key, read when the model is used"
     )
     headers: dict[str, str] = Field(
-        default_factory=dict, description="extra HTTP headers sent with every request"
+        default_factory=empty_dict, description="extra HTTP headers sent with every request"
     )
     request_timeout: PositiveSeconds = Field(120, description="seconds one model request may take")
     max_retries: int = Field(
@@ -120,7 +122,7 @@ class ModelsConfig(StrictModel):
 
     # Declared before ``default`` so that its validator can see the entries.
     entries: dict[Annotated[str, AfterValidator(_model_entry_name)], ModelEntry] = Field(
-        default_factory=dict, description="model name → endpoint and model id"
+        default_factory=empty_dict, description="model name → endpoint and model id"
     )
     default: str = Field(
         PASSTHROUGH_MODEL,
@@ -148,7 +150,7 @@ class AcpSection(StrictModel):
     # Entries stay raw here: each is merged over earlier layers and validated on its own,
     # so one broken profile does not make the others unusable.
     agents: list[dict[str, Any]] = Field(
-        default_factory=list,
+        default_factory=empty_list,
         description="agent profiles (Mistermorph's acp.agents form), each laid over the "
         "built-in or folder profile of the same name",
     )
@@ -215,7 +217,7 @@ class RunsSettings(StrictModel):
         "exits as its last run ends",
     )
     retention: RetentionSettings = Field(
-        default_factory=RetentionSettings,
+        default_factory=instance_of(RetentionSettings),
         description="how long ended runs are kept (supervisors prune hourly; acp-bridge prune)",
     )
 
@@ -224,31 +226,35 @@ class Config(StrictModel):
     """The config file's settings (everything except the profiles themselves)."""
 
     tools: ToolsConfig = Field(
-        default_factory=ToolsConfig, description="the tools host loops are offered"
+        default_factory=instance_of(ToolsConfig), description="the tools host loops are offered"
     )
     subtasks: SubtasksConfig = Field(
-        default_factory=SubtasksConfig, description="the one depth limit of every entry"
+        default_factory=instance_of(SubtasksConfig),
+        description="the one depth limit of every entry",
     )
     models: ModelsConfig = Field(
-        default_factory=ModelsConfig, description="models of the local loops (spawn, ask)"
+        default_factory=instance_of(ModelsConfig),
+        description="models of the local loops (spawn, ask)",
     )
     profiles_dirs: list[ExistingDir] = Field(
-        default_factory=list, description="extra profile folders, relative to this file"
+        default_factory=empty_list, description="extra profile folders, relative to this file"
     )
     schemas: dict[str, ExistingFile] = Field(
-        default_factory=dict, description="output_schema label → JSON Schema file"
+        default_factory=empty_dict, description="output_schema label → JSON Schema file"
     )
     transcripts: TranscriptSettings = Field(
-        default_factory=TranscriptSettings, description="the JSONL transcripts of ACP runs"
+        default_factory=instance_of(TranscriptSettings),
+        description="the JSONL transcripts of ACP runs",
     )
     sandbox: SandboxSettings = Field(
-        default_factory=SandboxSettings,
+        default_factory=instance_of(SandboxSettings),
         description="the default sandbox of every profile, and the bash entry's",
     )
     runs: RunsSettings = Field(
-        default_factory=RunsSettings,
+        default_factory=instance_of(RunsSettings),
         description="the run store: recording, lanes, retention (docs/how-to/runs.md)",
     )
     acp: AcpSection = Field(
-        default_factory=AcpSection, description="agent profiles in the config file itself"
+        default_factory=instance_of(AcpSection),
+        description="agent profiles in the config file itself",
     )

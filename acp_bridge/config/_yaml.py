@@ -17,7 +17,6 @@ import math
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
@@ -45,14 +44,26 @@ def field_name(path: Iterable[str | int]) -> str:
     return out
 
 
-@dataclass
 class YamlDocument:
     """Plain data from one YAML file plus where each key and value sits in it."""
 
-    path: Path
-    data: Any
-    values: dict[DataPath, SourceLocation] = field(default_factory=dict)
-    keys: dict[DataPath, SourceLocation] = field(default_factory=dict)
+    # A plain class, not a dataclass: those compile their methods as every command starts.
+    __slots__ = ("data", "keys", "path", "values")
+
+    def __init__(
+        self,
+        path: Path,
+        data: Any,
+        values: dict[DataPath, SourceLocation] | None = None,
+        keys: dict[DataPath, SourceLocation] | None = None,
+    ) -> None:
+        self.path = path
+        self.data = data
+        self.values: dict[DataPath, SourceLocation] = {} if values is None else values
+        self.keys: dict[DataPath, SourceLocation] = {} if keys is None else keys
+
+    def __repr__(self) -> str:
+        return f"YamlDocument(path={self.path!r}, data={self.data!r})"
 
     def locate(self, path: DataPath) -> SourceLocation:
         """Where the value at ``path`` is, or its nearest enclosing value that exists."""

@@ -25,7 +25,6 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +100,13 @@ def tag_of(node: Any) -> str | None:
     return str(value)
 
 
-@dataclass
 class YamlSizeBudget:
     """How much plain data one document may become (counted as it is built)."""
 
-    nodes: int = 0
+    __slots__ = ("nodes",)
+
+    def __init__(self) -> None:
+        self.nodes = 0
 
     def spend(self, depth: int) -> str | None:
         """Count one more value at ``depth``; why it is one too many, if it is."""

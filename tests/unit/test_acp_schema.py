@@ -121,3 +121,21 @@ def test_validates_against_the_official_schema(path: Path) -> None:
         getattr(schema, REQUESTS[method][1]).model_validate(message["params"])
     else:
         schema.SessionNotification.model_validate(message["params"])
+
+
+def test_wire_names_are_pydantic_camel_case() -> None:
+    """The wire types' own alias generator gives pydantic's ``to_camel`` for every field."""
+    from pydantic.alias_generators import to_camel
+
+    import acp_bridge._acp.schema_sessions  # their wire types too
+    import acp_bridge._acp.services.elicitation  # noqa: F401
+    from acp_bridge._acp.schema import Wire, camel
+
+    seen, todo = 0, list(Wire.__subclasses__())
+    while todo:
+        model = todo.pop()
+        todo += model.__subclasses__()
+        for name in model.model_fields:
+            assert camel(name) == to_camel(name), (model.__name__, name)
+            seen += 1
+    assert seen > 100

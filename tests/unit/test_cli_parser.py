@@ -35,7 +35,17 @@ def test_a_command_built_alone_is_the_command_of_the_whole_parser(command: str) 
     assert alone.format_help() == whole.format_help()
     assert [a.dest for a in alone._actions] == [a.dest for a in whole._actions]
     assert alone._defaults.keys() == whole._defaults.keys()
-    # the others are registered, and left empty
+    # the others are registered (listed, choices), and no parser is made for them
     for other, parser in _commands(build_parser(command=command)).items():
         if other != command:
-            assert [a.dest for a in parser._actions] == ["help"]
+            assert not isinstance(parser, argparse.ArgumentParser)
+
+
+def test_a_wrong_command_is_told_the_same_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    said = []
+    for parser in (build_parser(), build_parser(command="no-such-command")):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["no-such-command"])
+        said.append(capsys.readouterr().err)
+    assert said[0] == said[1]
+    assert "invalid choice: 'no-such-command' (choose from 'profiles', 'run'," in said[0]

@@ -11,7 +11,13 @@ import unicodedata
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge.cli._safe_text import _CONTROL, compact_json_text, json_text, one_line, visible
+from acp_bridge.cli._safe_text import (
+    compact_json_text,
+    control_pattern,
+    json_text,
+    one_line,
+    visible,
+)
 from tests.helpers import terminal_controls
 
 # Any code point, lone surrogates included (they reach us from a broken agent or a command
@@ -36,18 +42,23 @@ JSON_DATA = st.recursive(
 
 def test_the_table_covers_every_control_and_format_character_of_this_python() -> None:
     """Every code point of category Cc, Cf, Cs, Zl or Zp (but newline, tab, ZWNJ, ZWJ) is
-    matched, and nothing printable is (checked over all of Unicode, not a sample)."""
-    missed, extra = [], []
+    matched, and nothing printable is (checked over all of Unicode, not a sample). Every
+    character matched is one ``str.isprintable`` refuses: the sanitizer's fast path for text
+    without one rests on that."""
+    missed, extra, printable = [], [], []
     for point in range(sys.maxunicode + 1):
         char = chr(point)
         unsafe = bool(terminal_controls(char))
-        matched = _CONTROL.fullmatch(char) is not None
+        matched = control_pattern().fullmatch(char) is not None
         if unsafe and not matched:
             missed.append(f"U+{point:04X}")
         elif matched and not unsafe and unicodedata.category(char) != "Cn":
             extra.append(f"U+{point:04X}")  # only newer Unicode's (unassigned here) may be
+        if matched and char.isprintable():
+            printable.append(f"U+{point:04X}")
     assert not missed, missed
     assert not extra, extra
+    assert not printable, printable
 
 
 @given(HOSTILE)
@@ -62,7 +73,7 @@ def test_visible_leaves_no_control_and_changes_nothing_else(text: str) -> None:
     # Only the controls changed: removing every escape of the output and every control of
     # the input leaves the same text.
     plain = text.replace("\r\n", "\n")  # a CRLF shows as a newline; a bare CR is escaped
-    kept = "".join(c for c in plain if not _CONTROL.fullmatch(c) and c != "\r")
+    kept = "".join(c for c in plain if not control_pattern().fullmatch(c) and c != "\r")
     # Both sides: the input may spell an escape itself (a backslash, then an r), or make one
     # with the escape shown for a control after its backslash.
     assert _strip_escapes(shown) == _strip_escapes(kept)

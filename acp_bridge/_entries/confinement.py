@@ -23,7 +23,6 @@ import math
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,18 +56,29 @@ FINISH_RESERVE = 1.0
 comparing, diffs and the envelope come after them."""
 
 
-@dataclass
 class Confinement:
     """What a run works in and under."""
 
-    box: RunSandbox
-    cwd: Path
-    read_roots: tuple[Path, ...]
-    write_roots: tuple[Path, ...]
-    worktree: Worktree | None = None
-    files: FilesChanged | None = None
-    worktree_meta: dict[str, object] | None = None
-    notes: list[str] = field(default_factory=list)
+    # A plain class, not a dataclass: a dataclass compiles each generated method from
+    # source when its module loads, on every start-up's path (~2 M instructions).
+    def __init__(
+        self,
+        box: RunSandbox,
+        cwd: Path,
+        read_roots: tuple[Path, ...],
+        write_roots: tuple[Path, ...],
+        worktree: Worktree | None = None,
+        *,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.box = box
+        self.cwd = cwd
+        self.read_roots = read_roots
+        self.write_roots = write_roots
+        self.worktree = worktree
+        self.files: FilesChanged | None = None
+        self.worktree_meta: dict[str, object] | None = None
+        self.notes: list[str] = [] if notes is None else notes
 
     def launch(
         self,

@@ -21,7 +21,6 @@ handed to the hook already, it is the same turn again, built after the wind-down
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio
@@ -30,27 +29,41 @@ from acp_bridge._entries.runner import finish_envelope
 from acp_bridge.envelope import SubtaskResult
 
 
-@dataclass(frozen=True)
 class FollowUp:
     """The next turn in a held session."""
 
-    task: str
-    task_id: str
-    timeout: float | None = None
-    """Seconds the turn may take (default: the profile's ``timeouts.run``)."""
-    cancel: anyio.Event | None = None
-    """Set to end the turn gracefully (``session/cancel``), like a run's ``cancel``."""
-    output_schema: str | None = None
+    # A plain class, not a dataclass: these records are made on every start-up's import
+    # path, where a dataclass compiles each generated method from source (~2-4 M
+    # instructions a class, issue 24). Never changed once made.
+    __slots__ = ("cancel", "output_schema", "task", "task_id", "timeout")
+
+    def __init__(
+        self,
+        task: str,
+        task_id: str,
+        timeout: float | None = None,
+        cancel: anyio.Event | None = None,
+        output_schema: str | None = None,
+    ) -> None:
+        self.task = task
+        self.task_id = task_id
+        self.timeout = timeout
+        """Seconds the turn may take (default: the profile's ``timeouts.run``)."""
+        self.cancel = cancel
+        """Set to end the turn gracefully (``session/cancel``), like a run's ``cancel``."""
+        self.output_schema = output_schema
 
 
-@dataclass(frozen=True)
 class Held:
     """What the hook is told while the agent waits for it."""
 
-    until: float
-    """``anyio.current_time()`` by which the hook must answer (the idle time's end)."""
-    gone: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the agent's connection closes meanwhile: nothing is held any more."""
+    __slots__ = ("gone", "until")
+
+    def __init__(self, until: float, gone: anyio.Event | None = None) -> None:
+        self.until = until
+        """``anyio.current_time()`` by which the hook must answer (the idle time's end)."""
+        self.gone = anyio.Event() if gone is None else gone
+        """Set when the agent's connection closes meanwhile: nothing is held any more."""
 
 
 class FollowUps(Protocol):
@@ -59,12 +72,14 @@ class FollowUps(Protocol):
     async def __call__(self, result: SubtaskResult, held: Held) -> FollowUp | None: ...
 
 
-@dataclass(frozen=True)
 class Turn:
     """Which run a turn of the session is: its id, and when it began (``time.monotonic``)."""
 
-    task_id: str
-    started: float = field(default_factory=time.monotonic)
+    __slots__ = ("started", "task_id")
+
+    def __init__(self, task_id: str, started: float | None = None) -> None:
+        self.task_id = task_id
+        self.started = time.monotonic() if started is None else started
 
     def label(self, result: SubtaskResult, depth: int | None) -> SubtaskResult:
         """``result`` as this turn's envelope: its task id and its own duration."""

@@ -9,7 +9,6 @@ transcript's path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from acp_bridge._acp.agent_process import AgentProcess
@@ -47,34 +46,51 @@ _STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
 }
 
 
-@dataclass
 class Answer:
-    output: Any
-    kind: OutputKind
-    error: BridgeError | None = None
+    """An answer as the envelope gives it: its output, of which kind, and why not as asked."""
+
+    # Plain classes, not dataclasses: a dataclass compiles each generated method from
+    # source when its module loads, on every start-up's path (~2 M instructions a class).
+    __slots__ = ("error", "kind", "output")
+
+    def __init__(self, output: Any, kind: OutputKind, error: BridgeError | None = None) -> None:
+        self.output = output
+        self.kind = kind
+        self.error = error
 
 
-@dataclass
 class AcpResult:
     """What one run gathered; the parts that were never reached stay None."""
 
-    profile: AgentProfile
-    output_schema: str
-    schemas: SchemaRegistry
-    collector: TurnCollector
-    transcript: Transcript
-    redactor: Redactor
-    timeout: float
-    process: AgentProcess | None = None
-    session: AcpSession | None = None
-    services: ClientServices | None = None
-    outcome: TurnOutcome | None = None
-    error: BridgeError | None = None
-    confinement: Confinement | None = None
-    warnings: list[str] = field(default_factory=list)
-    tracing: Tracing = NO_TRACING
-    _checked: tuple[str, Answer] | None = None
-    """The answer text last checked, and its verdict."""
+    def __init__(
+        self,
+        *,
+        profile: AgentProfile,
+        output_schema: str,
+        schemas: SchemaRegistry,
+        collector: TurnCollector,
+        transcript: Transcript,
+        redactor: Redactor,
+        timeout: float,
+        tracing: Tracing = NO_TRACING,
+    ) -> None:
+        self.profile = profile
+        self.output_schema = output_schema
+        self.schemas = schemas
+        self.collector = collector
+        self.transcript = transcript
+        self.redactor = redactor
+        self.timeout = timeout
+        self.tracing = tracing
+        self.process: AgentProcess | None = None
+        self.session: AcpSession | None = None
+        self.services: ClientServices | None = None
+        self.outcome: TurnOutcome | None = None
+        self.error: BridgeError | None = None
+        self.confinement: Confinement | None = None
+        self.warnings: list[str] = []
+        self._checked: tuple[str, Answer] | None = None
+        """The answer text last checked, and its verdict."""
 
     def next_turn(self, output_schema: str) -> None:
         """A follow-up turn in the same session begins: it gathers its own answer, tool

@@ -63,7 +63,6 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from acp_bridge._os.child_exits import watch_exits_by_pidfd
 from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.marker_scans import marker_present
 from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
@@ -243,7 +242,6 @@ class ProcessGroup:
         path = env.get("PATH", os.defpath)
         command = resolve_command(argv[0], path, cwd)
         make_undumpable()  # before the first child exists: it must not read our /proc entry
-        watch_exits_by_pidfd()  # Python 3.11: no waitpid thread per child (child_exits.py)
         full_env = {**env, MARKER_ENV: marker}
         command_line = [command, *argv[1:]]
         if handoff:

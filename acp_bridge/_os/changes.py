@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -61,22 +61,27 @@ class FilesChanged:
         return sorted({*self.created, *self.modified, *self.deleted})
 
 
-@dataclass
+# Plain classes: a dataclass compiles its generated methods from source when its module
+# loads, on every start-up's path (~2 M instructions a class).
 class _GitRoot:
-    root: Path
-    top: Path
-    scratch: Path
-    tree: str
+    __slots__ = ("root", "scratch", "top", "tree")
+
+    def __init__(self, root: Path, top: Path, scratch: Path, tree: str) -> None:
+        self.root, self.top, self.scratch, self.tree = root, top, scratch, tree
 
 
-@dataclass
 class Baseline:
     """The state of the write roots before a run: keep it, then :func:`measure_changes`."""
 
-    workdir: Path
-    limits: ChangeLimits
-    roots: list[_GitRoot | Snapshot]
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("limits", "notes", "roots", "workdir")
+
+    def __init__(
+        self, workdir: Path, limits: ChangeLimits, roots: list[_GitRoot | Snapshot]
+    ) -> None:
+        self.workdir = workdir
+        self.limits = limits
+        self.roots = roots
+        self.notes: list[str] = []
 
 
 # --- git ---------------------------------------------------------------------------------

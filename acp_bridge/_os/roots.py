@@ -39,16 +39,20 @@ MAX_DEPTH = 256  # directories held open at once by one walk (an fd each): no fd
 _DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 
 
-@dataclass
 class Resolved:
     """A request path resolved beneath a root: its parent directory, *open*, and the last
     component's name (``""`` when the path names the directory itself). Close it after use.
     """
 
-    dir_fd: int
-    name: str
-    path: Path
-    """Where it is, symlinks resolved: for messages and ``meta.files_changed``."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~2 M instructions).
+    __slots__ = ("dir_fd", "name", "path")
+
+    def __init__(self, dir_fd: int, name: str, path: Path) -> None:
+        self.dir_fd = dir_fd
+        self.name = name
+        self.path = path
+        """Where it is, symlinks resolved: for messages and ``meta.files_changed``."""
 
     def close(self) -> None:
         os.close(self.dir_fd)

@@ -17,7 +17,6 @@ import random
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -47,11 +46,17 @@ class GitError(BridgeError):
     code = ErrorCode.SPAWN_FAILED
 
 
-@dataclass(frozen=True, slots=True)
 class GitResult:
-    returncode: int
-    stdout: bytes
-    stderr: str
+    """A git command's exit status, output and errors."""
+
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~4 M instructions frozen with slots).
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(self, returncode: int, stdout: bytes, stderr: str) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
 
     @property
     def text(self) -> str:

@@ -56,7 +56,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -80,20 +79,32 @@ Graceful = Callable[[int, signal.Signals], bool]
 much (a sandbox launcher that dies of SIGTERM and takes everything with it). True: sent."""
 
 
-@dataclass(frozen=True)
 class Launched:
     """How to start a process some other way (in a sandbox): its argv, env and cwd, how to
     ask it to stop, and whether its stdin and stdout are handed past the launcher
     (stdio_handoff.py)."""
 
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    graceful: Graceful | None = None
-    handoff: bool = False
-    dies_with_parent: bool = False
-    """Its first program arms its own parent-death signal (``bwrap --die-with-parent``):
-    started without :func:`launcher`'s prefix."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~2-4 M instructions).
+    __slots__ = ("argv", "cwd", "dies_with_parent", "env", "graceful", "handoff")
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        graceful: Graceful | None = None,
+        handoff: bool = False,
+        dies_with_parent: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.graceful = graceful
+        self.handoff = handoff
+        self.dies_with_parent = dies_with_parent
+        """Its first program arms its own parent-death signal (``bwrap --die-with-parent``):
+        started without :func:`launcher`'s prefix."""
 
 
 Launcher = Callable[[list[str], dict[str, str], Path], Launched]

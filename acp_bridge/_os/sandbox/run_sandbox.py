@@ -20,7 +20,6 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -42,20 +41,34 @@ from acp_bridge.errors import SpawnError, StateDirError
 DEFAULT_SHIM_GRACE = 1.0
 
 
-@dataclass(frozen=True, slots=True)
 class Launch:
     """How to start one sandboxed process: pass these to ``anyio.open_process`` unchanged
     (with ``start_new_session=True``)."""
 
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    mode: Chosen
-    warnings: tuple[str, ...] = field(default=())
-    handoff: bool = False
-    """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
-    dies_with_parent: bool = False
-    """Its first program arms its own parent-death signal (bwrap's ``--die-with-parent``)."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~4 M instructions frozen with slots).
+    __slots__ = ("argv", "cwd", "dies_with_parent", "env", "handoff", "mode", "warnings")
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        mode: Chosen,
+        warnings: tuple[str, ...] = (),
+        handoff: bool = False,
+        dies_with_parent: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.mode = mode
+        self.warnings = warnings
+        self.handoff = handoff
+        """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
+        self.dies_with_parent = dies_with_parent
+        """Its first program arms its own parent-death signal (bwrap's
+        ``--die-with-parent``)."""
 
 
 class RunSandbox:

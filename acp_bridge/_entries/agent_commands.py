@@ -17,9 +17,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.environment import constructed_env
 from acp_bridge._os.locations import agents_dir
-from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.roots import existing_directory
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._package import PackageSpec

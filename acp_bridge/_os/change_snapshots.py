@@ -16,7 +16,7 @@ import os
 import stat
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from acp_bridge._os.private_files import new_private_file, private_dir
@@ -44,15 +44,22 @@ class ChangeLimits:
     git_timeout: float = 60.0  # each git command
 
 
-@dataclass
 class Snapshot:
-    root: Path
-    skip: frozenset[Path] = frozenset()
-    entries: dict[Path, Fingerprint] = field(default_factory=dict)
-    seen_dirs: set[Path] = field(default_factory=set)
-    complete: set[Path] = field(default_factory=set)
-    truncated: bool = False
-    copies: dict[Path, Path] = field(default_factory=dict)
+    """One write root as a walk saw it: each entry's fingerprint, the copies kept for the
+    diff, and whether the walk was cut short."""
+
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~2 M instructions).
+    __slots__ = ("complete", "copies", "entries", "root", "seen_dirs", "skip", "truncated")
+
+    def __init__(self, root: Path, skip: frozenset[Path] = frozenset()) -> None:
+        self.root = root
+        self.skip = skip
+        self.entries: dict[Path, Fingerprint] = {}
+        self.seen_dirs: set[Path] = set()
+        self.complete: set[Path] = set()
+        self.truncated = False
+        self.copies: dict[Path, Path] = {}
 
 
 def _fingerprint(path: Path) -> Fingerprint | None:

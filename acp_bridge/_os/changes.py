@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -38,6 +38,7 @@ from acp_bridge._os.change_snapshots import (
     walk,
 )
 from acp_bridge._os.git import GitError, compare_trees, git, git_tree, may_be_in_work_tree
+from acp_bridge._os.paths import resolved as real
 from acp_bridge._os.private_files import create_private, private_dir
 from acp_bridge._os.stoppable import StopToken, in_thread
 
@@ -60,22 +61,27 @@ class FilesChanged:
         return sorted({*self.created, *self.modified, *self.deleted})
 
 
-@dataclass
+# Plain classes: a dataclass compiles its generated methods from source when its module
+# loads, on every start-up's path (~2 M instructions a class).
 class _GitRoot:
-    root: Path
-    top: Path
-    scratch: Path
-    tree: str
+    __slots__ = ("root", "scratch", "top", "tree")
+
+    def __init__(self, root: Path, top: Path, scratch: Path, tree: str) -> None:
+        self.root, self.top, self.scratch, self.tree = root, top, scratch, tree
 
 
-@dataclass
 class Baseline:
     """The state of the write roots before a run: keep it, then :func:`measure_changes`."""
 
-    workdir: Path
-    limits: ChangeLimits
-    roots: list[_GitRoot | Snapshot]
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("limits", "notes", "roots", "workdir")
+
+    def __init__(
+        self, workdir: Path, limits: ChangeLimits, roots: list[_GitRoot | Snapshot]
+    ) -> None:
+        self.workdir = workdir
+        self.limits = limits
+        self.roots = roots
+        self.notes: list[str] = []
 
 
 # --- git ---------------------------------------------------------------------------------
@@ -119,7 +125,7 @@ async def take_baseline(
     scratch indexes, objects and copies; remove it after :func:`measure_changes`.
     ``skip``: absolute files and folders a snapshot never lists nor reads."""
     limits = limits or ChangeLimits()
-    resolved = sorted({r.resolve() for r in roots}, key=lambda p: len(p.parts))
+    resolved = sorted({real(r) for r in roots}, key=lambda p: len(p.parts))
     outer = [r for r in resolved if not any(o in r.parents for o in resolved if o is not r)]
     baseline = Baseline(workdir, limits, [])
     for number, root in enumerate(outer):

@@ -17,7 +17,6 @@ import random
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -47,11 +46,17 @@ class GitError(BridgeError):
     code = ErrorCode.SPAWN_FAILED
 
 
-@dataclass(frozen=True, slots=True)
 class GitResult:
-    returncode: int
-    stdout: bytes
-    stderr: str
+    """A git command's exit status, output and errors."""
+
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~4 M instructions frozen with slots).
+    __slots__ = ("returncode", "stderr", "stdout")
+
+    def __init__(self, returncode: int, stdout: bytes, stderr: str) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
 
     @property
     def text(self) -> str:
@@ -75,7 +80,15 @@ def may_be_in_work_tree(path: Path) -> bool:
     can only fail — our git sees no ``GIT_DIR`` (:func:`git_env`) — so a run outside any
     repository is told so by a few ``lstat`` calls, not by starting git (a fork of the
     whole bridge, per run)."""
-    return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
+    text = str(path)
+    if not text.startswith("/"):
+        return any(os.path.lexists(folder / ".git") for folder in (path, *path.parents))
+    while True:  # on the text of an absolute Path: its folders are the text's prefixes
+        if os.path.lexists(f"{text}/.git" if text != "/" else "/.git"):
+            return True
+        if text == "/":
+            return False
+        text = text.rpartition("/")[0] or "/"
 
 
 async def git(

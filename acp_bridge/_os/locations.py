@@ -10,15 +10,27 @@ from agents (other runs' transcripts and the operator's keys are none of their b
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from acp_bridge._os.environment import host_environ
+
 
 def _base(variable: str, fallback: str, environ: Mapping[str, str] | None) -> Path:
-    env = os.environ if environ is None else environ
-    # One Path, not four: every run asks for these several times.
+    env = host_environ() if environ is None else environ
     base = env.get(variable) or os.path.join(env.get("HOME", "~"), fallback)  # noqa: PTH118
+    # `~` is the process's HOME (what expanduser reads), whatever `environ` says.
+    home = os.environ.get("HOME") if base.startswith("~") else None
+    return _folder(base, home)
+
+
+@functools.lru_cache(maxsize=64)
+def _folder(base: str, home: str | None) -> Path:
+    """``Path(base, "acp-bridge").expanduser()``, made once for the same texts (every run
+    asks for these several times; the answer depends on the texts alone)."""
+    del home  # part of the key only
     return Path(base, "acp-bridge").expanduser()
 
 
@@ -42,9 +54,9 @@ RUNS_DB_ENV = "ACP_BRIDGE_RUNS_DB"
 
 def run_store_path(environ: Mapping[str, str] | None = None) -> Path:
     """The run store: ``$ACP_BRIDGE_RUNS_DB``, else ``runs.db`` in the state directory."""
-    env = os.environ if environ is None else environ
+    env = host_environ() if environ is None else environ
     explicit = env.get(RUNS_DB_ENV)
-    return Path(explicit) if explicit else state_dir(environ) / "runs.db"
+    return Path(explicit) if explicit else state_dir(env) / "runs.db"
 
 
 RUN_LOGS = "run-logs"
@@ -58,7 +70,15 @@ def run_store_files(environ: Mapping[str, str] | None = None) -> tuple[Path, ...
     SQLite's included — another process could then reset the write-ahead log under it and
     lose its commits. Readers of whole trees (change measurement) skip these; the sandbox
     hides them."""
-    store = run_store_path(environ).absolute()
+    store = run_store_path(environ)
+    # The cwd too: a relative $ACP_BRIDGE_RUNS_DB is made absolute against it.
+    return _store_files(str(store), None if store.is_absolute() else os.getcwd())  # noqa: PTH109
+
+
+@functools.lru_cache(maxsize=16)
+def _store_files(store_text: str, cwd: str | None) -> tuple[Path, ...]:
+    """:func:`run_store_files` of a store path (and the cwd a relative one is in)."""
+    store = Path(store_text).absolute()
     companions = (store.with_name(store.name + suffix) for suffix in SQLITE_SUFFIXES)
     return (store, *companions, store.with_name(RUN_LOGS))
 

@@ -66,8 +66,10 @@ def _make_missing(path: Path) -> None:
     """``path`` and its missing parents, each made 0700 (existing ones are left as found)."""
     # Up to the first folder that is there: everything above a folder is a folder too
     # (one stat on every call but the first, where asking each ancestor took five).
-    missing = []
-    for folder in (path, *path.parents):
+    if path.is_dir():  # the usual answer: no parents built
+        return
+    missing = [path]
+    for folder in path.parents:
         if folder.is_dir():
             break
         missing.append(folder)
@@ -77,13 +79,21 @@ def _make_missing(path: Path) -> None:
             folder.chmod(FOLDER_MODE)
 
 
+def _within(path: str, folder: str) -> bool:
+    """``Path(path) == Path(folder) or Path(folder) in Path(path).parents``, on the texts
+    of two ``Path``\\ s (normalised: no doubled or trailing slash, no ``.``)."""
+    if path == folder:
+        return True
+    return path.startswith(folder if folder.endswith("/") else folder + "/")
+
+
 def private_dir(path: Path, top: Path | None = None) -> Path:
     """``path`` as a private folder (see the module docstring), made as needed. Below
     ``top`` — by default the state directory, when ``path`` is in it — every component is
     checked and narrowed; elsewhere (a folder the user chose) only what is made is 0700."""
     path = Path(path)
     state = state_dir()
-    if top is None and (path == state or state in path.parents):
+    if top is None and _within(str(path), str(state)):
         top = state
     try:
         if top is None:

@@ -47,24 +47,22 @@ processes and no other run's.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.marker_scans import marker_present
 from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
 from acp_bridge._os.reaper import kill_marked
@@ -81,20 +79,32 @@ Graceful = Callable[[int, signal.Signals], bool]
 much (a sandbox launcher that dies of SIGTERM and takes everything with it). True: sent."""
 
 
-@dataclass(frozen=True)
 class Launched:
     """How to start a process some other way (in a sandbox): its argv, env and cwd, how to
     ask it to stop, and whether its stdin and stdout are handed past the launcher
     (stdio_handoff.py)."""
 
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    graceful: Graceful | None = None
-    handoff: bool = False
-    dies_with_parent: bool = False
-    """Its first program arms its own parent-death signal (``bwrap --die-with-parent``):
-    started without :func:`launcher`'s prefix."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~2-4 M instructions).
+    __slots__ = ("argv", "cwd", "dies_with_parent", "env", "graceful", "handoff")
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        graceful: Graceful | None = None,
+        handoff: bool = False,
+        dies_with_parent: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.graceful = graceful
+        self.handoff = handoff
+        self.dies_with_parent = dies_with_parent
+        """Its first program arms its own parent-death signal (``bwrap --die-with-parent``):
+        started without :func:`launcher`'s prefix."""
 
 
 Launcher = Callable[[list[str], dict[str, str], Path], Launched]
@@ -140,29 +150,6 @@ def launcher() -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _PYTHON_LAUNCHER, str(os.getpid())]
 
 
-def resolve_command(command: str, path: str, cwd: str | Path | None) -> str:
-    """The executable ``command`` names, found as ``exec`` would find it for a child with
-    this ``PATH`` and cwd. FileNotFoundError, IsADirectoryError or PermissionError."""
-    base = Path(cwd) if cwd is not None else Path.cwd()
-    if "/" in command:
-        candidates = [base / command]
-    else:
-        candidates = [base / (entry or ".") / command for entry in path.split(os.pathsep)]
-    refused: OSError | None = None
-    for candidate in candidates:
-        try:
-            info = candidate.stat()
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            refused = refused or IsADirectoryError(errno.EISDIR, "is a directory", str(candidate))
-        elif not stat.S_ISREG(info.st_mode) or not os.access(candidate, os.X_OK):
-            refused = refused or PermissionError(errno.EACCES, "not executable", str(candidate))
-        else:
-            return str(candidate)
-    raise refused or FileNotFoundError(errno.ENOENT, "command not found", command)
-
-
 # --- what one run started -------------------------------------------------------------------
 
 
@@ -190,11 +177,13 @@ class RunProcesses:
             await anyio.to_thread.run_sync(
                 functools.partial(kill_marked, MARKER_ENV, markers, signal.SIGKILL, wait=wait)
             )
+        leaders = [group for group in groups if group.returncode is None]
+        if not leaders:  # the usual end: every group reaped and swept already
+            return
         with anyio.move_on_after(wait):
             async with anyio.create_task_group() as tg:
-                for group in groups:
-                    if group.returncode is None:
-                        tg.start_soon(group.process.wait)
+                for group in leaders:
+                    tg.start_soon(group.process.wait)
 
 
 _current_run: ContextVar[RunProcesses | None] = ContextVar("acp_bridge_run", default=None)

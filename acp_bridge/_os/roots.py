@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from acp_bridge._os.paths import resolved
 from acp_bridge.errors import ConfigError, SandboxViolation
 
 MAX_STEPS = 256  # symlinks followed + races retried + roots re-entered, per request (ELOOP)
@@ -38,16 +39,20 @@ MAX_DEPTH = 256  # directories held open at once by one walk (an fd each): no fd
 _DIR_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 
 
-@dataclass
 class Resolved:
     """A request path resolved beneath a root: its parent directory, *open*, and the last
     component's name (``""`` when the path names the directory itself). Close it after use.
     """
 
-    dir_fd: int
-    name: str
-    path: Path
-    """Where it is, symlinks resolved: for messages and ``meta.files_changed``."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~2 M instructions).
+    __slots__ = ("dir_fd", "name", "path")
+
+    def __init__(self, dir_fd: int, name: str, path: Path) -> None:
+        self.dir_fd = dir_fd
+        self.name = name
+        self.path = path
+        """Where it is, symlinks resolved: for messages and ``meta.files_changed``."""
 
     def close(self) -> None:
         os.close(self.dir_fd)
@@ -86,8 +91,8 @@ class Roots:
         A root that is itself a symlink is resolved here, once: the agent is told the
         resolved paths, and requests are checked against them.
         """
-        write = tuple(p.resolve() for p in (write_roots if write_roots is not None else [cwd]))
-        read = tuple(p.resolve() for p in (read_roots if read_roots is not None else [cwd]))
+        write = tuple(resolved(p) for p in (write_roots if write_roots is not None else [cwd]))
+        read = tuple(resolved(p) for p in (read_roots if read_roots is not None else [cwd]))
         every = tuple(dict.fromkeys(read + write))
         identity = {}
         for root in every:
@@ -101,7 +106,7 @@ class Roots:
     def beside(self, cwd: Path) -> list[str]:
         """Every root but ``cwd`` itself, each once (ACP's ``additionalDirectories``)."""
         roots = dict.fromkeys(str(r) for r in (*self.read, *self.write))
-        roots.pop(str(cwd.resolve()), None)
+        roots.pop(str(resolved(cwd)), None)
         return list(roots)
 
     def check_read(self, path: Path) -> Path:
@@ -161,10 +166,10 @@ def existing_directory(path: str | Path, what: str = "cwd") -> Path:
     directory a caller gave a run. A ConfigError that says why when it is not one: missing,
     not a directory, a symlink loop, or a name the system refuses (a NUL)."""
     try:
-        resolved = Path(path).expanduser().resolve()
-        if resolved.is_dir():
-            return resolved
-        why = "it does not exist" if not resolved.exists() else "it is not a directory"
+        found = resolved(Path(path).expanduser())
+        if found.is_dir():
+            return found
+        why = "it does not exist" if not found.exists() else "it is not a directory"
     except ValueError:  # an embedded NUL
         why = "it contains a NUL character"
     except RuntimeError:  # a symlink loop (Python before 3.13)

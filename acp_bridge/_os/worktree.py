@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -38,18 +37,34 @@ Keep = Literal["changed", "always", "never"]
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes: a dataclass compiles its generated methods from source when its module
+# loads, on every start-up's path (~4 M instructions a class frozen with slots).
 class Worktree:
-    repo: Path  # top of the caller's working tree
-    path: Path  # the run's worktree
-    branch: str
-    base: str  # the commit it started from
-    cwd: Path  # the caller's cwd, mapped into the worktree
-    common_dir: Path  # the repository's shared .git directory
-    admin_dir: Path  # .git/worktrees/<name>: this worktree's HEAD, index, logs
-    start_tree: str | None = None
-    """A worktree an earlier turn kept (:func:`reopen_worktree`): its state when this turn
-    began, committed or not, which this turn's changes are measured against."""
+    """A run's git worktree."""
+
+    __slots__ = ("admin_dir", "base", "branch", "common_dir", "cwd", "path", "repo", "start_tree")
+
+    def __init__(
+        self,
+        repo: Path,
+        path: Path,
+        branch: str,
+        base: str,
+        cwd: Path,
+        common_dir: Path,
+        admin_dir: Path,
+        start_tree: str | None = None,
+    ) -> None:
+        self.repo = repo  # top of the caller's working tree
+        self.path = path  # the run's worktree
+        self.branch = branch
+        self.base = base  # the commit it started from
+        self.cwd = cwd  # the caller's cwd, mapped into the worktree
+        self.common_dir = common_dir  # the repository's shared .git directory
+        self.admin_dir = admin_dir  # .git/worktrees/<name>: this worktree's HEAD, index, logs
+        self.start_tree = start_tree
+        """A worktree an earlier turn kept (:func:`reopen_worktree`): its state when this
+        turn began, committed or not, which this turn's changes are measured against."""
 
     def sandbox_write_paths(self) -> tuple[Path, ...]:
         """What git inside the sandbox must write so the agent can commit on its branch:
@@ -71,14 +86,26 @@ class Worktree:
         return (self.common_dir,)
 
 
-@dataclass(frozen=True, slots=True)
 class WorktreeResult:
-    branch: str
-    path: Path
-    kept: bool
-    changed: bool
-    files: FilesChanged
-    notes: tuple[str, ...] = ()
+    """What became of a run's worktree: kept or removed, changed or not, and its changes."""
+
+    __slots__ = ("branch", "changed", "files", "kept", "notes", "path")
+
+    def __init__(
+        self,
+        branch: str,
+        path: Path,
+        kept: bool,
+        changed: bool,
+        files: FilesChanged,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.branch = branch
+        self.path = path
+        self.kept = kept
+        self.changed = changed
+        self.files = files
+        self.notes = notes
 
     def meta(self) -> dict[str, object]:
         return {

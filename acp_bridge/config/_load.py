@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from acp_bridge._os.environment import host_environ
 from acp_bridge.config._catalog import (
     ProfileCatalog,
     _add_group,
@@ -118,7 +119,7 @@ def load_config(
 
     With ``search`` false, ``path`` None means "no config file" (built-in profiles only).
     """
-    environ = _with_builtin_vars(os.environ if environ is None else environ)
+    environ = _with_builtin_vars(host_environ() if environ is None else environ)
     config_path = find_config_file(path, environ, cwd) if search else path
     catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
     problems: list[Problem] = []

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from acp_bridge._os.paths import kernel_real_path
 from acp_bridge.config._expand import _resolve_path, expand_vars
 from acp_bridge.config._yaml import DataPath
 
@@ -91,12 +92,25 @@ class PathFacts:
         """Whether the filesystem still gives what it gave."""
         for given, base, result in self.resolved:
             try:
-                if _resolve_path(given, base) != result:
+                if _resolved_again(given, base) != result:
                     return False
             except ValueError:
                 return False
         expand = os.path.expanduser
         return all(_kind(expand(path)) == kind for path, kind in self.kinds)
+
+
+def _resolved_again(given: str, base: Path) -> str:
+    """``_resolve_path(given, base)``, asked of the kernel first: an absolute path (after
+    ``~``) that exists, or a missing name in a folder that does, needs no walk of its
+    components (:func:`kernel_real_path`). Anything else — relative, a loop — is resolved
+    the one way."""
+    path = os.path.expanduser(given) if given.startswith("~") else given  # noqa: PTH111
+    if path.startswith("/"):
+        found = kernel_real_path(path)
+        if found is not None:
+            return found
+    return _resolve_path(given, base)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acp_bridge._os.paths import real_path
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
 from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
-from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec, real_path
+from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec
 from acp_bridge.errors import ConfigError
 
 

@@ -101,6 +101,34 @@ def test_the_private_tmp_is_shared_by_the_run_and_removed_after(ws: Path) -> Non
         assert not private.exists()
 
 
+@pytest.mark.parametrize("shape", ["empty", "mount points", "files", "a link out"])
+def test_the_private_tmp_goes_whatever_it_holds(ws: Path, shape: str) -> None:
+    """Empty, or holding only bubblewrap's mount points: a few rmdirs; with files or a
+    link in it: removed the thorough way, and a link is never followed."""
+    outside = ws.parent / "outside"
+    outside.mkdir()
+    (outside / "keep").mkdir()
+    box = RunSandbox(SandboxSpec(cwd=ws, write=(ws,)), choose("off"), tmp_parent=ws.parent)
+
+    async def main() -> Path:
+        box.private_tmp = ws.parent / "private"  # what __enter__ makes for a sandboxed run
+        box.private_tmp.mkdir()
+        if shape != "empty":
+            (box.private_tmp / "tmp" / "x" / "work").mkdir(parents=True)
+            (box.private_tmp / "tmp" / "state").mkdir()
+        if shape == "files":
+            (box.private_tmp / "tmp" / "x" / "work" / "note").write_text("left")
+        if shape == "a link out":
+            (box.private_tmp / "tmp" / "out").symlink_to(outside)
+        private = box.private_tmp
+        await box.__aexit__(None, None, None)
+        return private
+
+    private = anyio.run(main)
+    assert not private.exists() and not private.is_symlink()
+    assert (outside / "keep").is_dir()
+
+
 @pytest.fixture
 def listener() -> Iterator[int]:
     server = socket.socket()

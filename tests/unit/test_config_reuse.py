@@ -59,6 +59,60 @@ def test_a_changed_variable_is_seen(tmp_path: Path) -> None:
         load_config(config, environ={}).profiles.get("a")
 
 
+def test_a_variable_set_in_the_process_environment_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default environment is the process's as it is at each load (no stale copy)."""
+    config = write(tmp_path / "c.yaml", "acp:\n  agents:\n    - {name: a, command: '${CMD}'}\n")
+    monkeypatch.setenv("CMD", "one")
+    assert load_config(config).profiles.get("a").profile.command == "one"
+    monkeypatch.setenv("CMD", "two")
+    assert load_config(config).profiles.get("a").profile.command == "two"
+    monkeypatch.delenv("CMD")
+    with pytest.raises(ProfileError, match="CMD is not set"):
+        load_config(config).profiles.get("a")
+
+
+def test_an_absolute_path_field_is_resolved_again_as_it_is_now(tmp_path: Path) -> None:
+    """Absolute path fields (asked of the kernel on reuse): a retargeted link, and a
+    folder missing at the first load that is a link when the second comes."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    link = tmp_path / "work"
+    link.symlink_to(tmp_path / "one")
+    later = tmp_path / "later"
+    config = write(
+        tmp_path / "c.yaml",
+        f"acp:\n  agents:\n    - {{name: a, command: x, cwd: {link}}}\n"
+        f"    - {{name: b, command: x, cwd: {later}}}\n",
+    )
+    loaded = load_config(config)
+    assert loaded.profiles.get("a").profile.cwd == tmp_path / "one"
+    with pytest.raises(ProfileError):
+        loaded.profiles.get("b")  # its cwd must exist
+    link.unlink()
+    link.symlink_to(tmp_path / "two")
+    later.symlink_to(tmp_path / "one")
+    again = load_config(config)
+    assert again.profiles.get("a").profile.cwd == tmp_path / "two"
+    assert again.profiles.get("b").profile.cwd == tmp_path / "one"
+
+
+def test_a_missing_path_field_that_appears_as_a_link_is_followed(tmp_path: Path) -> None:
+    """A state path that is not there yet is fine (the agent makes it); made meanwhile as a
+    link to elsewhere, the next load resolves it there."""
+    (tmp_path / "elsewhere").mkdir()
+    state = tmp_path / "state"
+    config = write(
+        tmp_path / "c.yaml",
+        f"acp:\n  agents:\n    - {{name: a, command: x, sandbox: {{state: [{state}]}}}}\n",
+    )
+    assert load_config(config).profiles.get("a").profile.sandbox.state == [state]
+    state.symlink_to(tmp_path / "elsewhere")
+    again = load_config(config).profiles.get("a").profile.sandbox.state
+    assert again == [tmp_path / "elsewhere"]
+
+
 def test_a_retargeted_symlink_on_a_path_field_is_followed_again(tmp_path: Path) -> None:
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()

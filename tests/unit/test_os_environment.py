@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from acp_bridge._os.environment import DEPTH_ENV, constructed_env
+import pytest
+
+from acp_bridge._os.environment import DEPTH_ENV, constructed_env, host_environ
 from acp_bridge._os.roots import Roots
 
 HOST = {
@@ -44,6 +47,27 @@ def test_constructed_env_is_the_base_list_plus_what_the_profile_names() -> None:
         DEPTH_ENV: "2",  # always ours, whatever the host or the profile say
     }
     assert constructed_env(depth=1, extra={DEPTH_ENV: "0"}, environ=HOST)[DEPTH_ENV] == "1"
+
+
+def test_the_host_environment_is_the_process_environment_as_it_is_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Decoded once while it stays the same, and every change seen by the next call:
+    set, changed, removed — also back to an earlier value."""
+    assert dict(host_environ()) == dict(os.environ)
+    monkeypatch.setenv("LC_BRIDGE_TEST", "one")
+    assert host_environ()["LC_BRIDGE_TEST"] == "one"
+    assert constructed_env(depth=1)["LC_BRIDGE_TEST"] == "one"  # a base-list prefix
+    os.environ["LC_BRIDGE_TEST"] = "two"
+    assert constructed_env(depth=1)["LC_BRIDGE_TEST"] == "two"
+    monkeypatch.setenv("LC_BRIDGE_TEST", "one")
+    assert host_environ()["LC_BRIDGE_TEST"] == "one"
+    monkeypatch.delenv("LC_BRIDGE_TEST")
+    assert "LC_BRIDGE_TEST" not in host_environ()
+    assert "LC_BRIDGE_TEST" not in constructed_env(depth=1)
+    assert dict(host_environ()) == dict(os.environ)
+    with pytest.raises(TypeError):  # shared: read-only
+        host_environ()["X"] = "y"  # type: ignore[index]
 
 
 def test_roots_default_to_the_cwd_and_writable_implies_readable(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, real_path
+from acp_bridge._os.paths import path_of, real_path
+from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS
 
 _PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml")
 _INSTALL_DIRS = ("bin", "sbin", ".bin")
@@ -139,4 +140,4 @@ def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tupl
     package = real_path(__file__)  # …/acp_bridge/_os/sandbox/needed.py
     out.append(_parent(_parent(_parent(_parent(package)))))  # the folder holding acp_bridge/
     resolved = dict.fromkeys(real_path(p) for p in dict.fromkeys(out))
-    return tuple(Path(p) for p in resolved)
+    return tuple(path_of(p) for p in resolved)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
-from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec, real_path
+from acp_bridge._os.paths import path_of, real_path
+from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
 from acp_bridge.errors import ConfigError
 
 ROOT = Path("/")
@@ -142,7 +143,7 @@ def plan_paths(
             else inherited is not Access.HIDDEN  # "readable" means visible, not read-only
         )
         if not redundant:
-            kept.append(PathRule(Path(where), access, why, os.path.isdir(where)))  # noqa: PTH112
+            kept.append(PathRule(path_of(where), access, why, os.path.isdir(where)))  # noqa: PTH112
             kept_texts.append(where)
     return PathPlan(tuple(kept), tuple(warnings))
 
@@ -156,6 +157,7 @@ def _effective(kept: list[PathRule], kept_texts: list[str], path: str) -> Access
     """Access ``path`` inherits from the deepest kept rule above it (``/`` is readable).
     ``kept`` is shallowest first, so the last rule above ``path`` is the deepest."""
     for rule, text in zip(reversed(kept), reversed(kept_texts), strict=True):
-        if _below(path, text):
+        # _below(path, text), inline: this loop is most of a plan's calls.
+        if (path != "/") if text == "/" else path.startswith(text + "/"):
             return rule.access
     return Access.READ

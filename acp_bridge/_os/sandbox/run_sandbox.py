@@ -14,46 +14,61 @@ bridge still tracks — the bridge releases those when the session ends, as now.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 import anyio
 
+from acp_bridge._os.command_lookup import resolve_command
+from acp_bridge._os.paths import path_of, real_path
 from acp_bridge._os.private_files import private_dir
-from acp_bridge._os.procgroup import resolve_command
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
-from acp_bridge._os.sandbox.spec import SandboxSpec, real_path, resolve
+from acp_bridge._os.sandbox.spec import SandboxSpec, resolve
 from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
 DEFAULT_SHIM_GRACE = 1.0
 
 
-@dataclass(frozen=True, slots=True)
 class Launch:
     """How to start one sandboxed process: pass these to ``anyio.open_process`` unchanged
     (with ``start_new_session=True``)."""
 
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    mode: Chosen
-    warnings: tuple[str, ...] = field(default=())
-    handoff: bool = False
-    """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
-    dies_with_parent: bool = False
-    """Its first program arms its own parent-death signal (bwrap's ``--die-with-parent``)."""
+    # A plain class: a dataclass compiles its generated methods from source when its module
+    # loads, on every start-up's path (~4 M instructions frozen with slots).
+    __slots__ = ("argv", "cwd", "dies_with_parent", "env", "handoff", "mode", "warnings")
+
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        mode: Chosen,
+        warnings: tuple[str, ...] = (),
+        handoff: bool = False,
+        dies_with_parent: bool = False,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.mode = mode
+        self.warnings = warnings
+        self.handoff = handoff
+        """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
+        self.dies_with_parent = dies_with_parent
+        """Its first program arms its own parent-death signal (bwrap's
+        ``--die-with-parent``)."""
 
 
 class RunSandbox:
@@ -100,7 +115,7 @@ class RunSandbox:
             self.warnings.append(f"private /tmp made in the system's temp folder: {exc}")
             made = tempfile.mkdtemp(prefix="acp-bridge-tmp-")
         os.chmod(made, stat.S_IRWXU)  # noqa: PTH101 (0700 whatever the umask)
-        return Path(real_path(made))
+        return path_of(real_path(made))
 
     def __exit__(
         self,
@@ -127,6 +142,8 @@ class RunSandbox:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self.private_tmp is None:
+            return
         with anyio.CancelScope(shield=True):  # the run's /tmp goes, however the run ended
             await anyio.to_thread.run_sync(self.__exit__, exc_type, exc, tb)
 
@@ -222,13 +239,56 @@ class RunSandbox:
         return meta
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MOUNT_POINTS = 32
+"""Folders a private ``/tmp`` may hold and still be removed on the event loop."""
+
+
+def _remove_mount_points(path: str) -> bool:
+    """Remove ``path`` when it is empty or holds only empty folders in folders, at most
+    :data:`MOUNT_POINTS` of them and never a link: what a run leaves that wrote nothing in
+    ``/tmp`` — bubblewrap makes a mount point there for each bind below ``/tmp`` (a cwd or
+    a state folder under the host's ``/tmp``). Through descriptors opened without following
+    links, as ``rmtree`` does. False (part of it perhaps removed) for anything else: the
+    caller removes the rest the thorough way."""
+
+    def clear(fd: int, left: int) -> int:
+        with os.scandir(fd) as entries:
+            names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        for name, is_dir in names:
+            left -= 1
+            if not is_dir or left < 0:
+                raise OSError(errno.ENOTEMPTY, "more than mount points", name)
+            below = os.open(name, _FOLDER, dir_fd=fd)
+            try:
+                left = clear(below, left)
+            finally:
+                os.close(below)
+            os.rmdir(name, dir_fd=fd)
+        return left
+
+    with contextlib.suppress(OSError):
+        os.rmdir(path)  # noqa: PTH106 (the usual: empty, one rmdir)
+        return True
+    try:
+        top = os.open(path, _FOLDER)
+        try:
+            clear(top, MOUNT_POINTS)
+        finally:
+            os.close(top)
+        os.rmdir(path)  # noqa: PTH106
+    except OSError:
+        return False
+    return True
+
+
 def _remove_tree(path: Path) -> None:
     """Remove the private tmp even where the run left directories without write or
     search permission (a non-root owner could not otherwise delete their entries)."""
-    with contextlib.suppress(OSError):
-        # A run that left its /tmp empty (many do): one rmdir, where rmtree's safe walk
-        # (open, stat, list, each checked) cost ~0.25 ms of CPU a run.
-        path.rmdir()
+    # A run that left its /tmp empty (many do), or holding only bubblewrap's mount points:
+    # a few rmdirs, where rmtree's safe walk (open, stat, list, each checked) cost ~0.25 ms
+    # of CPU a run.
+    if _remove_mount_points(str(path)):
         return
 
     def unlock(func: object, failed: str, exc_info: object) -> None:

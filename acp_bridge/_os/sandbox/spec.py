@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from acp_bridge._os.paths import path_of, real_path
 from acp_bridge.errors import ConfigError
 
 Mode = Literal["auto", "bwrap", "landlock", "off"]
@@ -56,59 +57,16 @@ DEFAULT_HIDDEN_SYSTEM: tuple[str, ...] = (
 HOST_TMP_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp")
 
 
-_O_PATH = getattr(os, "O_PATH", 0)  # Linux only
-
-
-def real_path(path: str | os.PathLike[str]) -> str:
-    """``os.path.realpath(path)``, asked of the kernel when ``path`` exists: one
-    ``open(O_PATH)`` and one ``readlink`` of its ``/proc/self/fd`` entry, where the standard
-    library's (pure Python) takes an ``lstat`` and string work per component — a run
-    resolves some 60 paths, 1.2 ms of its CPU. ``O_PATH`` opens nothing for reading (a
-    FIFO or a device is not opened). A missing path, a dangling link, no ``/proc``: the
-    standard library's answer, which callers rely on for those."""
-    if _O_PATH:
-        try:
-            fd = os.open(path, _O_PATH | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return _missing_real_path(os.fspath(path))
-        except OSError:
-            return os.path.realpath(path)
-        try:
-            found = os.readlink(f"/proc/self/fd/{fd}")  # noqa: PTH115 (no Path: the point is speed)
-        except OSError:
-            found = ""
-        finally:
-            os.close(fd)
-        # Not a path from our root (another mount namespace), or removed meanwhile.
-        if found.startswith("/") and not found.endswith(" (deleted)"):
-            return found
-    return os.path.realpath(path)
-
-
-def _missing_real_path(path: str) -> str:
-    """:func:`real_path` of a path that does not exist (a run hides a dozen of them: the
-    config folder, SQLite's companion files …): its existing parent resolved by the kernel,
-    and the missing name appended — the standard library's answer, which walks every
-    component with an ``lstat`` (0.04 ms a path). Same answer: a name that is not there is
-    no symlink, and a plain path (absolute, no ``.``, ``..`` or doubled slash) has nothing
-    after it to undo it. A dangling link, or anything else, is left to the standard
-    library."""
-    parent, _, name = path.rpartition("/")
-    plain = path.startswith("/") and name not in ("", ".", "..") and "//" not in path
-    if not plain or "/./" in path or "/../" in path or os.path.lexists(path):
-        return os.path.realpath(path)
-    top = real_path(parent or "/")
-    return f"{top.rstrip('/')}/{name}"
-
-
 def resolve(path: Path | str, *, what: str) -> Path:
     """``path`` absolute and with symlinks resolved; relative paths are a config error
     (relative to what? the bridge's cwd is not the agent's)."""
     # On strings: pathlib's parsing cost a run ~0.3 ms of CPU here.
-    raw = os.path.expanduser(os.fspath(path))  # noqa: PTH111
-    if not os.path.isabs(raw):  # noqa: PTH117
+    raw = os.fspath(path)
+    if raw.startswith("~"):
+        raw = os.path.expanduser(raw)  # noqa: PTH111
+    if not raw.startswith("/"):
         raise ConfigError(f"sandbox {what}: path must be absolute, got {str(path)!r}")
-    return Path(real_path(raw))
+    return path_of(real_path(raw))
 
 
 def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
@@ -173,5 +131,5 @@ class SandboxSpec:
             home = str(self.home)
             for path in (*(f"{home}/{rel}" for rel in DEFAULT_HIDDEN_HOME), *DEFAULT_HIDDEN_SYSTEM):
                 if os.path.lexists(path):
-                    found.append(Path(real_path(path)))
+                    found.append(path_of(real_path(path)))
         return tuple(p for p in _unique([*found, *self.hidden]) if os.path.lexists(p))

@@ -74,12 +74,16 @@ class Cursor(sqlite3.Cursor):
             raise sqlite_error(self.where, exc) from exc
 
     def fetchone(self) -> Any:
-        with translated(self.where):
+        try:
             return super().fetchone()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.where, exc) from exc
 
     def fetchall(self) -> list[Any]:
-        with translated(self.where):
+        try:
             return super().fetchall()
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.where, exc) from exc
 
 
 class Connection(sqlite3.Connection):
@@ -92,13 +96,20 @@ class Connection(sqlite3.Connection):
         cursor.where = self.where
         return cursor
 
+    # try/except, not `with translated(...)`: a generator context manager is five Python
+    # calls a statement, and a run's record takes a dozen statements.
+
     def execute(self, sql: str, parameters: Any = (), /) -> Cursor:
-        with translated(self.where):
+        try:
             return self.cursor().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.where, exc) from exc
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor:
-        with translated(self.where):
+        try:
             return self.cursor().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            raise sqlite_error(self.where, exc) from exc
 
 
 def connect(path: Path, *, timeout: float, any_thread: bool = False) -> Connection:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.change_snapshots import (
     ChangeLimits as ChangeLimits,
 )
@@ -43,17 +43,35 @@ from acp_bridge._os.private_files import create_private, private_dir
 from acp_bridge._os.stoppable import StopToken, in_thread
 
 
-@dataclass(frozen=True, slots=True)
-class FilesChanged:
+class FilesChanged(FrozenRecord):
     """Absolute paths, sorted. ``truncated``: some of the roots were not fully measured
     (``notes`` says which and why). ``diff``: a unified diff file, or ``None``."""
 
-    created: tuple[str, ...] = ()
-    modified: tuple[str, ...] = ()
-    deleted: tuple[str, ...] = ()
-    truncated: bool = False
-    diff: Path | None = None
-    notes: tuple[str, ...] = ()
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
+    created: tuple[str, ...]
+    modified: tuple[str, ...]
+    deleted: tuple[str, ...]
+    truncated: bool
+    diff: Path | None
+    notes: tuple[str, ...]
+    _compared = __slots__ = ("created", "modified", "deleted", "truncated", "diff", "notes")
+
+    def __init__(
+        self,
+        created: tuple[str, ...] = (),
+        modified: tuple[str, ...] = (),
+        deleted: tuple[str, ...] = (),
+        truncated: bool = False,
+        diff: Path | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "created", created)
+        object.__setattr__(self, "modified", modified)
+        object.__setattr__(self, "deleted", deleted)
+        object.__setattr__(self, "truncated", truncated)
+        object.__setattr__(self, "diff", diff)
+        object.__setattr__(self, "notes", notes)
 
     @property
     def paths(self) -> list[str]:

@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from acp_bridge._acp.frozen_record import FrozenRecord
 from acp_bridge._acp.router import Reply, RequestError
 from acp_bridge._acp.schema import (
     INVALID_PARAMS,
@@ -30,6 +29,7 @@ from acp_bridge._acp.schema import (
     Wire,
 )
 from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.race import race
 from acp_bridge._os.schema_check import first_schema_error
 from acp_bridge.envelope import ElicitationRecord

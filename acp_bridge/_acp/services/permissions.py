@@ -59,7 +59,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from acp_bridge._acp.frozen_record import FrozenRecord
 from acp_bridge._acp.schema import (
     PERMISSION_CANCELLED,
     PermissionOption,
@@ -69,6 +68,7 @@ from acp_bridge._acp.schema import (
 )
 from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
 from acp_bridge._acp.toolcalls import RAW_PATH_KEYS, command_of, unquoted
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import PermissionRule, Permissions

@@ -14,9 +14,9 @@ It can never turn the sandbox off: ``off`` is a profile's decision, written down
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Literal
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.sandbox.probe import Probe, probe_bwrap, probe_landlock
 from acp_bridge._os.sandbox.spec import Mode
 from acp_bridge.errors import ConfigError
@@ -31,13 +31,26 @@ class SandboxUnavailable(ConfigError):
     The message says why and how to fix it."""
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxChoice:
+class SandboxChoice(FrozenRecord):
+    """The sandbox a run gets, and why."""
+
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     mode: Chosen
     reason: str
     network: bool
-    bwrap: str = ""  # the bwrap binary, in bwrap mode
-    abi: int = 0  # the Landlock ABI, in landlock mode
+    bwrap: str  # the bwrap binary, in bwrap mode
+    abi: int  # the Landlock ABI, in landlock mode
+    _compared = __slots__ = ("mode", "reason", "network", "bwrap", "abi")
+
+    def __init__(
+        self, mode: Chosen, reason: str, network: bool, bwrap: str = "", abi: int = 0
+    ) -> None:
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "network", network)
+        object.__setattr__(self, "bwrap", bwrap)
+        object.__setattr__(self, "abi", abi)
 
     def meta(self) -> dict[str, object]:
         """What goes into ``meta.sandbox``."""

@@ -15,12 +15,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import anyio
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.sandbox import landlock_shim, probe_ahead
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, shim_command
 
@@ -30,17 +30,37 @@ _asking: dict[str, anyio.Event] = {}
 """Probes under way, by cache key: 64 runs started at once ask once, not 64 times."""
 
 
-@dataclass(frozen=True, slots=True)
-class Probe:
+class Probe(FrozenRecord):
     """One mode's verdict. ``problem`` and ``fix`` are one line each, empty when it works."""
 
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     mode: Literal["bwrap", "landlock"]
     works: bool
     detail: str  # "bubblewrap 0.8.0 at /usr/bin/bwrap", "Landlock ABI 7"
-    problem: str = ""
-    fix: str = ""
-    path: str = ""  # the bwrap binary
-    abi: int = 0  # the Landlock ABI
+    problem: str
+    fix: str
+    path: str  # the bwrap binary
+    abi: int  # the Landlock ABI
+    _compared = __slots__ = ("mode", "works", "detail", "problem", "fix", "path", "abi")
+
+    def __init__(
+        self,
+        mode: Literal["bwrap", "landlock"],
+        works: bool,
+        detail: str,
+        problem: str = "",
+        fix: str = "",
+        path: str = "",
+        abi: int = 0,
+    ) -> None:
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "works", works)
+        object.__setattr__(self, "detail", detail)
+        object.__setattr__(self, "problem", problem)
+        object.__setattr__(self, "fix", fix)
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "abi", abi)
 
 
 async def _wait_for_other(key: str, refresh: bool) -> Probe | None:

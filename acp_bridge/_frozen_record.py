@@ -1,5 +1,5 @@
-"""The base of the public questions and answers a host hook sees: immutable records with the
-equality, hash and repr of a frozen dataclass, without one.
+"""Immutable records with the equality, hash and repr of a frozen dataclass, without one:
+the questions and answers a host hook sees, and the OS layer's records.
 
 A dataclass compiles its methods from source text when its module loads (~3 M instructions
 each for a frozen one, on every command's start); these methods are written once, here.

@@ -34,6 +34,16 @@ class FrozenRecord:
     def __hash__(self) -> int:
         return hash(self._values())
 
+    # pickle and copy set the fields back one by one: past __setattr__, which refuses (a
+    # frozen dataclass does the same).
+    def __getstate__(self) -> dict[str, Any]:
+        names = (name for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ()))
+        return {name: getattr(self, name) for name in names}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)
         return f"{type(self).__qualname__}({shown})"

@@ -85,3 +85,17 @@ def test_the_constructor_takes_what_the_dataclass_took(ours: type, theirs: type)
     mine, was = inspect.signature(ours).parameters, inspect.signature(theirs).parameters
     assert list(mine) == list(was)
     assert [p.default for p in mine.values()] == [p.default for p in was.values()]
+
+
+def test_records_survive_pickle_and_copy_as_frozen_dataclasses_do() -> None:
+    import copy
+    import pickle
+
+    from acp_bridge._acp.services.elicitation import ElicitationAnswer
+    from acp_bridge._os.changes import FilesChanged
+
+    answer = ElicitationAnswer("accept", {"name": "x"})
+    files = FilesChanged(("/a",), notes=("cut",))
+    for record in (answer, files):
+        assert pickle.loads(pickle.dumps(record)) == record
+        assert copy.deepcopy(record) == record and copy.copy(record) == record

@@ -20,8 +20,9 @@ counts as compound, so an allow rule does not match it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+
+from acp_bridge._frozen_record import FrozenRecord
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 _SHELL_C_FLAG = re.compile(r"-[a-z]*c[a-z]*")
@@ -39,17 +40,31 @@ took a minute): it counts as compound and :attr:`Command.unread`."""
 UNREAD = "too long to read"
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(FrozenRecord):
     """What a command line runs, read without running it."""
 
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     line: str
-    parts: tuple[tuple[str, ...], ...] = ()
+    parts: tuple[tuple[str, ...], ...]
     """The words of each simple command, quotes removed, in order."""
-    reasons: frozenset[str] = frozenset()
+    reasons: frozenset[str]
     """Why it is more than one plain command (empty: it is one)."""
-    nested: tuple[Command, ...] = field(default=())
+    nested: tuple[Command, ...]
     """What ``$(…)`` and backticks inside it run, read the same way."""
+    _compared = __slots__ = ("line", "parts", "reasons", "nested")
+
+    def __init__(
+        self,
+        line: str,
+        parts: tuple[tuple[str, ...], ...] = (),
+        reasons: frozenset[str] = frozenset(),
+        nested: tuple[Command, ...] = (),
+    ) -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "reasons", reasons)
+        object.__setattr__(self, "nested", nested)
 
     @property
     def simple(self) -> bool:

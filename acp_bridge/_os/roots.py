@@ -25,11 +25,11 @@ import os
 import stat
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.paths import resolved
 from acp_bridge.errors import ConfigError, SandboxViolation
 
@@ -69,15 +69,28 @@ class Resolved:
         self.close()
 
 
-@dataclass(frozen=True)
-class Roots:
+class Roots(FrozenRecord):
     """The directories an agent's file requests may reach, symlinks resolved."""
 
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     read: tuple[Path, ...]
     write: tuple[Path, ...]
-    identity: Mapping[Path, tuple[int, int]] = field(default_factory=dict, compare=False)
+    identity: Mapping[Path, tuple[int, int]]
     """``(st_dev, st_ino)`` of each root when the session began: a root later replaced
-    (by a symlink to elsewhere, say) is refused rather than followed."""
+    (by a symlink to elsewhere, say) is refused rather than followed. Not compared."""
+    __slots__ = ("identity", "read", "write")
+    _compared = ("read", "write")
+
+    def __init__(
+        self,
+        read: tuple[Path, ...],
+        write: tuple[Path, ...],
+        identity: Mapping[Path, tuple[int, int]] | None = None,
+    ) -> None:
+        object.__setattr__(self, "read", read)
+        object.__setattr__(self, "write", write)
+        object.__setattr__(self, "identity", {} if identity is None else identity)
 
     @classmethod
     def for_session(

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.paths import path_of, real_path
 from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
 from acp_bridge.errors import ConfigError
@@ -39,12 +39,22 @@ class Access(IntEnum):
 _SECRET, _WRITE, _READABLE, _HOST_TMP, _NEEDED = 5, 4, 3, 2, 1
 
 
-@dataclass(frozen=True, slots=True)
-class PathRule:
+class PathRule(FrozenRecord):
+    """One path's access in the plan, and why."""
+
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     path: Path
     access: Access
     why: str  # "secret", "host tmp", "write root", "readable", "needed"
     is_dir: bool
+    _compared = __slots__ = ("path", "access", "why", "is_dir")
+
+    def __init__(self, path: Path, access: Access, why: str, is_dir: bool) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "access", access)
+        object.__setattr__(self, "why", why)
+        object.__setattr__(self, "is_dir", is_dir)
 
 
 # The arithmetic is on strings: every path here is absolute and resolved (no ``.``, ``..``,
@@ -70,13 +80,17 @@ def _depth(path: str) -> int:
     return 1 if path == "/" else path.count("/") + 1
 
 
-@dataclass(frozen=True, slots=True)
-class PathPlan:
+class PathPlan(FrozenRecord):
     """The effective rules, shallowest first: each one changes the access it inherits
     (redundant rules are dropped). ``/`` is readable unless a rule says otherwise."""
 
     rules: tuple[PathRule, ...]
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...]
+    _compared = __slots__ = ("rules", "warnings")
+
+    def __init__(self, rules: tuple[PathRule, ...], warnings: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "warnings", warnings)
 
     def access_of(self, path: Path) -> Access:
         """The access the sandbox gives ``path`` (an absolute, resolved path)."""

@@ -10,7 +10,7 @@ the hash and the repr, in order) and sets them in ``__init__`` with ``object.__s
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 
 class FrozenRecord:
@@ -43,6 +43,11 @@ class FrozenRecord:
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():
             object.__setattr__(self, name, value)
+
+    def replaced(self, **changes: Any) -> Self:
+        """A new record with ``changes`` (what ``dataclasses.replace`` gives): made by the
+        class's own ``__init__``, whose parameters are named as its fields."""
+        return type(self)(**{**self.__getstate__(), **changes})
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)

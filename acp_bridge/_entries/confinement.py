@@ -18,7 +18,6 @@ and a worktree is then kept as it is.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -327,8 +326,8 @@ def _until(end: float, limits: ChangeLimits | None = None) -> ChangeLimits:
     walk runs in a thread, which no cancel scope can stop: it must stop by itself)."""
     limits = limits or ChangeLimits()
     left = max(end - anyio.current_time(), 0.0)
-    return dataclasses.replace(
-        limits, max_seconds=min(limits.max_seconds, left), git_timeout=_git_time(limits, end)
+    return limits.replaced(
+        max_seconds=min(limits.max_seconds, left), git_timeout=_git_time(limits, end)
     )
 
 

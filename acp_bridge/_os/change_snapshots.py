@@ -16,9 +16,9 @@ import os
 import stat
 import time
 from collections import deque
-from dataclasses import dataclass, replace
 from pathlib import Path
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.private_files import new_private_file, private_dir
 from acp_bridge._os.stoppable import StopToken
 
@@ -35,13 +35,31 @@ INLINE_FOLDERS = 16
 """... in at most this many folders (its own included)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChangeLimits:
-    max_files: int = 50_000  # per root, snapshot mode
-    max_seconds: float = 5.0  # per walk, snapshot mode
-    keep_bytes: int = 256 * 1024  # largest file copied for the snapshot diff
-    keep_total: int = 8 * 1024 * 1024  # all copies of one root together
-    git_timeout: float = 60.0  # each git command
+class ChangeLimits(FrozenRecord):
+    """How far change measurement goes."""
+
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
+    max_files: int  # per root, snapshot mode
+    max_seconds: float  # per walk, snapshot mode
+    keep_bytes: int  # largest file copied for the snapshot diff
+    keep_total: int  # all copies of one root together
+    git_timeout: float  # each git command
+    _compared = __slots__ = ("max_files", "max_seconds", "keep_bytes", "keep_total", "git_timeout")
+
+    def __init__(
+        self,
+        max_files: int = 50_000,
+        max_seconds: float = 5.0,
+        keep_bytes: int = 256 * 1024,
+        keep_total: int = 8 * 1024 * 1024,
+        git_timeout: float = 60.0,
+    ) -> None:
+        object.__setattr__(self, "max_files", max_files)
+        object.__setattr__(self, "max_seconds", max_seconds)
+        object.__setattr__(self, "keep_bytes", keep_bytes)
+        object.__setattr__(self, "keep_total", keep_total)
+        object.__setattr__(self, "git_timeout", git_timeout)
 
 
 class Snapshot:
@@ -234,8 +252,7 @@ def _walk_inline(
     snap: Snapshot, limits: ChangeLimits, *, into: set[Path] | None, keep_in: Path | None
 ) -> tuple[dict[Path, Fingerprint], bool]:
     """:func:`walk` within the bounds of a walk on the event loop."""
-    smaller = replace(
-        limits,
+    smaller = limits.replaced(
         max_files=min(limits.max_files, INLINE_FILES),
         keep_bytes=min(limits.keep_bytes, INLINE_BYTES),
         keep_total=min(limits.keep_total, INLINE_BYTES),

@@ -25,7 +25,6 @@ import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -53,7 +52,6 @@ def _at(data: Any, path: DataPath) -> Any:
     return data
 
 
-@dataclass
 class PathFacts:
     """What the filesystem said while a document's path fields were resolved.
 
@@ -62,14 +60,21 @@ class PathFacts:
     :meth:`observe` with the data it left: :meth:`hold` says whether a fresh load would
     still find the same."""
 
-    data: Any
-    """The data being expanded, in place (read before each path field changes)."""
-    base_of: Callable[[DataPath], Path]
-    environ: Mapping[str, str]
-    _asked: list[tuple[DataPath, str, Path]] = field(default_factory=list)
-    resolved: list[tuple[str, Path, str]] = field(default_factory=list)
-    """(the expanded text, the folder it was resolved against, the result)."""
-    kinds: list[tuple[str, int]] = field(default_factory=list)
+    # Plain classes here: a dataclass compiles its generated methods from source when its
+    # module loads, on every start-up's path (~2-4 M instructions a class).
+    __slots__ = ("_asked", "base_of", "data", "environ", "kinds", "resolved")
+
+    def __init__(
+        self, data: Any, base_of: Callable[[DataPath], Path], environ: Mapping[str, str]
+    ) -> None:
+        self.data = data
+        """The data being expanded, in place (read before each path field changes)."""
+        self.base_of = base_of
+        self.environ = environ
+        self._asked: list[tuple[DataPath, str, Path]] = []
+        self.resolved: list[tuple[str, Path, str]] = []
+        """(the expanded text, the folder it was resolved against, the result)."""
+        self.kinds: list[tuple[str, int]] = []
 
     def base_dir_of(self, path: DataPath) -> Path:
         base = self.base_of(path)
@@ -113,13 +118,17 @@ def _resolved_again(given: str, base: Path) -> str:
     return _resolve_path(given, base)
 
 
-@dataclass(frozen=True)
 class _Entry(Generic[T]):
-    value: T
-    environ: dict[str, str]
-    facts: PathFacts
-    keep_alive: tuple[Any, ...]
-    """The documents whose ids are in the key: alive, their ids cannot be reused."""
+    __slots__ = ("environ", "facts", "keep_alive", "value")
+
+    def __init__(
+        self, value: T, environ: dict[str, str], facts: PathFacts, keep_alive: tuple[Any, ...]
+    ) -> None:
+        self.value = value
+        self.environ = environ
+        self.facts = facts
+        self.keep_alive = keep_alive
+        """The documents whose ids are in the key: alive, their ids cannot be reused."""
 
 
 class Remembered(Generic[T]):

@@ -99,3 +99,14 @@ def test_records_survive_pickle_and_copy_as_frozen_dataclasses_do() -> None:
     for record in (answer, files):
         assert pickle.loads(pickle.dumps(record)) == record
         assert copy.deepcopy(record) == record and copy.copy(record) == record
+
+
+def test_replaced_is_what_dataclasses_replace_gave() -> None:
+    from acp_bridge._os.change_snapshots import ChangeLimits
+
+    limits = ChangeLimits(max_files=10)
+    smaller = limits.replaced(max_seconds=1.0)
+    assert (smaller.max_files, smaller.max_seconds, smaller.git_timeout) == (10, 1.0, 60.0)
+    assert limits.max_seconds == 5.0 and smaller != limits
+    with pytest.raises(TypeError):
+        limits.replaced(no_such_field=1)

@@ -17,6 +17,8 @@ A tool call's ``rawInput`` may hold a whole file; none of that is needed to judg
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from acp_bridge._acp.schema import ToolCallUpdate
@@ -131,3 +133,26 @@ def unquoted(title: str) -> str:
         if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
             return text[len(mark) : -len(mark)].strip()
     return text
+
+
+def _named_paths(tool: ToolCallUpdate) -> Iterator[Any]:
+    for location in tool.locations or []:
+        yield location.get("path")
+    for item in tool.content or []:
+        if isinstance(item, dict) and item.get("type") == "diff":
+            yield item.get("path")
+    if isinstance(tool.raw_input, dict):
+        for key in RAW_PATH_KEYS:
+            yield tool.raw_input.get(key)
+
+
+def named_locations(tool: ToolCallUpdate, cwd: Path | None = None) -> tuple[str, ...]:
+    """Every path a tool call names, made absolute against ``cwd``, without duplicates."""
+    found: dict[str, None] = {}
+    for value in _named_paths(tool):
+        if isinstance(value, str) and value:
+            path = Path(value)
+            if not path.is_absolute() and cwd is not None:
+                path = cwd / path
+            found[str(path)] = None
+    return tuple(found)

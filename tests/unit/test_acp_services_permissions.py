@@ -16,8 +16,8 @@ from acp_bridge._acp.services.permissions import (
     PermissionPolicy,
     PermissionQuestion,
     choose_option,
-    named_locations,
 )
+from acp_bridge._acp.toolcalls import named_locations
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions

@@ -55,7 +55,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,11 +63,10 @@ from acp_bridge._acp.schema import (
     PERMISSION_CANCELLED,
     PermissionOption,
     RequestPermissionParams,
-    ToolCallUpdate,
     permission_selected,
 )
 from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
-from acp_bridge._acp.toolcalls import RAW_PATH_KEYS, command_of, unquoted
+from acp_bridge._acp.toolcalls import command_of, named_locations, unquoted
 from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
 from acp_bridge._os.roots import Roots
@@ -193,29 +192,6 @@ def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
             fnmatch.fnmatchcase(" ".join(words).lower(), glob) for words in command.every_part()
         )
     return False
-
-
-def _named_paths(tool: ToolCallUpdate) -> Iterator[Any]:
-    for location in tool.locations or []:
-        yield location.get("path")
-    for item in tool.content or []:
-        if isinstance(item, dict) and item.get("type") == "diff":
-            yield item.get("path")
-    if isinstance(tool.raw_input, dict):
-        for key in RAW_PATH_KEYS:
-            yield tool.raw_input.get(key)
-
-
-def named_locations(tool: ToolCallUpdate, cwd: Path | None = None) -> tuple[str, ...]:
-    """Every path a tool call names, made absolute against ``cwd``, without duplicates."""
-    found: dict[str, None] = {}
-    for value in _named_paths(tool):
-        if isinstance(value, str) and value:
-            path = Path(value)
-            if not path.is_absolute() and cwd is not None:
-                path = cwd / path
-            found[str(path)] = None
-    return tuple(found)
 
 
 def _outside(paths: tuple[str, ...], check: Callable[[Path], Path]) -> str | None:

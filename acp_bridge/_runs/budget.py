@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.errors import ConfigError
 
@@ -35,30 +35,33 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else f"{text[:40]}…"  # 10**10000 has 10 001 digits
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(FrozenRecord):
     """Limits on what one run, or one group of runs, may use. None: no limit."""
 
-    max_tokens: int | None = None
-    max_cost: float | None = None
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~3 M instructions).
+    max_tokens: int | None
+    max_cost: float | None
+    _compared = __slots__ = ("max_tokens", "max_cost")
 
-    def __post_init__(self) -> None:
-        if self.max_tokens is not None and (
-            isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int)
-            or not 0 < self.max_tokens <= MAX_TOKENS
+    def __init__(self, max_tokens: int | None = None, max_cost: float | None = None) -> None:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+            or not 0 < max_tokens <= MAX_TOKENS
         ):  # fmt: skip
             raise ConfigError(
                 f"max_tokens must be a whole number from 1 to {MAX_TOKENS}, got "
-                f"{_shown(self.max_tokens)}"
+                f"{_shown(max_tokens)}"
             )  # the store keeps 64-bit integers: a larger one could not even be recorded
-        if self.max_cost is not None and not (
-            isinstance(self.max_cost, int | float) and not isinstance(self.max_cost, bool)
-            and math.isfinite(self.max_cost) and 0 < self.max_cost <= MAX_COST
+        if max_cost is not None and not (
+            isinstance(max_cost, int | float) and not isinstance(max_cost, bool)
+            and math.isfinite(max_cost) and 0 < max_cost <= MAX_COST
         ):  # fmt: skip
             raise ConfigError(
-                f"max_cost must be a number above 0, at most {MAX_COST:g}, got "
-                f"{_shown(self.max_cost)}"
+                f"max_cost must be a number above 0, at most {MAX_COST:g}, got {_shown(max_cost)}"
             )
+        object.__setattr__(self, "max_tokens", max_tokens)  # frozen: set once, here
+        object.__setattr__(self, "max_cost", max_cost)
 
     @property
     def limited(self) -> bool:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.paths import path_of, real_path
 from acp_bridge.errors import ConfigError
 
@@ -73,8 +73,7 @@ def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(paths))
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxSpec:
+class SandboxSpec(FrozenRecord):
     """The policy of one run's sandbox. Paths are resolved on construction.
 
     - ``write``: writable (the write roots and the agent's declared state paths);
@@ -87,34 +86,54 @@ class SandboxSpec:
       directory is writable, a hidden directory inside a write root is hidden.
     """
 
+    # A frozen record, not a frozen dataclass: a dataclass compiles its generated methods
+    # from source when its module loads, on every start-up's path (~4 M instructions).
     cwd: Path
-    write: tuple[Path, ...] = ()
-    read: tuple[Path, ...] = ()
-    hidden: tuple[Path, ...] = ()
-    mode: Mode = "auto"
-    network: bool = True
-    private_tmp: bool = True
-    home: Path = field(default_factory=Path.home)
-    hide_defaults: bool = True
+    write: tuple[Path, ...]
+    read: tuple[Path, ...]
+    hidden: tuple[Path, ...]
+    mode: Mode
+    network: bool
+    private_tmp: bool
+    home: Path
+    hide_defaults: bool
+    _compared = __slots__ = (
+        "cwd", "write", "read", "hidden", "mode", "network", "private_tmp", "home",
+        "hide_defaults",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
+    def __init__(
+        self,
+        cwd: Path,
+        write: tuple[Path, ...] = (),
+        read: tuple[Path, ...] = (),
+        hidden: tuple[Path, ...] = (),
+        mode: Mode = "auto",
+        network: bool = True,
+        private_tmp: bool = True,
+        home: Path | None = None,
+        hide_defaults: bool = True,
+    ) -> None:
+        if mode not in MODES:
             allowed = ", ".join(MODES)
-            raise ConfigError(f"sandbox mode: must be one of {allowed}, got {self.mode!r}")
-        fix = object.__setattr__  # frozen: normalise once, in place
-        fix(self, "cwd", resolve(self.cwd, what="cwd"))
-        fix(self, "home", resolve(self.home, what="home"))
+            raise ConfigError(f"sandbox mode: must be one of {allowed}, got {mode!r}")
+        put = object.__setattr__  # frozen: set once, here, resolved
+        put(self, "cwd", resolve(cwd, what="cwd"))
+        put(self, "home", resolve(Path.home() if home is None else home, what="home"))
         # The same path often comes in several lists (the cwd is a read and a write root):
         # resolved once. One construction is one moment: nothing here outlives it.
         seen: dict[Path | str, Path] = {}
-        for name in ("write", "read", "hidden"):
-            paths = getattr(self, name)
+        for name, paths in (("write", write), ("read", read), ("hidden", hidden)):
             if isinstance(paths, str | Path):
                 raise ConfigError(f"sandbox {name}: expected a list of paths, got one path")
             for p in paths:
                 if p not in seen:
                     seen[p] = resolve(p, what=name)
-            fix(self, name, _unique(seen[p] for p in paths))
+            put(self, name, _unique(seen[p] for p in paths))
+        put(self, "mode", mode)
+        put(self, "network", network)
+        put(self, "private_tmp", private_tmp)
+        put(self, "hide_defaults", hide_defaults)
 
     def secret_paths(self) -> tuple[Path, ...]:
         """Every path to hide that exists now: the defaults (unless dropped) and ``hidden``,

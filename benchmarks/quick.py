@@ -195,6 +195,26 @@ def section_floods() -> None:
     verdict("flood: 100 MB answer, peak RSS / a trivial run's", [answer / trivial], 2.0)
 
 
+BUSY_WARNING = 0.25
+
+
+def _busy_share(seconds: float = 0.5) -> float:
+    """How busy the CPUs are over ``seconds`` (``/proc/stat``; 0 where there is none)."""
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    spent = total1 - total0
+    return 1 - (idle1 - idle0) / spent if spent else 0.0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", help="the acp-bridge command of the tree to compare with")
@@ -215,19 +235,24 @@ def main() -> int:
         "ps": lambda: section_ps(3),
         "floods": section_floods,
     }
-    peak = load
+    busiest = 0.0
     for name in chosen:
+        # What else the machine does, read before each section (the load average would
+        # count this report's own fan-out, which has ended by then).
+        busiest = max(busiest, _busy_share())
         print(f"\n[{name}]", flush=True)
         run[name]()
-        peak = max(peak, os.getloadavg()[0])
     print(f"\nsummary ({time.perf_counter() - began:.0f} s):")
     for line in LINES:
         print(line)
-    if peak > (os.cpu_count() or 1) / 2:
+    if busiest > BUSY_WARNING:
         # Other work skews the ratios, the fan-out's most: each agent the bridge starts is a
         # session of its own, so with autogroup scheduling (Linux's default) it gets a share
         # of its own against the other work, where the SDK's agents share their worker's.
-        print(f"note: the load reached {peak:.1f}; measure again on a quiet machine")
+        print(
+            f"note: other work kept the CPUs {busiest:.0%} busy between sections; measure "
+            "again on a quiet machine"
+        )
     return 0
 
 

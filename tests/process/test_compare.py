@@ -225,7 +225,10 @@ def test_the_budget_covers_all_attempts(config: LoadedConfig, repo: Path) -> Non
     assert codes == ["budget", "budget"]
     assert result.winner is None
     assert result.budget is not None and result.budget.max_tokens == 1
-    assert result.budget.tokens >= 2 * 5  # "Reply with exactly DONE": 4 words + 1, twice
+    # "Reply with exactly DONE" reports 4 words + 1 = 5 tokens. Only the first attempt to end
+    # is sure to count them: the one still running then is cancelled (the budget is spent),
+    # and under load that can come before its own answer (shared_budget.py).
+    assert result.budget.tokens >= 5
     assert "group 'comparison' budget exceeded" in result.budget.exceeded
     assert leftovers(repo) == ([], [])
 

@@ -14,7 +14,10 @@ The commands run in turn round after round (A B C A B C …) after one warm-up r
 - ``norecord``: the same with ``runs: {record: false}``: the cost of recording the run in the
   run store (DESIGN §10) is ``bridge`` minus ``norecord``, in wall and in CPU time;
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
-  ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``.
+  ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``;
+- ``sdk``: the official Python SDK doing the same (``sdk_client.py``: spawn, ``initialize``,
+  ``session/new``, one prompt, print the answer), with no sandbox, transcript or record:
+  the reference for "faster than the SDK" at this size.
 
 Each run is a child process reaped with ``os.wait4``, so its user+sys CPU and peak RSS are
 the kernel's own accounting (descendants included). Output is checked: the bridge must print
@@ -129,6 +132,15 @@ def check_acpx(status: int, stdout: str) -> tuple[bool, str]:
     return status == 0 and stdout.strip() == "OK", f"exit {status}, stdout {stdout[:200]!r}"
 
 
+def check_sdk(status: int, stdout: str) -> tuple[bool, str]:
+    return check_acpx(status, stdout)
+
+
+def sdk_command(python: str) -> list[str]:
+    """The official SDK's cold one-shot on the demo agent (sdk_client.py)."""
+    return [python, str(Path(__file__).with_name("sdk_client.py"))]
+
+
 def check_floor(status: int, stdout: str) -> tuple[bool, str]:
     return status == 0, f"exit {status}"
 
@@ -169,6 +181,7 @@ def main() -> int:
         commands = {
             "floor": ([python, "-c", "pass"], check_floor),
             "bridge": ([str(bridge), "run", "demo", TASK], check_bridge),
+            "sdk": (sdk_command(python), check_sdk),
             **{
                 name: ([str(bridge), "--config", str(path), "run", "demo", TASK], check_bridge)
                 for name, path in configs.items()
@@ -226,7 +239,7 @@ def main() -> int:
         f"run store record cost (bridge - norecord, median of the rounds): "
         f"{record_wall:+.1f} ms wall, {record_cpu:+.1f} ms CPU"
     )
-    for a, b in (("bridge", "acpx"), ("bridge", "floor"), ("acpx", "floor")):
+    for a, b in (("bridge", "acpx"), ("bridge", "sdk"), ("bridge", "floor"), ("acpx", "floor")):
         if a in runs and b in runs:
             values = ratios(a, b)
             print(f"{a}/{b}: {statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})")

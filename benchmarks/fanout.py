@@ -67,43 +67,13 @@ def _report(client: str, n: int, ok: int, wall: float, cpu: float, **extra: Any)
 
 
 def run_sdk(n: int, cwd: str, *, sandboxed: bool = False) -> None:
-    import acp
-    from acp.schema import AgentMessageChunk, ClientCapabilities, Implementation, TextContentBlock
-
-    class Client:
-        def __init__(self) -> None:
-            self.text: list[str] = []
-
-        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-            if isinstance(update, AgentMessageChunk) and isinstance(
-                update.content, TextContentBlock
-            ):
-                self.text.append(update.content.text)
-
-        async def request_permission(self, **kwargs: Any) -> Any:
-            raise acp.RequestError.method_not_found("session/request_permission")
-
-        async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-            raise acp.RequestError.method_not_found(method)
-
-        async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-            return None
+    import acp.schema  # noqa: F401  (before the clock, as the bridge's entry is)
+    from sdk_client import one_turn
 
     async def one(launch: tuple[list[str], dict[str, str] | None]) -> bool:
-        client = Client()
         argv, env = launch
-        async with acp.spawn_agent_process(client, argv[0], *argv[1:], cwd=cwd, env=env) as (
-            conn,
-            _p,
-        ):
-            await conn.initialize(
-                protocol_version=acp.PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(name="bench-sdk", version="1"),
-            )
-            session = await conn.new_session(cwd=cwd, mcp_servers=[])
-            reply = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(TASK)])
-        return reply.stop_reason == "end_turn" and "".join(client.text).strip() == "OK"
+        answer, stop_reason = await one_turn(argv, cwd=cwd, env=env, task=TASK)
+        return stop_reason == "end_turn" and answer == "OK"
 
     async def main() -> tuple[list[bool], float, float, float, float]:
         async with contextlib.AsyncExitStack() as stack:

@@ -10,7 +10,8 @@ printed with its target. For steadier figures run the full benchmark named on ea
   default) against the bare readline + ``json.loads`` limit and the official SDK;
 - ``cold`` (``cold_start.py``): a cold ``acp-bridge run demo "Reply with exactly OK"``
   against ``--base`` (the ``acp-bridge`` of another tree, e.g. a checkout of the commit
-  before a change, with its own venv: a paired A/B) and acpx;
+  before a change, with its own venv: a paired A/B), acpx, and the official SDK's one-shot
+  (``sdk_client.py``);
 - ``fanout`` (``fanout.py``): 64 concurrent ``acp_spawn`` in one process against the SDK
   driving 64 demo agents (and, for the split, against the SDK starting each agent in the
   bridge's sandbox), and 64 detached runs + ``wait`` against the in-process fan-out;
@@ -84,7 +85,10 @@ def section_stream(rounds: int) -> None:
 
 def _cold_commands(base: str | None, acpx: str | None) -> dict[str, tuple[list[str], Any]]:
     task = cold_start.TASK
-    commands = {"bridge": ([CLI, "run", "demo", task], cold_start.check_bridge)}
+    commands = {
+        "bridge": ([CLI, "run", "demo", task], cold_start.check_bridge),
+        "sdk": (cold_start.sdk_command(sys.executable), cold_start.check_sdk),
+    }
     if base:
         commands["base"] = ([base, "run", "demo", task], cold_start.check_bridge)
     if acpx:
@@ -119,6 +123,8 @@ def section_cold(rounds: int, base: str | None, acpx: str | None) -> None:
         verdict("cold run: bridge/base tree, by CPU", by_cpu, 0.6)
     else:
         note("no --base: the paired A/B against the tree before the change is not measured")
+    # No target of its own: the round's aim ("faster than the SDK at every size") at this size.
+    note(f"cold run: bridge/SDK one-shot {statistics.median(pairs['sdk']):.2f} (no target)")
     if "acpx" in walls:
         verdict("cold run: bridge/acpx", pairs["acpx"], 0.3)
     else:

@@ -38,7 +38,6 @@ from acp_bridge._os.changes import (
 from acp_bridge._os.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
-from acp_bridge._os.sandbox.bwrap import signal_command
 from acp_bridge._os.worktree import (
     Worktree,
     create_worktree,
@@ -91,11 +90,7 @@ class Confinement:
         :data:`~acp_bridge._os.procgroup.Launcher`. Under bubblewrap a graceful stop signals
         the command inside, not bwrap (which would take the whole namespace with it), and
         with ``handoff`` (the agent) its stdin and stdout are handed past bwrap."""
-        launch = self.box.wrap(argv, env, cwd=cwd, handoff=handoff)
-        graceful = signal_command if launch.mode == "bwrap" else None
-        return Launched(
-            launch.argv, launch.env, launch.cwd, graceful, launch.handoff, launch.dies_with_parent
-        )
+        return self.box.wrap(argv, env, cwd=cwd, handoff=handoff)
 
     @property
     def mode(self) -> str:

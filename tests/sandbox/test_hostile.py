@@ -16,7 +16,8 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from acp_bridge._os.sandbox import Launch, RunSandbox
+from acp_bridge._os.procgroup import Launched
+from acp_bridge._os.sandbox import RunSandbox
 from acp_bridge._os.sandbox.bwrap import signal_command
 from tests.sandbox.conftest import SECRET_ENV, Scene, marked, survivors
 
@@ -56,7 +57,7 @@ def bridge(scene: Scene) -> subprocess.Popen[bytes]:
     )
 
 
-def send(process: subprocess.Popen[bytes], launch: Launch, *, wait: bool) -> None:
+def send(process: subprocess.Popen[bytes], launch: Launched, *, wait: bool) -> None:
     message = {"argv": launch.argv, "env": launch.env, "cwd": str(launch.cwd), "wait": wait}
     assert process.stdin is not None
     process.stdin.write(json.dumps(message).encode() + b"\n")

@@ -16,11 +16,10 @@ Modules: ``spec`` (policy), ``plan`` (the one path policy both modes share), ``b
 
 from acp_bridge._os.sandbox.choose import SandboxChoice, SandboxUnavailable, choose_mode
 from acp_bridge._os.sandbox.probe import Probe, probe_modes
-from acp_bridge._os.sandbox.run_sandbox import Launch, RunSandbox
+from acp_bridge._os.sandbox.run_sandbox import RunSandbox
 from acp_bridge._os.sandbox.spec import SandboxSpec
 
 __all__ = [
-    "Launch",
     "Probe",
     "RunSandbox",
     "SandboxChoice",

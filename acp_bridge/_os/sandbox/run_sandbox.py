@@ -29,8 +29,9 @@ import anyio
 from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.paths import path_of, real_path
 from acp_bridge._os.private_files import private_dir
-from acp_bridge._os.sandbox.bwrap import bwrap_argv
-from acp_bridge._os.sandbox.choose import Chosen, SandboxChoice
+from acp_bridge._os.procgroup import Launched
+from acp_bridge._os.sandbox.bwrap import bwrap_argv, signal_command
+from acp_bridge._os.sandbox.choose import SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
 from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
@@ -39,36 +40,6 @@ from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
 DEFAULT_SHIM_GRACE = 1.0
-
-
-class Launch:
-    """How to start one sandboxed process: pass these to ``anyio.open_process`` unchanged
-    (with ``start_new_session=True``)."""
-
-    # A plain class: a dataclass compiles its generated methods from source when its module
-    # loads, on every start-up's path (~4 M instructions frozen with slots).
-    __slots__ = ("argv", "cwd", "dies_with_parent", "env", "handoff", "mode", "warnings")
-
-    def __init__(
-        self,
-        argv: list[str],
-        env: dict[str, str],
-        cwd: Path,
-        mode: Chosen,
-        warnings: tuple[str, ...] = (),
-        handoff: bool = False,
-        dies_with_parent: bool = False,
-    ) -> None:
-        self.argv = argv
-        self.env = env
-        self.cwd = cwd
-        self.mode = mode
-        self.warnings = warnings
-        self.handoff = handoff
-        """Its stdin and stdout are handed to it past bwrap's processes (stdio_handoff.py)."""
-        self.dies_with_parent = dies_with_parent
-        """Its first program arms its own parent-death signal (bwrap's
-        ``--die-with-parent``)."""
 
 
 class RunSandbox:
@@ -155,9 +126,10 @@ class RunSandbox:
         cwd: Path | None = None,
         parent: int | None = None,
         handoff: bool = False,
-    ) -> Launch:
-        """The sandboxed form of ``argv`` run in ``cwd`` (default: the spec's) with
-        ``env`` (the constructed environment; ``TMPDIR`` is pointed at the private tmp).
+    ) -> Launched:
+        """How to start ``argv`` sandboxed, in ``cwd`` (default: the spec's), with ``env``
+        (the constructed environment; ``TMPDIR`` is pointed at the private tmp): a
+        :data:`~acp_bridge._os.procgroup.Launcher`'s answer.
         ``parent``: the pid of the process that will start it, when not this one (the
         Landlock shim refuses to run for a parent that is already gone). ``handoff``: under
         bubblewrap, its stdin and stdout are handed to it past bwrap's own processes (whose
@@ -165,7 +137,7 @@ class RunSandbox:
         where = self.spec.cwd if cwd is None else resolve(cwd, what="cwd")
         mode = self.choice.mode
         if mode == "off":
-            return Launch(list(argv), dict(env), where, mode)
+            return Launched(list(argv), dict(env), where)
         if self.spec.private_tmp and self.private_tmp is None:
             raise RuntimeError("use RunSandbox as a context manager: no private /tmp yet")
         if not argv:
@@ -211,9 +183,12 @@ class RunSandbox:
         for warning in warnings:
             if warning not in self.warnings:
                 self.warnings.append(warning)
-        # bwrap_argv always passes --die-with-parent: no setpriv before it (procgroup.py).
-        dies = mode == "bwrap"
-        return Launch(command, out_env, where, mode, warnings, handoff, dies_with_parent=dies)
+        if mode != "bwrap":
+            return Launched(command, out_env, where)
+        # A graceful stop signals the command inside, not bwrap (which would take the whole
+        # namespace with it); bwrap_argv always passes --die-with-parent: no setpriv before it
+        # (procgroup.py).
+        return Launched(command, out_env, where, signal_command, handoff, dies_with_parent=True)
 
     @property
     def host_loopback(self) -> bool:

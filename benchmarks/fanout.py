@@ -129,6 +129,10 @@ def run_bridge(n: int, cwd: str) -> None:
 
     # The entry itself, not the lazy package attribute: its import (~0.3 s) must happen
     # before the clock, as the SDK's does (the first run still pays its config and probe).
+    # So must anyio's asyncio backend, which anyio.run imports on first use (~25-45 ms: in
+    # the SDK's worker asyncio itself is imported before its clock).
+    import anyio._backends._asyncio
+
     from acp_bridge import acp_spawn
 
     results: list[Any] = []

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import settings
 
 from acp_bridge._entries.acp_spawn.entry import acp_spawn
 from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
@@ -25,6 +26,12 @@ from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from tests.helpers import kill_quietly
 from tests.helpers import processes_with as find_marked
+
+# No per-example deadline: these examples make folders, files and processes on a shared
+# machine, where a loaded moment took one past hypothesis's default 200 ms and failed a
+# test about file modes. A test asserts behaviour, never a time (speed is benchmarks/').
+settings.register_profile("acp-bridge", deadline=None)
+settings.load_profile("acp-bridge")
 
 AGENTS = Path(__file__).parent / "agents"
 MARKER_VAR = "ACP_BRIDGE_TEST_MARKER"

@@ -131,3 +131,35 @@ def test_an_abbreviated_config_option_still_gives_run_its_options(harness: Agent
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["output"] == "ABBREV"
+
+
+def test_the_agent_starts_before_the_session_machinery_loads(harness: AgentHarness) -> None:
+    # Issue 24: the wire schema, connection, session and services load while the agent
+    # starts up, not before. Which of them are loaded is read as the agent's process starts.
+    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    heavy = (
+        "acp_bridge._acp.schema",
+        "acp_bridge._acp.connection",
+        "acp_bridge._acp.session",
+        "acp_bridge._acp.services.client",
+    )
+    code = (
+        "import sys\n"
+        "from acp_bridge._os import procgroup\n"
+        "start = procgroup.ProcessGroup.start.__func__\n"
+        "seen = []\n"
+        "async def noted(cls, *args, **kwargs):\n"
+        f"    seen.append(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+        "    return await start(cls, *args, **kwargs)\n"
+        "procgroup.ProcessGroup.start = classmethod(noted)\n"
+        "from acp_bridge.cli import main\n"
+        f"code = main(['--config', {str(harness.root / 'acp-bridge.yaml')!r}, 'run', 'demo2',"
+        f" 'Reply with exactly OK', '--cwd', {str(harness.workspace)!r}, '-q'])\n"
+        "print(code, seen, sorted(m for m in " + repr(heavy) + " if m in sys.modules),"
+        " file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["output"] == "OK"
+    # exit code 0; at the agent's start none of them; by the end, all (they did the run)
+    assert done.stderr.strip() == f"0 [[]] {sorted(heavy)}", done.stderr

@@ -1,6 +1,7 @@
 """The ``acp_spawn`` entry: an external ACP agent, from spawn to envelope (DESIGN §4).
 
-``entry`` holds the entry function; ``run`` one run's mechanics; ``clock`` its deadlines;
-``result`` its envelope; ``live_turns`` follow-up turns in one live session; ``admin`` the
-agent's own session list and logout, outside any run.
+``entry`` holds the entry function; ``run`` one run's mechanics up to its agent's start
+(and its envelope); ``session_phases`` what the run does with its started agent; ``clock``
+its deadlines; ``result`` its envelope; ``live_turns`` follow-up turns in one live session;
+``admin`` the agent's own session list and logout, outside any run.
 """

@@ -25,7 +25,7 @@ from acp_bridge._acp.session import AcpSession
 from acp_bridge._acp.session_methods import delete_session, list_sessions, logout
 from acp_bridge._acp.turn import TurnSignals
 from acp_bridge._acp.turn_collector import TurnCollector
-from acp_bridge._entries.acp_spawn.run import CLIENT_INFO
+from acp_bridge._entries.acp_spawn.session_phases import CLIENT_INFO
 from acp_bridge._entries.agent_commands import session_cwd
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level
 from acp_bridge._os.environment import constructed_env

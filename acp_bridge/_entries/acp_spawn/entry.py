@@ -3,19 +3,18 @@
 The function checks what it is given and runs it through the one runner
 (:func:`~acp_bridge._entries.runner.run_enveloped`: depth, config, the envelope on every
 path); the run itself — process, session, turns, wind-down — is :class:`AcpRun`
-(``acp_run.py``), its envelope ``acp_result.py``, its deadlines ``acp_clock.py``, and the
-turns a held session takes after the first ``acp_turns.py``.
+(``run.py``; once its agent has started, ``session_phases.py``), its envelope
+``result.py``, its deadlines ``clock.py``, and the turns a held session takes after the
+first ``live_turns.py``.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
 from typing_extensions import Unpack
 
-from acp_bridge._acp.services.elicitation import ElicitationHook
-from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge._entries.acp_spawn.run import AcpRun
 from acp_bridge._entries.options import AcpSpawnOptions, checked_or_error
@@ -24,6 +23,12 @@ from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult
 from acp_bridge.events import EventHandler, EventSink
+
+if TYPE_CHECKING:
+    # Named in the signature only: the hooks' modules bring the ACP wire schema, which a
+    # run imports once its agent is starting (run.py).
+    from acp_bridge._acp.services.elicitation import ElicitationHook
+    from acp_bridge._acp.services.permissions import PermissionHook
 
 __all__ = ["acp_spawn", "acp_spawn_sync"]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from acp_bridge._acp.session import AcpSession
 from acp_bridge._entries.acp_spawn.run import AcpRun
+from acp_bridge._entries.acp_spawn.session_phases import SessionPhases
 from acp_bridge._entries.runner import RunContext
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import new_task_id
@@ -33,13 +34,20 @@ class ProbeResult:
     detail: str  # the agent's name and version, or why it did not get through initialize
 
 
-class _InitializeOnly(AcpRun):
-    """A run of the profile whose only phase is ``initialize``."""
+class _InitializeOnly(SessionPhases):
+    """A started agent whose only phase is ``initialize``."""
 
     async def _phases(self, session: AcpSession) -> None:
         startup = self.profile.timeouts.startup
         late = f"the agent did not answer initialize within {startup:g}s (timeouts.startup)"
-        await self.clock.phase(session.conn, session.initialize, startup, late)
+        await self.run.clock.phase(session.conn, session.initialize, startup, late)
+
+
+class _InitializeOnlyRun(AcpRun):
+    """A run of the profile that takes its agent through ``initialize`` only."""
+
+    def session_phases(self) -> type[SessionPhases]:
+        return _InitializeOnly
 
 
 async def probe_initialize(loaded: LoadedConfig, name: str) -> ProbeResult:
@@ -50,7 +58,7 @@ async def probe_initialize(loaded: LoadedConfig, name: str) -> ProbeResult:
     timeout = min(profile.timeouts.startup + profile.timeouts.shutdown_grace, PROBE_TIMEOUT)
     with tempfile.TemporaryDirectory(prefix="acp-bridge-doctor-") as workspace:
         ctx = RunContext(new_task_id(), 1, None, time.monotonic(), loaded)
-        run = _InitializeOnly(
+        run = _InitializeOnlyRun(
             ctx,
             profile,
             "",
@@ -61,8 +69,9 @@ async def probe_initialize(loaded: LoadedConfig, name: str) -> ProbeResult:
             origin=f"set at {origin}" if origin else "",
         )
         envelope = await run.execute()
-    session = run.result.session
-    if session is None or session.init is None or run.result.error is not None:
+    result = run.records()
+    session = result.session
+    if session is None or session.init is None or result.error is not None:
         said = [line.strip() for line in (envelope.meta.stderr_tail or "").splitlines()]
         last = " ".join([line for line in said if line][-STDERR_LINES:])[-STDERR_CHARS:]
         return ProbeResult(False, envelope.error + (f"; its stderr ends: {last}" if last else ""))

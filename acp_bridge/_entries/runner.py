@@ -19,6 +19,7 @@ A run whose ``cancel`` event is already set when it starts (Ctrl-C during start-
 work: it ends at once, ``cancelled``, with the same full envelope as any other run.
 """
 
+import functools
 import logging
 import math
 import os
@@ -39,6 +40,7 @@ from acp_bridge._entries.depth import (
 )
 from acp_bridge._entries.reporting import RunReport, RunStart, installed_reporter
 from acp_bridge._os.limits import MAX_TASK_BYTES
+from acp_bridge._os.shared_thread import SharedThread
 from acp_bridge.config import MAX_SECONDS, LoadedConfig, load_config
 from acp_bridge.envelope import Entry, Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, RunCancelled
@@ -155,13 +157,18 @@ def _start(task_id: str, entry: Entry, task: str, base: Meta, cwd: str | Path | 
     return RunStart(task_id, entry, task, base.agent, where)
 
 
+_RECORD_BEGINS = SharedThread("run_record_begins")
+"""The reporter's ``begin`` calls of runs starting together: one worker-thread pass for all
+of them, not a hop each (64 hops made 40 worker threads trading the GIL with the loop)."""
+
+
 async def _recorded(record: RunReport, body: Body, ctx: RunContext) -> SubtaskResult:
     """``body(ctx)``, with the reporter's ``begin`` in a worker thread beside it (importing
     SQLite and opening the store cost a cold run several ms it need not wait for)."""
     outcome: SubtaskResult | Exception | None = None
 
     async def begin() -> None:
-        await anyio.to_thread.run_sync(record.begin, ctx.config)
+        await _RECORD_BEGINS.run(functools.partial(record.begin, ctx.config))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(begin)

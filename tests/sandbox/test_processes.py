@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from acp_bridge._os.sandbox import RunSandbox, SandboxChoice, SandboxSpec
+from acp_bridge._os.sandbox.run_sandbox import MOUNT_POINTS
 from acp_bridge._os.sandbox.spec import Mode
 from acp_bridge.errors import SpawnError
 from tests.sandbox.conftest import choose
@@ -101,7 +102,9 @@ def test_the_private_tmp_is_shared_by_the_run_and_removed_after(ws: Path) -> Non
         assert not private.exists()
 
 
-@pytest.mark.parametrize("shape", ["empty", "mount points", "files", "a link out"])
+@pytest.mark.parametrize(
+    "shape", ["empty", "mount points", "files", "a link out", "more folders than mount points"]
+)
 def test_the_private_tmp_goes_whatever_it_holds(ws: Path, shape: str) -> None:
     """Empty, or holding only bubblewrap's mount points: a few rmdirs; with files or a
     link in it: removed the thorough way, and a link is never followed."""
@@ -120,6 +123,9 @@ def test_the_private_tmp_goes_whatever_it_holds(ws: Path, shape: str) -> None:
             (box.private_tmp / "tmp" / "x" / "work" / "note").write_text("left")
         if shape == "a link out":
             (box.private_tmp / "tmp" / "out").symlink_to(outside)
+        if shape == "more folders than mount points":  # past the quick way's bound
+            for number in range(MOUNT_POINTS + 8):
+                (box.private_tmp / f"d{number}").mkdir()
         private = box.private_tmp
         await box.__aexit__(None, None, None)
         return private

@@ -105,9 +105,11 @@ def main() -> int:
     if args.tree:
         env["PYTHONPATH"] = os.pathsep.join([args.tree, *filter(None, [env.get("PYTHONPATH")])])
     where = "import acp_bridge, os; print(os.path.dirname(acp_bridge.__file__))"
+    # -P: not the working directory first on sys.path (from a checkout's root, it would
+    # name that checkout's package, not --tree's, which the worker counts).
     package = subprocess.run(
-        [sys.executable, "-c", where], capture_output=True, text=True, env=env, check=True,
-        timeout=60,
+        [sys.executable, "-P", "-c", where], capture_output=True, text=True, env=env,
+        check=True, timeout=60,
     ).stdout.strip()  # fmt: skip
     compileall.compile_dir(package, quiet=1)  # PYTHONDONTWRITEBYTECODE would count the compiler
     with tempfile.TemporaryDirectory(prefix="acp-bridge-fanout-instructions-") as tmp:

@@ -1,111 +1,135 @@
-"""Blocking calls of one kind, run by one worker thread for everyone asking at once.
+"""Blocking work of one kind asked at once, done by one worker-thread pass for everyone
+asking: the marker sweeps of process groups that end together, their private ``/tmp``
+removals, their run records' ``begin``.
 
 Why: runs that start or end together (a fan-out of 64 agents) each made the same kind of
-blocking call in a thread hop of its own — a private ``/tmp`` removed, a file's state read.
-Each hop takes one of anyio's worker threads (a new one when none is idle: 40 were made in
-one batch), and 40 threads doing a few syscalls each, every one releasing and taking back
-the GIL the event loop needs, cost far more in futex traffic and context switches than the
-calls themselves. Here a call made while another thread is already working on its
-:class:`SharedThread` waits for that pass to end and is run in the next one, with every
-call queued meanwhile: one hop a pass instead of one a call.
+blocking call in a thread hop of its own. Each hop takes one of anyio's worker threads (a
+new one when none is idle: 40 were made in one batch), and 40 threads doing a few syscalls
+each, every one releasing and taking back the GIL the event loop needs, cost far more in
+futex traffic and context switches than the calls themselves; 64 marker sweeps each read
+every process of the machine where one pass would do. Here a question asked while a pass
+runs waits for that pass to end and is answered by the next one, with every question
+asked meanwhile: one hop a pass, and a pass always begins after the question (a sweep sees
+every process alive when it was asked).
 
-The calls of one pass run one after another, in the order they were asked; an exception is
-the caller's own. Per event loop (an ``anyio`` ``RunVar``), as :mod:`.marker_scans`.
+Per event loop (an ``anyio`` ``RunVar``): the bridge may run several loops in threads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar, cast
 
 import anyio
 from anyio.lowlevel import RunVar
 
+Q = TypeVar("Q")
+A = TypeVar("A")
 T = TypeVar("T")
+
+Answer = Callable[[Sequence[Q]], Sequence[A | BaseException]]
+"""Answers every question of a pass, in order, in the worker thread: a value, or the
+exception that one asker raises. An exception it raises is every asker's."""
 
 
 # Plain classes, not dataclasses: those compile their methods as every command starts.
-class _Call:
-    __slots__ = ("done", "error", "func", "value")
+class _Question(Generic[Q, A]):
+    __slots__ = ("answer", "done", "question")
 
-    def __init__(self, func: Callable[[], object]) -> None:
-        self.func = func
+    def __init__(self, question: Q) -> None:
+        self.question = question
         self.done = False
-        self.value: object = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.value = self.func()
-        except BaseException as exc:  # the caller's to raise, in its own task
-            self.error = exc
-        self.done = True
+        self.answer: A | BaseException | None = None
 
 
-class _Passes:
+class _Passes(Generic[Q, A]):
     __slots__ = ("ended", "running", "waiting")
 
     def __init__(self) -> None:
-        self.waiting: list[_Call] = []
+        self.waiting: list[_Question[Q, A]] = []
         self.running = False
         self.ended = anyio.Event()  # set when the running pass ends (a new one each pass)
 
 
+class SharedPasses(Generic[Q, A]):
+    """Questions of one kind, answered by shared passes (make one at module level)."""
+
+    __slots__ = ("_answer", "_passes")
+
+    def __init__(self, name: str, answer: Answer[Q, A]) -> None:
+        self._answer = answer
+        self._passes: RunVar[_Passes[Q, A]] = RunVar(f"acp_bridge_shared_{name}")
+
+    def _current(self) -> _Passes[Q, A]:
+        try:
+            return self._passes.get()
+        except LookupError:
+            passes: _Passes[Q, A] = _Passes()
+            self._passes.set(passes)
+            return passes
+
+    async def ask(self, question: Q) -> A:
+        """The answer to ``question`` from the next pass (which this call starts if none
+        runs); its exception is raised. Cancelled while queued: never asked; once its pass
+        began, the caller waits for the pass (a thread cannot be stopped)."""
+        passes = self._current()
+        asked: _Question[Q, A] = _Question(question)
+        passes.waiting.append(asked)
+        try:
+            while not asked.done:
+                if passes.running:
+                    await passes.ended.wait()
+                else:
+                    await self._run_pass(passes)
+        finally:
+            if not asked.done and asked in passes.waiting:  # cancelled before a pass took it
+                passes.waiting.remove(asked)
+        answer, asked.answer = asked.answer, None  # no cycle through a traceback's frames
+        if isinstance(answer, BaseException):
+            raise answer
+        return cast(A, answer)
+
+    async def _run_pass(self, passes: _Passes[Q, A]) -> None:
+        """One pass for every question waiting now (the caller's among them)."""
+        batch, passes.waiting = passes.waiting, []
+        passes.running, ended = True, passes.ended
+        try:
+            # Shielded: a thread cannot be stopped, and the other askers wait on this pass.
+            with anyio.CancelScope(shield=True):
+                answers = await anyio.to_thread.run_sync(
+                    self._answer, [asked.question for asked in batch]
+                )
+            for asked, answer in zip(batch, answers, strict=True):
+                asked.answer = answer
+        except Exception as exc:  # the pass's own failure: each asker raises it
+            for asked in batch:
+                asked.answer = exc
+        finally:
+            for asked in batch:
+                asked.done = True
+            passes.running, passes.ended = False, anyio.Event()
+            ended.set()
+
+
+def _call_each(calls: Sequence[Callable[[], object]]) -> list[object]:
+    answers: list[object] = []
+    for call in calls:
+        try:
+            answers.append(call())
+        except Exception as exc:  # the caller's own, raised in its task
+            answers.append(exc)
+    return answers
+
+
 class SharedThread:
-    """One kind of blocking call, shared passes (make one at module level, by name)."""
+    """Blocking calls of one kind, run one after another by shared passes, each caller
+    getting its own value or its own exception (make one at module level, by name)."""
 
     __slots__ = ("_passes",)
 
     def __init__(self, name: str) -> None:
-        self._passes: RunVar[_Passes] = RunVar(f"acp_bridge_shared_thread_{name}")
-
-    def _current(self) -> _Passes:
-        try:
-            return self._passes.get()
-        except LookupError:
-            passes = _Passes()
-            self._passes.set(passes)
-            return passes
+        self._passes: SharedPasses[Callable[[], object], object] = SharedPasses(name, _call_each)
 
     async def run(self, func: Callable[[], T]) -> T:
-        """``func()`` in a worker thread, in the next pass (which this call starts if no
-        pass is running). Its exception propagates. Cancelled while queued: not run;
-        once its pass began, the caller waits for the pass (a thread cannot be stopped)."""
-        passes = self._current()
-        call = _Call(func)
-        passes.waiting.append(call)
-        try:
-            while not call.done:
-                if passes.running:
-                    await passes.ended.wait()
-                else:
-                    await _run_pass(passes)
-        finally:
-            if not call.done and call in passes.waiting:  # cancelled before a pass took it
-                passes.waiting.remove(call)
-        error, call.error = call.error, None  # no cycle through the traceback's frames
-        if error is not None:
-            raise error
-        return cast(T, call.value)
-
-
-def _run_all(calls: list[_Call]) -> None:
-    for call in calls:
-        call.run()
-
-
-async def _run_pass(passes: _Passes) -> None:
-    """One pass for every call waiting now (the caller's among them)."""
-    batch, passes.waiting = passes.waiting, []
-    passes.running, ended = True, passes.ended
-    try:
-        # Shielded: a thread cannot be stopped, and the other callers wait on this pass.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(_run_all, batch)
-    finally:
-        for call in batch:  # not run (the hop itself failed): never left waiting
-            if not call.done:
-                call.error = RuntimeError("a shared worker-thread pass did not run")
-                call.done = True
-        passes.running, passes.ended = False, anyio.Event()
-        ended.set()
+        """``func()`` in a worker thread, in the next pass."""
+        return cast(T, await self._passes.ask(func))

@@ -1,13 +1,15 @@
 """Blocking calls asked at once share a worker thread: each caller gets its own value or its
-own exception, in the order asked, and a caller cancelled while queued is never run."""
+own exception, in the order asked, a caller cancelled while queued is never run, and a
+pass that fails as a whole fails each of its askers."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import anyio
 
-from acp_bridge._os.shared_thread import SharedThread
+from acp_bridge._os.shared_thread import SharedPasses, SharedThread
 
 
 def test_calls_asked_while_a_pass_runs_share_the_next_one() -> None:
@@ -32,7 +34,7 @@ def test_calls_asked_while_a_pass_runs_share_the_next_one() -> None:
             for n in range(1, 6):
                 tg.start_soon(ask, n)
             await anyio.wait_all_tasks_blocked()
-            assert len(shared._current().waiting) == 5  # queued behind it
+            assert len(shared._passes._current().waiting) == 5  # queued behind it
             release.set()
 
     anyio.run(main)
@@ -87,3 +89,35 @@ def test_a_caller_cancelled_while_queued_is_never_run() -> None:
 
     anyio.run(main)
     assert ran == ["first"]
+
+
+def test_a_pass_that_fails_fails_every_asker_of_it() -> None:
+    """A batch answer (one /proc sweep for every marker asked, say) that raises: each asker
+    of that pass raises it; a later pass answers again."""
+    broken = threading.Event()
+    broken.set()
+
+    def answer(questions: Sequence[int]) -> list[int]:
+        if broken.is_set():
+            raise OSError("the pass's own failure")
+        return [q + 1 for q in questions]
+
+    passes: SharedPasses[int, int] = SharedPasses("test_pass_failure", answer)
+    outcomes: dict[int, object] = {}
+
+    async def ask(n: int) -> None:
+        try:
+            outcomes[n] = await passes.ask(n)
+        except OSError as exc:
+            outcomes[n] = exc
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for n in range(3):
+                tg.start_soon(ask, n)
+        broken.clear()
+        outcomes[10] = await passes.ask(10)
+
+    anyio.run(main)
+    assert all(isinstance(outcomes[n], OSError) for n in range(3))
+    assert outcomes[10] == 11

@@ -1,8 +1,8 @@
 """Blocking work of one kind asked at once, done by one worker-thread pass for everyone
 asking: the marker sweeps of process groups that end together, their private ``/tmp``
-removals, their run records' ``begin``.
+removals.
 
-Why: runs that start or end together (a fan-out of 64 agents) each made the same kind of
+Why: runs that end together (a fan-out of 64 agents) each made the same kind of
 blocking call in a thread hop of its own. Each hop takes one of anyio's worker threads (a
 new one when none is idle: 40 were made in one batch), and 40 threads doing a few syscalls
 each, every one releasing and taking back the GIL the event loop needs, cost far more in

@@ -62,6 +62,7 @@ from typing import IO
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from acp_bridge._os.child_exits import use_pidfds
 from acp_bridge._os.command_lookup import resolve_command
 from acp_bridge._os.marker_scans import marker_present
 from acp_bridge._os.namespace_inits import inherits_orphans, reap_namespace_inits
@@ -260,6 +261,7 @@ class ProcessGroup:
         # Shielded: a cancel that lands mid-spawn would make asyncio SIGKILL the leader
         # alone, leaving its group (a sandbox's init, a shell's children) running, untracked.
         # The caller's cancellation takes effect at its next await, with the group in hand.
+        use_pidfds()  # its exit heard by the loop, not by a thread of its own (Python 3.11)
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
                 command_line if dies_with_parent else [*launcher(), *command_line],

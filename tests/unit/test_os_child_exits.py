@@ -94,7 +94,8 @@ def test_a_status_taken_elsewhere_is_reported_as_asyncio_does(
     async def main() -> int | None:
         group = await _start("sleep", "30")  # still running: nobody reaped it yet
         os.kill(group.pid, signal.SIGKILL)
-        os.waitpid(group.pid, 0)  # the loop's turn comes after: the status is gone
+        # Blocking on purpose: the loop must not get its turn before the status is taken.
+        os.waitpid(group.pid, 0)  # noqa: ASYNC222
         with anyio.fail_after(10):
             return await group.process.wait()
 

@@ -5,8 +5,8 @@ Why: asyncio hears of a child's exit through the event loop policy's child watch
 reaps it when it turns readable. 3.11's default, ``ThreadedChildWatcher``, starts one thread
 per child that blocks in ``waitpid``: the loop waits for each thread to start, and each
 thread takes the GIL from the loop to hand the exit back. In a fan-out of 64 sandboxed
-agents that was 64 threads and their GIL handoffs: ~0.75 ms of the bridge's CPU a task
-(6 pairs, benchmarks/README.md, round 8).
+agents that was 64 threads and their GIL handoffs: ~1.1 ms of the bridge's CPU a task
+(8 pairs, benchmarks/README.md, round 8).
 
 So on 3.11 the first start of a process (:func:`use_pidfds`) gives the policy the 3.12
 behaviour, when the policy still has the default it would have chosen itself (a

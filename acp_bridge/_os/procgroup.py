@@ -258,10 +258,10 @@ class ProcessGroup:
         command_line = [command, *argv[1:]]
         if handoff:
             command_line = outer_argv(command_line)
+        use_pidfds()  # its exit heard by the loop, not by a thread of its own (Python 3.11)
         # Shielded: a cancel that lands mid-spawn would make asyncio SIGKILL the leader
         # alone, leaving its group (a sandbox's init, a shell's children) running, untracked.
         # The caller's cancellation takes effect at its next await, with the group in hand.
-        use_pidfds()  # its exit heard by the loop, not by a thread of its own (Python 3.11)
         with anyio.CancelScope(shield=True):
             process = await anyio.open_process(
                 command_line if dies_with_parent else [*launcher(), *command_line],

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import socket
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -112,6 +114,27 @@ class _NoSigtermNotice(logging.Filter):
         return not record.getMessage().startswith("SIGTERM handler is not set")
 
 
+def _sigterm_back_from_ray() -> None:
+    """Give SIGTERM back to the handler Python has for it, once Ray's core worker exists.
+
+    Why: the core worker that ``ray.init`` makes installs abseil's failure signal handler,
+    for SIGTERM as well as the crash signals. On a SIGTERM it prints a stack, hands the
+    signal to the handler before it (ours), and arms a 3-second alarm that aborts the
+    process (``alarm_on_failure_secs``: it takes any such signal for the process's end). A
+    batch interrupted by SIGTERM cancels its tasks on their nodes and writes their
+    envelopes; when that took more than 3 s (a loaded machine, an agent slow to stop) the
+    CLI died of SIGABRT, exit -6, the envelopes not written. Setting Python's own handler
+    again (the CLI's; SIG_DFL or SIG_IGN as a host left it) takes abseil's off SIGTERM; the
+    crash signals stay Ray's. Only the main thread may set a handler: a host connecting
+    from another thread keeps Ray's.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handler = signal.getsignal(signal.SIGTERM)  # Python's, not the C-level one Ray put in
+    if handler is not None:  # None: set from outside Python, not ours to restore
+        signal.signal(signal.SIGTERM, handler)
+
+
 class _RaySession:
     def __init__(self, executor: RayExecutor) -> None:
         self.executor = executor
@@ -138,6 +161,8 @@ class _RaySession:
             raise ExecutorError(
                 f"Ray did not connect to {address or 'its cluster'} in time"
             ) from None
+        if self.owns_connection:  # a host that connected Ray itself chose its handlers
+            _sigterm_back_from_ray()
         self.nodes = await anyio.to_thread.run_sync(self._nodes)
         if self.executor.runtime_env is not None:
             await self._probe()

@@ -113,7 +113,15 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayTestClu
     }
     # demo-frozen: the demo agent under a name only the node a test freezes offers
     frozen = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
-    agents = [{"name": "demo", **common}, {"name": "demo-frozen", **frozen, **common}]
+    # demo-stubborn: an agent deaf to its cancel and to SIGTERM: ending it takes most of
+    # the wind-down's bound (END_GRACE, 4 s), its graces cut to fit
+    unruly = Path(__file__).parents[1] / "agents" / "unruly_agent.py"
+    stubborn = {"command": sys.executable, "args": [str(unruly), "deaf", "0"], **common}
+    agents = [
+        {"name": "demo", **common},
+        {"name": "demo-frozen", **frozen, **common},
+        {"name": "demo-stubborn", **stubborn},
+    ]
     config.write_text(json.dumps({"acp": {"agents": agents}}))
     saved = {name: os.environ.get(name) for name in ("HOME", "TMPDIR", "ACP_BRIDGE_CONFIG")}
     os.environ.update(HOME=str(home), TMPDIR=str(tmp), ACP_BRIDGE_CONFIG=str(config))
@@ -121,7 +129,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayTestClu
     cluster = Cluster(initialize_head=True, head_node_args={**head, "gcs_server_port": 0})
     made = RayTestCluster(cluster, home, config, marker)
     try:
-        made.workers = [made.add_worker(), made.add_worker()]
+        stubborn_slot = {"agent:demo-stubborn": 1}
+        made.workers = [made.add_worker(stubborn_slot), made.add_worker(stubborn_slot)]
         yield made
     finally:
         if ray.is_initialized():

@@ -55,16 +55,18 @@ def cli(cluster: RayTestCluster, *args: str, cwd: Path) -> subprocess.Popen[str]
     )
 
 
-def demo_agents(marker: str) -> list[int]:
-    """The demo agents carrying ``marker``: not bwrap's own processes (their command lines
-    name the agent too) nor a shell on the way to it."""
+def demo_agents(marker: str, agent: list[bytes] | None = None) -> list[int]:
+    """The demo agents (or those whose argv goes on with ``agent``) carrying ``marker``: not
+    bwrap's own processes (their command lines name the agent too) nor a shell on the way
+    to it."""
+    wanted = agent or [b"-m", b"acp_bridge._demo_agent"]
     found = []
     for pid in processes_with(marker):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-m", b"acp_bridge._demo_agent"]:
+        if argv[1 : 1 + len(wanted)] == wanted:
             found.append(pid)
     return found
 
@@ -174,6 +176,35 @@ def test_an_interrupted_batch_cancels_its_tasks_on_their_nodes(
         assert slow["meta"]["node"]  # it had started there, and ended there
         # ended by its node's runner (depth is its stamp), not force-cancelled from here
         assert slow["meta"].get("depth") == 1, (slow["error"], slow["meta"])
+
+
+def test_an_interrupt_that_outlasts_rays_abort_alarm_still_ends_the_batch(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    # Ray's core worker meets a SIGTERM with abseil's failure handler, which aborts the
+    # process 3 s later. This task's agent ignores its cancel and SIGTERM, so ending it
+    # takes most of the wind-down's 4 s: the CLI died of SIGABRT (-6) before it ended.
+    path = tmp_path / "tasks.jsonl"
+    task = {"key": "stubborn", "entry": "acp_spawn", "agent": "demo-stubborn", "task": "go"}
+    path.write_text(json.dumps(task) + "\n")
+    out = tmp_path / "results.jsonl"
+    address = ["--executor", "ray", "--address", ray_cluster.address]
+    process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+    deadline = time.monotonic() + 90
+    unruly = [str(Path(__file__).parents[1] / "agents" / "unruly_agent.py").encode()]
+    while not demo_agents(ray_cluster.marker, unruly):
+        assert time.monotonic() < deadline and process.poll() is None, "the task never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # past session/new: the agent has gone deaf
+    interrupted = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    took = time.monotonic() - interrupted
+    assert process.returncode == 130, err
+    assert took > 3, f"ended in {took:.1f} s: the test did not outlast the alarm"
+    [envelope] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert envelope["meta"]["error_code"] == "cancelled", envelope["error"]
+    assert envelope["meta"]["batch"]["interrupted"] is True
 
 
 def test_a_broken_runtime_environment_fails_every_task_within_seconds(

@@ -3,6 +3,7 @@ a broken runtime environment, and ``acp-bridge worker`` joining the cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -69,6 +70,15 @@ def demo_agents(marker: str, agent: list[bytes] | None = None) -> list[int]:
         if argv[1 : 1 + len(wanted)] == wanted:
             found.append(pid)
     return found
+
+
+def _ignores_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGTERM (its ``SigIgn`` mask in ``/proc``)."""
+    with contextlib.suppress(OSError, StopIteration, ValueError):
+        status = Path(f"/proc/{pid}/status").read_text()
+        ignored = next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+        return bool(int(ignored.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
 
 
 def verdicts(junit: Path) -> dict[str, str]:
@@ -192,10 +202,11 @@ def test_an_interrupt_that_outlasts_rays_abort_alarm_still_ends_the_batch(
     process = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
     deadline = time.monotonic() + 90
     unruly = [str(Path(__file__).parents[1] / "agents" / "unruly_agent.py").encode()]
-    while not demo_agents(ray_cluster.marker, unruly):
+    # Deaf from the moment it ignores SIGTERM (the first thing it does then; it never reads
+    # its stdin again).
+    while not any(_ignores_sigterm(pid) for pid in demo_agents(ray_cluster.marker, unruly)):
         assert time.monotonic() < deadline and process.poll() is None, "the task never started"
         time.sleep(0.05)
-    time.sleep(0.5)  # past session/new: the agent has gone deaf
     interrupted = time.monotonic()
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=60)

@@ -26,33 +26,34 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from acp_bridge._acp.schema import PermissionOption
     from acp_bridge._acp.services.elicitation import (
         ElicitationAnswer,
         ElicitationHook,
         ElicitationQuestion,
     )
     from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
+    from acp_bridge._acp.wire.schema import PermissionOption
     from acp_bridge._batch.batch_run import batch, batch_sync
     from acp_bridge._batch.executor import Executor, LocalExecutor
-    from acp_bridge._batch.ray_executor import RayExecutor
+    from acp_bridge._batch.ray.ray_executor import RayExecutor
     from acp_bridge._batch.tasks import BatchTask, Workspace
     from acp_bridge._compare.compare_options import CompareOptions
     from acp_bridge._compare.compare_result import AttemptResult, CompareResult
     from acp_bridge._compare.comparison import compare, compare_sync
     from acp_bridge._compare.verifier import VerifierResult
     from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_sync
-    from acp_bridge._entries.ask import ask, ask_sync
     from acp_bridge._entries.bash import CommandResult, bash, bash_sync
-    from acp_bridge._entries.builtin_tools import ToolRegistry
+    from acp_bridge._entries.local_loop.ask import ask, ask_sync
+    from acp_bridge._entries.local_loop.builtin_tools import ToolRegistry
+    from acp_bridge._entries.local_loop.spawn import spawn, spawn_sync
     from acp_bridge._entries.options import AcpSpawnOptions, AskOptions, BashOptions, SpawnOptions
     from acp_bridge._entries.request import EntryRequest, run_entry
-    from acp_bridge._entries.spawn import spawn, spawn_sync
     from acp_bridge._loop.toolset import Selection, Tool, ToolSet
-    from acp_bridge._output_schema import SchemaRegistry
-    from acp_bridge._runs.handle import RunEvent, RunHandle, list_runs, open_run
-    from acp_bridge._runs.start import RunOptions, start_run, start_run_sync
-    from acp_bridge._runs.store.records import RunRecord, RunStatus
+    from acp_bridge._output_schema.structured_output import SchemaRegistry
+    from acp_bridge._runs.caller.handle import RunEvent, RunHandle, list_runs, open_run
+    from acp_bridge._runs.caller.start import start_run, start_run_sync
+    from acp_bridge._runs.run_options import RunOptions
+    from acp_bridge._runs.store.run_records import RunRecord, RunStatus
     from acp_bridge.config import AgentProfile, Config, LoadedConfig, ToolKind, load_config
     from acp_bridge.envelope import (
         ElicitationRecord,
@@ -98,13 +99,13 @@ if TYPE_CHECKING:
     from acp_bridge.events import Event, EventHandler, EventKind, ObserveProfile
 
 _MODULES: dict[str, tuple[str, ...]] = {
-    "acp_bridge._acp.schema": ("PermissionOption",),
+    "acp_bridge._acp.wire.schema": ("PermissionOption",),
     "acp_bridge._acp.services.elicitation": (
         "ElicitationAnswer", "ElicitationHook", "ElicitationQuestion",
     ),
     "acp_bridge._acp.services.permissions": ("PermissionHook", "PermissionQuestion"),
     "acp_bridge._batch.executor": ("Executor", "LocalExecutor"),
-    "acp_bridge._batch.ray_executor": ("RayExecutor",),
+    "acp_bridge._batch.ray.ray_executor": ("RayExecutor",),
     "acp_bridge._batch.batch_run": ("batch", "batch_sync"),
     "acp_bridge._batch.tasks": ("BatchTask", "Workspace"),
     "acp_bridge._compare.comparison": ("compare", "compare_sync"),
@@ -112,17 +113,18 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "acp_bridge._compare.compare_result": ("AttemptResult", "CompareResult"),
     "acp_bridge._compare.verifier": ("VerifierResult",),
     "acp_bridge._entries.acp_spawn.entry": ("acp_spawn", "acp_spawn_sync"),
-    "acp_bridge._entries.ask": ("ask", "ask_sync"),
-    "acp_bridge._entries.spawn": ("spawn", "spawn_sync"),
+    "acp_bridge._entries.local_loop.ask": ("ask", "ask_sync"),
+    "acp_bridge._entries.local_loop.spawn": ("spawn", "spawn_sync"),
     "acp_bridge._entries.bash": ("CommandResult", "bash", "bash_sync"),
     "acp_bridge._entries.request": ("EntryRequest", "run_entry"),
     "acp_bridge._entries.options": ("AcpSpawnOptions", "AskOptions", "BashOptions", "SpawnOptions"),
-    "acp_bridge._entries.builtin_tools": ("ToolRegistry",),
+    "acp_bridge._entries.local_loop.builtin_tools": ("ToolRegistry",),
     "acp_bridge._loop.toolset": ("Selection", "Tool", "ToolSet"),
-    "acp_bridge._output_schema": ("SchemaRegistry",),
-    "acp_bridge._runs.handle": ("RunEvent", "RunHandle", "list_runs", "open_run"),
-    "acp_bridge._runs.store.records": ("RunRecord", "RunStatus"),
-    "acp_bridge._runs.start": ("RunOptions", "start_run", "start_run_sync"),
+    "acp_bridge._output_schema.structured_output": ("SchemaRegistry",),
+    "acp_bridge._runs.caller.handle": ("RunEvent", "RunHandle", "list_runs", "open_run"),
+    "acp_bridge._runs.store.run_records": ("RunRecord", "RunStatus"),
+    "acp_bridge._runs.run_options": ("RunOptions",),
+    "acp_bridge._runs.caller.start": ("start_run", "start_run_sync"),
     "acp_bridge.config": ("AgentProfile", "Config", "LoadedConfig", "ToolKind", "load_config"),
     "acp_bridge.envelope": (
         "ElicitationRecord", "Entry", "Meta", "OutputKind", "PermissionRecord", "RefusalRecord",
@@ -145,8 +147,8 @@ _RECORDED = frozenset(
         "acp_bridge._batch.batch_run",
         "acp_bridge._compare.comparison",
         "acp_bridge._entries.acp_spawn.entry",
-        "acp_bridge._entries.ask",
-        "acp_bridge._entries.spawn",
+        "acp_bridge._entries.local_loop.ask",
+        "acp_bridge._entries.local_loop.spawn",
         "acp_bridge._entries.bash",
         "acp_bridge._entries.request",
     }
@@ -256,7 +258,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'acp_bridge' has no attribute {name!r}")
     if module in _RECORDED:
-        importlib.import_module("acp_bridge._runs.store.foreground").install()
+        importlib.import_module("acp_bridge._runs.foreground").install()
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

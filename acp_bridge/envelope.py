@@ -2,7 +2,7 @@
 
 The first seven keys are a stable contract (they match the Mistermorph envelope);
 ``meta`` is an open extension. What ``output_schema`` means (a JSON answer, validated) is in
-``_output_schema.py``.
+``_output_schema/structured_output.py``.
 """
 
 import json
@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acp_bridge._field_defaults import empty_list, instance_of
-from acp_bridge._json_pieces import json_pieces
+from acp_bridge._records.field_defaults import empty_list, instance_of
+from acp_bridge._records.json_pieces import json_pieces
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 SUMMARY_LIMIT = 160
@@ -193,7 +193,7 @@ class SubtaskResult(BaseModel):
         self, *, indent: int | None = None, ensure_ascii: bool = False
     ) -> Iterator[str]:
         """:meth:`to_json`'s text in pieces: a long text output is encoded a slice at a time
-        (:func:`~acp_bridge._json_pieces.json_pieces`), never copied whole once more."""
+        (:func:`~acp_bridge._records.json_pieces.json_pieces`), never copied whole once more."""
         return json_pieces(self.to_dict(), indent=indent, ensure_ascii=ensure_ascii)
 
 

@@ -40,10 +40,13 @@ LADDER = (
     ("asyncio + anyio", "import asyncio, anyio"),
     ("pydantic", "from pydantic import BaseModel"),
     ("the config package", "import acp_bridge.config"),
-    ("the ACP wire schema", "import acp_bridge._acp.schema"),
+    ("the ACP wire schema", "import acp_bridge._acp.wire.schema"),
     ("the envelope", "import acp_bridge.envelope"),
     ("the acp_spawn entry", "import acp_bridge._entries.acp_spawn.entry"),
-    ("the command line", "import acp_bridge.cli._entries, acp_bridge.cli._parser"),
+    (
+        "the command line",
+        "import acp_bridge.cli._run_commands.entry_commands, acp_bridge.cli._parser",
+    ),
 )
 
 

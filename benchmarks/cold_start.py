@@ -14,7 +14,7 @@ The commands run in turn round after round (A B C A B C …) after one warm-up r
 - ``norecord``: the same with ``runs: {record: false}``: the cost of recording the run in the
   run store (DESIGN §10) is ``bridge`` minus ``norecord``, in wall and in CPU time;
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
-  ``acpx --agent "<python> -m acp_bridge._demo_agent" --format quiet --approve-all exec …``;
+  ``acpx --agent "<python> -m acp_bridge._demo.agent" --format quiet --approve-all exec …``;
 - ``sdk``: the official Python SDK doing the same (``sdk_client.py``: spawn, ``initialize``,
   ``session/new``, one prompt, print the answer), with no sandbox, transcript or record:
   the reference for "faster than the SDK" at this size.
@@ -188,7 +188,7 @@ def main() -> int:
             },
         }
         if acpx:
-            agent = f"{python} -m acp_bridge._demo_agent"
+            agent = f"{python} -m acp_bridge._demo.agent"
             argv = [acpx, "--agent", agent, "--format", "quiet", "--approve-all", "exec", TASK]
             commands["acpx"] = (argv, check_acpx)
         else:

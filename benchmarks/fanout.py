@@ -4,7 +4,7 @@
 
 Each measurement runs in a fresh worker process (this script with ``--worker``), imports
 done before the clock starts, against the bundled demo agent (``python -m
-acp_bridge._demo_agent``) and the task ``Reply with exactly OK``:
+acp_bridge._demo.agent``) and the task ``Reply with exactly OK``:
 
 - ``sdk``: the official Python SDK (``acp.spawn_agent_process``) drives N agents at once:
   spawn, ``initialize``, ``session/new``, one prompt, close. No sandbox, no transcript, no
@@ -81,7 +81,7 @@ def run_sdk(n: int, cwd: str, *, sandboxed: bool = False) -> None:
             if sandboxed:  # set up before the clock: only the launch itself is measured
                 launches = [await _sandboxed_launch(stack, i, cwd) for i in range(n)]
             else:
-                launches = [([sys.executable, "-m", "acp_bridge._demo_agent"], None)] * n
+                launches = [([sys.executable, "-m", "acp_bridge._demo.agent"], None)] * n
             cpu0, t0 = _cpu(), time.perf_counter()
             results = list(await asyncio.gather(*(one(launch) for launch in launches)))
             return results, t0, cpu0, time.perf_counter(), _cpu()  # the sandboxes left after
@@ -102,8 +102,8 @@ async def _sandboxed_launch(
     sandbox is left when the batch is over."""
     from acp_bridge import load_config
     from acp_bridge._entries.confinement import confined
-    from acp_bridge._os.roots import Roots
-    from acp_bridge._os.stdio_handoff import outer_argv
+    from acp_bridge._os.fs.roots import Roots
+    from acp_bridge._os.process.stdio_handoff import outer_argv
 
     config = load_config()
     profile = config.profiles.get("demo").runnable()
@@ -118,7 +118,7 @@ async def _sandboxed_launch(
             measure=False,
         )
     )
-    argv = [sys.executable, "-m", "acp_bridge._demo_agent"]
+    argv = [sys.executable, "-m", "acp_bridge._demo.agent"]
     launch = confinement.launch(argv, dict(os.environ), Path(cwd), handoff=True)
     # As the bridge's process group starts it: the stdio handoff's outer shell first.
     return (outer_argv(launch.argv) if launch.handoff else launch.argv), launch.env
@@ -156,8 +156,8 @@ def run_bridge(n: int, cwd: str) -> None:
 
 def run_detached(n: int, cwd: str) -> None:
     from acp_bridge import EntryRequest, load_config
-    from acp_bridge._runs.handle import wait_all_sync
-    from acp_bridge._runs.start import start_run_sync
+    from acp_bridge._runs.caller.handle import wait_all_sync
+    from acp_bridge._runs.caller.start import start_run_sync
 
     config = load_config()
     request = EntryRequest(entry="acp_spawn", agent="demo", task=TASK, cwd=cwd)

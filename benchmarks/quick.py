@@ -92,7 +92,7 @@ def _cold_commands(base: str | None, acpx: str | None) -> dict[str, tuple[list[s
     if base:
         commands["base"] = ([base, "run", "demo", task], cold_start.check_bridge)
     if acpx:
-        agent = f"{sys.executable} -m acp_bridge._demo_agent"
+        agent = f"{sys.executable} -m acp_bridge._demo.agent"
         argv = [acpx, "--agent", agent, "--format", "quiet", "--approve-all", "exec", task]
         commands["acpx"] = (argv, cold_start.check_acpx)
     return commands

@@ -45,12 +45,12 @@ from pathlib import Path
 
 from acp_bridge import EntryRequest, load_config
 from acp_bridge import __file__ as acp_bridge_file
-from acp_bridge._os import proc
-from acp_bridge._runs import envelopes
-from acp_bridge._runs.handle import list_runs, stop_run, wait_all_sync
-from acp_bridge._runs.start import start_run_sync
-from acp_bridge._runs.store.records import NewRun
-from acp_bridge._runs.store.store import Store, close_stores
+from acp_bridge._os.process import proc
+from acp_bridge._runs import unfinished
+from acp_bridge._runs.caller.handle import list_runs, stop_run, wait_all_sync
+from acp_bridge._runs.caller.start import start_run_sync
+from acp_bridge._runs.store.run_records import NewRun
+from acp_bridge._runs.store.run_store import Store, close_stores
 from acp_bridge.errors import ErrorCode
 
 TARGETS = {"detach": 0.3, "wait": 0.1, "ps": 0.3}
@@ -171,10 +171,10 @@ def bench_record(rounds: int, folder: Path) -> dict[str, list[float]]:
 
 CRITICAL_PATH = """
 import json, sys, time
-from acp_bridge._entries import runner
-from acp_bridge._runs.store import foreground
+from acp_bridge._entries import enveloped
+from acp_bridge._runs import foreground
 spent = {}
-begin, ended, recorded = foreground._Record.begin, foreground._Record.ended, runner._recorded
+begin, ended, recorded = foreground._Record.begin, foreground._Record.ended, enveloped._recorded
 
 def timed_begin(self, config):
     began = time.perf_counter()
@@ -194,7 +194,7 @@ async def timed_recorded(record, body, ctx):
     return await recorded(record, timed_body, ctx)
 
 foreground._Record.begin, foreground._Record.ended = timed_begin, timed_ended
-runner._recorded = timed_recorded
+enveloped._recorded = timed_recorded
 import acp_bridge
 assert acp_bridge.acp_spawn_sync("demo", "Reply with exactly OK").status == "done"
 waited = max(0.0, spent["begun_at"] - spent["body_done_at"])
@@ -232,8 +232,8 @@ def fill(store: Store, records: int) -> None:
         store.create(run, me)
         current = store.get(run.id)
         assert current is not None
-        result = envelopes.run_failed(current, "benchmark record", ErrorCode.AGENT_ERROR)
-        outcome = envelopes.outcome(result.model_copy(update={"output": output}))
+        result = unfinished.run_failed(current, "benchmark record", ErrorCode.AGENT_ERROR)
+        outcome = unfinished.outcome(result.model_copy(update={"output": output}))
         event = json.dumps({"kind": "message", "task_id": run.id, "elapsed": 0.1, "text": "hi"})
         store.add_events(run.id, [event] * 20, 0)
         with store.write() as db:

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import anyio
 
+from acp_bridge._os.process.stdio_handoff import outer_argv
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
-from acp_bridge._os.stdio_handoff import outer_argv
 
 BUDGET_MS = 30.0
 PR_SET_CHILD_SUBREAPER = 36

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 TASK = "Reply with exactly OK"
-DEMO_AGENT = (sys.executable, "-m", "acp_bridge._demo_agent")
+DEMO_AGENT = (sys.executable, "-m", "acp_bridge._demo.agent")
 
 
 async def one_turn(

@@ -229,8 +229,8 @@ def run_bridge(n: int, transcripts: bool) -> None:
     """acp_spawn, in-process, exactly as a host calls it."""
     import anyio
 
-    from acp_bridge._acp.session import AcpSession
-    from acp_bridge._acp.turn_collector import MAX_ANSWER_BYTES
+    from acp_bridge._acp.session.acp_session import AcpSession
+    from acp_bridge._acp.turn.turn_collector import MAX_ANSWER_BYTES
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 

@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 
 from acp_bridge._acp.services.terminals import TerminalService
-from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config import TerminalSettings
 
 BLOCK = "aé€😀".encode()

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import settings
 
 from acp_bridge._entries.acp_spawn.entry import acp_spawn
-from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
+from acp_bridge._os.process.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from tests.helpers import kill_quietly

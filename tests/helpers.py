@@ -35,7 +35,7 @@ def demo_profile(**extra: Any) -> dict[str, Any]:
     state = os.environ["ACP_BRIDGE_DEMO_STATE"]
     return {
         "command": sys.executable,
-        "args": ["-m", "acp_bridge._demo_agent"],
+        "args": ["-m", "acp_bridge._demo.agent"],
         "env_passthrough": ["ACP_BRIDGE_DEMO_STATE"],
         "sandbox": {"state": [state]},
         **extra,
@@ -184,8 +184,8 @@ _PARAMS_OF = {
 async def serve(handler: Callable[..., Awaitable[Any]], **params: Any) -> Any:
     """Answer one request with ``handler`` through the real router (params validated, errors
     mapped to JSON-RPC); its result, or :class:`RpcFailure` with the agent's error."""
-    from acp_bridge._acp import schema
-    from acp_bridge._acp.router import Route, Router
+    from acp_bridge._acp.rpc.router import Route, Router
+    from acp_bridge._acp.wire import schema
 
     method, model = _PARAMS_OF[handler.__name__]
     router = Router([Route(method, getattr(schema, model), handler)])

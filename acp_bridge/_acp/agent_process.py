@@ -25,7 +25,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._os.buffers import TailBuffer
-from acp_bridge._os.procgroup import Graceful, ProcessGroup, signal_name
+from acp_bridge._os.process.procgroup import Graceful, ProcessGroup, signal_name
 from acp_bridge._os.race import on_any, race
 from acp_bridge.errors import ConfigError, SpawnError
 from acp_bridge.events import EventSink

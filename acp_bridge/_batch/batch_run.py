@@ -37,7 +37,7 @@ from anyio.abc import TaskGroup
 from acp_bridge._batch.executor import Executor, LocalExecutor, Session
 from acp_bridge._batch.store_records import TaskRecord
 from acp_bridge._batch.tasks import Keyed, TaskLike, keyed
-from acp_bridge._entries.runner import check_task_id
+from acp_bridge._entries.enveloped import check_task_id
 from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error, new_task_id

@@ -23,8 +23,8 @@ import anyio
 from acp_bridge._batch.node_run import effective_timeout, hostname, run_task_here
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._os.race import race
-from acp_bridge._runs import lanes
-from acp_bridge._runs.store import foreground
+from acp_bridge._runs import foreground
+from acp_bridge._runs.store import lanes
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import Meta, SubtaskResult, failed
 from acp_bridge.errors import BridgeError, ErrorCode

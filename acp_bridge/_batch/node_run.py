@@ -18,8 +18,8 @@ import anyio
 
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import Finished, Measured, workspace
+from acp_bridge._entries.enveloped import finish_envelope
 from acp_bridge._entries.request import EntryRequest, run_entry
-from acp_bridge._entries.runner import finish_envelope
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, from_error
 from acp_bridge.errors import BridgeError, ConfigError
@@ -75,7 +75,7 @@ async def run_task_here(
 def effective_timeout(request: EntryRequest, loaded: LoadedConfig | None) -> float:
     """The seconds ``request`` may run under ``loaded`` (its own timeout, else the entry's
     default there), so a caller far away can keep a deadline of its own: a run ends by
-    this plus :data:`~acp_bridge._entries.runner.END_GRACE`, whatever its worker does."""
+    this plus :data:`~acp_bridge._entries.enveloped.END_GRACE`, whatever its worker does."""
     timeout = request.option("timeout")
     if timeout is not None:
         return float(timeout)

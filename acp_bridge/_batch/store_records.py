@@ -16,7 +16,7 @@ import os
 import anyio
 
 from acp_bridge._entries.reporting import RunReport, RunStart
-from acp_bridge._runs.store import foreground
+from acp_bridge._runs import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
 

@@ -3,7 +3,7 @@
 Made on the node itself (a remote executor ships only the description, and an upload as a
 tarball): a fresh directory, the files a task asks for, an uploaded copy, or a git worktree
 of a repository the node reaches. Before the run its state is recorded (git or a snapshot,
-:mod:`acp_bridge._os.changes`); after it, ``meta.files_changed`` (paths relative to the
+:mod:`acp_bridge._os.git.changes`); after it, ``meta.files_changed`` (paths relative to the
 workspace) and ``meta.diff`` (a file in this machine's state directory) are filled in where
 the entry did not measure them itself. Then the caller's ``inspect`` looks at the result
 (smoke's file expectations) and the directory goes, unless the task keeps it.
@@ -28,10 +28,10 @@ from typing import Any
 import anyio
 
 from acp_bridge._batch.tasks import Inspect, Workspace
-from acp_bridge._os.changes import measure_changes, take_baseline
-from acp_bridge._os.git import GitError, git
-from acp_bridge._os.locations import state_dir
-from acp_bridge._os.private_files import private_dir
+from acp_bridge._os.fs.locations import state_dir
+from acp_bridge._os.fs.private_files import private_dir
+from acp_bridge._os.git.changes import measure_changes, take_baseline
+from acp_bridge._os.git.commands import GitError, git
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, LimitExceeded
 

@@ -54,7 +54,7 @@ from acp_bridge._compare.shared_budget import SharedBudget
 from acp_bridge._compare.verifier import VerifierResult, verify
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.sync import synchronous
-from acp_bridge._os.worktree import discard_worktrees
+from acp_bridge._os.git.worktrees import discard_worktrees
 from acp_bridge._runs.budget import usage_figures
 from acp_bridge.config import AgentProfile, LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult, new_task_id

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from acp_bridge._os.git import git
+from acp_bridge._os.git.commands import git
 from acp_bridge.errors import ConfigError, DirtyWorkingTree
 
 GIT_TIMEOUT = 60.0

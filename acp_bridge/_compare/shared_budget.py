@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from acp_bridge._compare.compare_result import BudgetUse
 from acp_bridge._runs.budget import Budget, BudgetGuard
-from acp_bridge._runs.envelopes import over_budget
+from acp_bridge._runs.unfinished import over_budget
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 

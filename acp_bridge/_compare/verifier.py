@@ -19,16 +19,16 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field
 
-from acp_bridge._acp.router import RequestError
-from acp_bridge._acp.schema import CreateTerminalParams, TerminalIdParams
+from acp_bridge._acp.rpc.router import RequestError
 from acp_bridge._acp.services.terminals import TerminalService
+from acp_bridge._acp.wire.schema import CreateTerminalParams, TerminalIdParams
 from acp_bridge._compare.patches import apply_diff
 from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level
-from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.git import git
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.git.commands import git
+from acp_bridge._os.process.environment import constructed_env
 from acp_bridge._os.race import race
-from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.errors import BridgeError
 

@@ -29,12 +29,12 @@ from typing_extensions import Unpack
 
 from acp_bridge._entries.confinement import confined
 from acp_bridge._entries.depth import current_depth, inherited_max_depth
+from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.options import BashOptions, checked_or_error
-from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.buffers import HeadTail
-from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.procgroup import ProcessGroup
+from acp_bridge._os.process.environment import constructed_env
+from acp_bridge._os.process.procgroup import ProcessGroup
 from acp_bridge._os.race import race, wait_any, wait_event
 from acp_bridge.config import MAX_BYTES, LoadedConfig, SandboxSettings, load_config
 from acp_bridge.envelope import (

@@ -27,25 +27,25 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._entries.runner import END_GRACE
-from acp_bridge._os.changes import (
+from acp_bridge._entries.enveloped import END_GRACE
+from acp_bridge._os.fs.locations import config_dir, run_store_files, state_dir
+from acp_bridge._os.git.changes import (
     Baseline,
     ChangeLimits,
     FilesChanged,
     measure_changes,
     take_baseline,
 )
-from acp_bridge._os.locations import config_dir, run_store_files, state_dir
-from acp_bridge._os.procgroup import Launched
-from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
-from acp_bridge._os.worktree import (
+from acp_bridge._os.git.worktrees import (
     Worktree,
     create_worktree,
     finish_worktree,
     reopen_worktree,
 )
+from acp_bridge._os.process.procgroup import Launched
+from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge.config import ResolvedSandbox
-from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
+from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree
 from acp_bridge.errors import BridgeError, RunTimeout, StateDirError
 
 SHIM_GRACE_SHARE = 0.5  # of the shutdown grace: the Landlock shim must finish before SIGKILL
@@ -87,7 +87,7 @@ class Confinement:
         handoff: bool = False,
     ) -> Launched:
         """How ``argv`` starts in this run's sandbox (the agent, and each terminal); a
-        :data:`~acp_bridge._os.procgroup.Launcher`. Under bubblewrap a graceful stop signals
+        :data:`~acp_bridge._os.process.procgroup.Launcher`. Under bubblewrap a graceful stop signals
         the command inside, not bwrap (which would take the whole namespace with it), and
         with ``handoff`` (the agent) its stdin and stdout are handed past bwrap."""
         return self.box.wrap(argv, env, cwd=cwd, handoff=handoff)

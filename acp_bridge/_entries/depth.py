@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from acp_bridge._os.environment import DEPTH_ENV, MAX_DEPTH_ENV
+from acp_bridge._os.process.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.errors import ConfigError, DepthLimitError
 
 _level: ContextVar[int | None] = ContextVar("acp_bridge_level", default=None)

@@ -9,9 +9,10 @@ them besides the Python API). Everything else derives from these classes:
   keywords, checked here by :func:`check_options` (defaults filled in);
 - :class:`~acp_bridge.EntryRequest` (``_entries/request.py``): a run of any entry as data,
   its options checked by the same model;
-- the command line (``cli/_options.py`` adds each offered option as a flag), the MCP tools
-  (``_mcp/arguments.py``), the model loop's built-in tools (``_entries/builtin_tools.py``):
-  each a subset of the fields, with the same checks and descriptions;
+- the command line (``cli/_run_commands/entry_flags.py`` adds each offered option as a flag), the
+  MCP tools (``_mcp/arguments.py``), the model loop's built-in tools
+  (``_entries/local_loop/builtin_tools.py``): each a subset of the fields, with the same checks and
+  descriptions;
 - follow-up turns: what a session is set up with (:func:`session_settings`);
 - the references in ``docs/reference/`` (generated).
 
@@ -40,7 +41,7 @@ from typing_extensions import TypedDict
 
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._os.limits import MAX_BYTES, MAX_SECONDS
-from acp_bridge.config._sandbox import IsolationMode, KeepWorktree
+from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree
 from acp_bridge.errors import ConfigError
 from acp_bridge.events import ObserveProfile
 

@@ -1,6 +1,6 @@
 """The run reporter hook: where the runner reports every run as it starts and as it ends.
 
-Every entry path goes through :func:`~acp_bridge._entries.runner.run_enveloped`; when a
+Every entry path goes through :func:`~acp_bridge._entries.enveloped.run_enveloped`; when a
 reporter is installed, each run there gets a :class:`RunReport`: ``begin`` once the config
 is loaded (a blocking call the runner makes in a worker thread, beside the run, so its cost
 stays off the run's critical path), then ``ended`` with the final envelope, or ``abandoned``
@@ -8,7 +8,7 @@ when the caller's own scope cancelled the run and no envelope exists.
 
 Why a hook and not an import: the run store sits above the entries (it runs them detached,
 DESIGN §7), so the entries cannot import it; the store plugs itself in from above
-(``acp_bridge._runs.store.foreground.install``: the CLI, smoke, the supervisor and the public entry
+(``acp_bridge._runs.foreground.install``: the CLI, smoke, the supervisor and the public entry
 functions of ``acp_bridge`` install it). A reporter must never fail a run: its methods swallow
 and log their own errors.
 """

@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from acp_bridge._entries.options import OPTIONS, options_adapter, options_of, stored_options
-from acp_bridge._field_defaults import empty_dict
+from acp_bridge._records.field_defaults import empty_dict
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
@@ -201,13 +201,13 @@ def _bash(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
 
 
 def _spawn(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.spawn import spawn
+    from acp_bridge._entries.local_loop.spawn import spawn
 
     return spawn(request.task, request.tools or [], **_not_acp(hooks), **request.options)
 
 
 def _ask(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.ask import ask
+    from acp_bridge._entries.local_loop.ask import ask
 
     return ask(request.task, tools=request.tools, **_not_acp(hooks), **request.options)
 
@@ -215,12 +215,12 @@ def _ask(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
 ENTRY_MODULES: dict[str, str] = {
     "acp_spawn": "acp_bridge._entries.acp_spawn.entry",
     "bash": "acp_bridge._entries.bash",
-    "spawn": "acp_bridge._entries.spawn",
-    "ask": "acp_bridge._entries.ask",
+    "spawn": "acp_bridge._entries.local_loop.spawn",
+    "ask": "acp_bridge._entries.local_loop.ask",
 }
 """Where each entry function lives (each module has a function of the entry's name): the
 table below imports it when the entry runs; the command line loads it before (issue 24:
-see cli/_collector.py)."""
+see cli/_garbage_collector.py)."""
 
 ENTRIES: dict[str, Callable[[EntryRequest, Hooks], Awaitable[SubtaskResult]]] = {
     "acp_spawn": _acp_spawn,

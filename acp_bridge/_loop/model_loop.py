@@ -26,8 +26,11 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 from acp_bridge._loop.models import ModelChoice, build_model
 from acp_bridge._loop.toolset import Selection, Tool, ToolSet
 from acp_bridge._os.race import race, wait_any
-from acp_bridge._os.schema_check import check_structured_output
-from acp_bridge._output_schema import SchemaRegistry, structured_output_instruction
+from acp_bridge._output_schema.schema_check import check_structured_output
+from acp_bridge._output_schema.structured_output import (
+    SchemaRegistry,
+    structured_output_instruction,
+)
 from acp_bridge.envelope import (
     Meta,
     SubtaskResult,

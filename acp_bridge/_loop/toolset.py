@@ -2,9 +2,9 @@
 
 A :class:`ToolSet` is bound to a config and a workspace; a host adds its own tools (a Python
 callable, sync or async, taking one pydantic model of arguments). Every tool exports as a
-function-calling spec (JSON Schema, in OpenAI's or Anthropic's shape) so any host loop can
-offer it. The built-in tools (``bash``, the file tools, ``spawn``, ``acp_spawn``) are added
-by ``ToolRegistry`` in ``_entries/builtin_tools.py``: they call entry paths, which sit above
+function-calling spec (JSON Schema, in OpenAI's or Anthropic's shape) so any host loop can offer it.
+The built-in tools (``bash``, the file tools, ``spawn``, ``acp_spawn``) are added by
+``ToolRegistry`` in ``_entries/local_loop/builtin_tools.py``: they call entry paths, which sit above
 this layer.
 
 A call never raises for the tool's own failure: the model gets ``error: …`` and can adapt.
@@ -30,7 +30,7 @@ from typing import Any, Literal, get_type_hints
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._os.roots import Roots, existing_directory
+from acp_bridge._os.fs.roots import Roots, existing_directory
 from acp_bridge.config import LoadedConfig, ToolKind
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
@@ -160,8 +160,10 @@ class ToolSet:
         wanted = list(dict.fromkeys(n.strip() for n in names if n.strip()))
         child = ToolSet(self.config, cwd=self.cwd, on_event=self.on_event)
         child.origin = self.origin
-        unknown = [n for n in wanted if n not in self._tools]
-        refused = [n for n in wanted if n in NESTING_TOOLS and n in self._tools and not nesting]
+        # A subtask never nests: spawn and acp_spawn are refused as such whether or not this
+        # set holds them (a spawn's own set has only the workspace tools).
+        refused = [n for n in wanted if n in NESTING_TOOLS and not nesting]
+        unknown = [n for n in wanted if n not in self._tools and n not in refused]
         for name, tool in self._tools.items():
             if name in wanted and name not in refused:
                 child.add(tool)

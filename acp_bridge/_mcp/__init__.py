@@ -22,7 +22,8 @@ Modules, bottom up:
 - :mod:`.relay` — a tool run followed by one request: events become progress notifications,
   log lines log messages, questions elicitations; the host's cancel is the run's cancel;
 - :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
-- :mod:`.run_control` — the run-control tools, the one adapter over :mod:`acp_bridge._runs.handle`;
+- :mod:`.run_control` — the run-control tools, the one adapter over
+  :mod:`acp_bridge._runs.caller.handle`;
 - :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
 - :mod:`.stdio_repair` — host lines on stdio the SDK could not read: mended, or answered with an
   error, never dropped without a word;

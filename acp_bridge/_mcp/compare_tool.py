@@ -18,7 +18,7 @@ import mcp.types as types
 
 from acp_bridge._compare.compare_result import AttemptResult, CompareResult
 from acp_bridge._compare.comparison import compare
-from acp_bridge._compare.report import status_of, table, verifier_of, wall_of
+from acp_bridge._compare.table import status_of, table, verifier_of, wall_of
 from acp_bridge._mcp.arguments import CompareArgsBase
 from acp_bridge._mcp.host import Host
 from acp_bridge.config import LoadedConfig

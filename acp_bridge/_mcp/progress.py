@@ -1,9 +1,9 @@
 """Live events as MCP progress messages: one short line per event.
 
-Not the CLI's printer (``cli/_progress.py``): that one streams message chunks inline on a
-terminal, while a progress notification carries one self-contained line. Token usage is left
-out (figures, not progress; they are in the envelope's ``meta.usage``). :class:`Lines` sends
-them for the run-control tools, message chunks merged.
+Not the CLI's printer (``cli/_run_commands/live_events.py``): that one streams message chunks inline
+on a terminal, while a progress notification carries one self-contained line. Token usage is left
+out (figures, not progress; they are in the envelope's ``meta.usage``). :class:`Lines` sends them
+for the run-control tools, message chunks merged.
 """
 
 from __future__ import annotations

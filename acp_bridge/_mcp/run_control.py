@@ -28,9 +28,10 @@ from acp_bridge._mcp.arguments import (
     StopArgs,
     WaitArgs,
 )
-from acp_bridge._runs import handle
-from acp_bridge._runs.start import RunOptions, start_run
-from acp_bridge._runs.store.records import RunStatus
+from acp_bridge._runs.caller import handle
+from acp_bridge._runs.caller.start import start_run
+from acp_bridge._runs.run_options import RunOptions
+from acp_bridge._runs.store.run_records import RunStatus
 from acp_bridge._runs.watch import UnknownRunError
 from acp_bridge.config import LoadedConfig
 from acp_bridge.errors import ConfigError, Problem

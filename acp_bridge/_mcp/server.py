@@ -18,24 +18,24 @@ import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from acp_bridge._acp.agent_executable import ready_profiles
 from acp_bridge._acp.services.elicitation import ElicitationHook
 from acp_bridge._acp.services.permissions import PermissionHook
-from acp_bridge._entries.agent_commands import ready_profiles
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._mcp import arguments as a
 from acp_bridge._mcp import run_control
-from acp_bridge._mcp.catalog import (
+from acp_bridge._mcp.compare_tool import call_compare, compare_schema
+from acp_bridge._mcp.host import Host, LogGate
+from acp_bridge._mcp.progress import Lines
+from acp_bridge._mcp.questions import elicitation_hook, permission_hook
+from acp_bridge._mcp.relay import follow
+from acp_bridge._mcp.tool_catalog import (
     COMPARE_TOOL,
     ENTRY_TOOLS,
     SPECS,
     envelope_schema,
     input_schema,
 )
-from acp_bridge._mcp.compare_tool import call_compare, compare_schema
-from acp_bridge._mcp.host import Host, LogGate
-from acp_bridge._mcp.progress import Lines
-from acp_bridge._mcp.questions import elicitation_hook, permission_hook
-from acp_bridge._mcp.relay import follow
 from acp_bridge._mcp.tool_runs import ToolRun, ToolRuns, tool_runs_lifespan
 from acp_bridge._version import __version__
 from acp_bridge.config import LoadedConfig

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-from acp_bridge._frozen_record import FrozenRecord
+from acp_bridge._records.frozen import FrozenRecord
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
 _SHELL_C_FLAG = re.compile(r"-[a-z]*c[a-z]*")

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
-from acp_bridge._frozen_record import FrozenRecord
+from acp_bridge._records.frozen import FrozenRecord
 
 T = TypeVar("T")
 

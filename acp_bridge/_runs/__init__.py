@@ -15,7 +15,8 @@ prints. Modules:
   the detached process that carries runs;
 - :mod:`.lanes`, :mod:`.budget`, :mod:`.liveness`, :mod:`.store.retention`, :mod:`.store.rules`,
   :mod:`.followups` — follow-up turns (the chain of a session, held agents, ``send``);
-- :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.proc` — wake-ups and process identity.
+- :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.process.proc` — wake-ups and process
+  identity.
 
 Nothing is imported here, so ``python -m acp_bridge._runs.supervisor.main`` stays light.
 """

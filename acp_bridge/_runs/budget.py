@@ -6,7 +6,7 @@ What is counted: the figures the agent reports. During a turn that is the ``usag
 in the envelope's ``meta.usage`` (``total_tokens``, or ``input_tokens + output_tokens``).
 Tokens are the largest of these seen so far (they only grow within a session); cost is the
 reported amount (ACP reports the session's cumulative cost). The tokens the agent's child
-sessions report (``subagent_tokens``, see ``_acp/subagents.py``) are added. Currencies are
+sessions report (``subagent_tokens``, see ``_acp/turn/subagents.py``) are added. Currencies are
 not converted: ``max_cost`` is in whatever currency the agent reports.
 
 When: at every usage event the supervisor compares the run's figures with its own budget, and
@@ -25,8 +25,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.errors import ConfigError
 
 

@@ -1,29 +1,29 @@
 """Lost runs: a run whose supervisor died is never left ``queued`` or ``running``.
 
 Every run records the identity of the process carrying it (pid, start time, boot id: see
-:mod:`~acp_bridge._os.proc`). Any reader that looks at an active run (``wait``, ``ps``, ``show``,
-``logs``, a supervisor waiting in the same lane) checks that identity first; if the process is gone,
-or the pid now belongs to another process, or the host rebooted, the reader ends the run
-itself: a failed envelope with ``meta.error_code: "lost"`` and status ``lost``, written with
-a compare-and-set on that same identity (so a run a live supervisor just finished or adopted
-is never marked lost by a reader working from a stale row).
+:mod:`~acp_bridge._os.process.proc`). Any reader that looks at an active run (``wait``, ``ps``,
+``show``, ``logs``, a supervisor waiting in the same lane) checks that identity first; if the
+process is gone, or the pid now belongs to another process, or the host rebooted, the reader ends
+the run itself: a failed envelope with ``meta.error_code: "lost"`` and status ``lost``, written with
+a compare-and-set on that same identity (so a run a live supervisor just finished or adopted is
+never marked lost by a reader working from a stale row).
 
-Then whatever the run started is ended: the supervisor records the process groups it starts
-(agents, commands and terminals lead their own groups), and each is killed under the rule in
-:mod:`~acp_bridge._os.proc` — only while its leader is provably the recorded process. A ``wait``
-notices a SIGKILLed supervisor at once (it watches the supervisor's pidfd); ``ps`` and ``show`` at
-their next call.
+Then whatever the run started is ended: the supervisor records the process groups it starts (agents,
+commands and terminals lead their own groups), and each is killed under the rule in
+:mod:`~acp_bridge._os.process.proc` — only while its leader is provably the recorded process. A
+``wait`` notices a SIGKILLed supervisor at once (it watches the supervisor's pidfd); ``ps`` and
+``show`` at their next call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from acp_bridge._os import proc
-from acp_bridge._runs.followups import holds
-from acp_bridge._runs.lanes import heads
-from acp_bridge._runs.store.records import RunRecord
-from acp_bridge._runs.store.store import Store
+from acp_bridge._os.process import proc
+from acp_bridge._runs import held_agents
+from acp_bridge._runs.store.lanes import heads
+from acp_bridge._runs.store.run_records import RunRecord
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.wakeups import wake
 
 
@@ -43,7 +43,7 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
     """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
     is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
     assert run.supervisor is not None
-    if holds.hold(store, run.id, run.supervisor, None):
+    if held_agents.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
         wake(store, heads(store))
     return store.get(run.id) or run
@@ -58,7 +58,7 @@ def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecor
         if checked.status == "lost" and not run.finished:
             found.append(checked)
     if runs is None:
-        for held in holds.dead_holders(store):
+        for held in held_agents.dead_holders(store):
             release_dead_holder(store, held)
     return found
 
@@ -66,7 +66,7 @@ def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecor
 def mark_lost(store: Store, run: RunRecord) -> RunRecord:
     """End ``run`` as lost, if it is still carried by the supervisor recorded in ``run``."""
     # Imported here: it loads pydantic, which a reader pays only when it finds a lost run.
-    from acp_bridge._runs.envelopes import ended
+    from acp_bridge._runs.unfinished import ended
     from acp_bridge.errors import ErrorCode
 
     assert run.supervisor is not None

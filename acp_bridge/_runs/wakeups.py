@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.store.run_store import Store
 
 if TYPE_CHECKING:
     import socket

@@ -14,11 +14,11 @@ import os
 from collections.abc import Sequence
 from types import TracebackType
 
-from acp_bridge._os import proc
-from acp_bridge._os.proc import Identity
+from acp_bridge._os.process import proc
+from acp_bridge._os.process.proc import Identity
 from acp_bridge._runs import liveness
-from acp_bridge._runs.store.records import RunRecord
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.store.run_records import RunRecord
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError
 

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from acp_bridge._os.undumpable import make_undumpable
-from acp_bridge.cli import _collector
+from acp_bridge._os.process.undumpable import make_undumpable
+from acp_bridge.cli import _garbage_collector
 from acp_bridge.cli._signals import interrupts
 from acp_bridge.cli._streams import open_streams
 
@@ -60,14 +60,14 @@ def run_command_line() -> int:
     """The ``acp-bridge`` process itself (its console script, ``python -m acp_bridge``): the
     command line in ``sys.argv``, then the process ends, without the interpreter's teardown
     where nothing needs it (_exit.py); the exit code is returned only when it does not."""
-    from acp_bridge.cli._exit import end_process
+    from acp_bridge.cli._fast_exit import end_process
 
     return end_process(_command(sys.argv[1:], own_process=True))
 
 
 def _command(argv: list[str], *, own_process: bool) -> int:
     # Until the command's code is loaded; its own process freezes what start-up made.
-    _collector.pause(freeze=own_process)
+    _garbage_collector.pause(freeze=own_process)
     # First: an agent (of this run or another one, under Landlock) runs as the same user
     # and could read this process's environment, host secrets included, in /proc.
     make_undumpable()
@@ -77,7 +77,7 @@ def _command(argv: list[str], *, own_process: bool) -> int:
             return _main(argv)
     finally:
         interrupts.restore()
-        _collector.resume()  # if the command ended before it ran anything
+        _garbage_collector.resume()  # if the command ended before it ran anything
 
 
 def _main(argv: list[str]) -> int:
@@ -105,7 +105,7 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
     if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)
-        _collector.resume()
+        _garbage_collector.resume()
     try:
         try:
             code = handler(args)

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from acp_bridge._version import __version__
-from acp_bridge.cli import _batch_parser, _compare_parser, _runs
-from acp_bridge.cli._agents_parser import add_agents_command
+from acp_bridge.cli._agent_commands.agents_flags import add_agents_command
 from acp_bridge.cli._argtypes import count, seconds
-from acp_bridge.cli._usage import EntryParser, for_entry
+from acp_bridge.cli._batch_commands import batch_flags, compare_flags
+from acp_bridge.cli._run_commands import run_store_commands
+from acp_bridge.cli._run_commands.usage_errors import EntryParser, for_entry
 
 
 class _Handlers:
@@ -25,7 +26,7 @@ class _Handlers:
     entry code and pydantic."""
 
     def __init__(self, module: str) -> None:
-        self._module = f"acp_bridge.cli.{module}"
+        self._module = module
 
     def __getattr__(self, name: str) -> Callable[[argparse.Namespace], int]:
         def handler(args: argparse.Namespace) -> int:
@@ -37,9 +38,15 @@ class _Handlers:
         return handler
 
 
-_doctor, _entries = _Handlers("_doctor"), _Handlers("_entries")
-_profiles, _sessions, _smoke = _Handlers("_profiles"), _Handlers("_sessions"), _Handlers("_smoke")
-_mcp, _agents = _Handlers("_mcp"), _Handlers("_agents")
+_RUN = "acp_bridge.cli._run_commands"
+_AGENT = "acp_bridge.cli._agent_commands"
+_entries = _Handlers(f"{_RUN}.entry_commands")
+_sessions = _Handlers(f"{_RUN}.sessions_command")
+_mcp = _Handlers(f"{_RUN}.mcp_command")
+_doctor = _Handlers(f"{_AGENT}.doctor_command")
+_profiles = _Handlers(f"{_AGENT}.profiles_command")
+_agents = _Handlers(f"{_AGENT}.agents_command")
+_smoke = _Handlers("acp_bridge.cli._batch_commands.smoke_command")
 
 
 class _Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
@@ -159,8 +166,8 @@ def build_parser(
     p.add_argument("--install", action="store_true", help="install the agent first if missing")
     _entry_options(p, "acp_spawn", every_option or entry == "acp_spawn")
     _answer_options(p)
-    _runs.add_output_options(p)
-    _runs.add_detach_options(p, session=True)
+    run_store_commands.add_output_options(p)
+    run_store_commands.add_detach_options(p, session=True)
     p.set_defaults(handler=_entries.cmd_run)
     for_entry(p, "acp_spawn")
 
@@ -214,7 +221,7 @@ def build_parser(
         help="skip cases whose agent command is not installed (default: fail)",
     )
     p.add_argument("--keep", action="store_true", help="keep each case's workspace")
-    _batch_parser.add_executor_options(p)  # where the cases run
+    batch_flags.add_executor_options(p)  # where the cases run
     p.set_defaults(handler=_smoke.cmd_smoke)
 
     p = commands.add_parser(
@@ -241,9 +248,9 @@ def build_parser(
     )
     p.set_defaults(handler=_entries.cmd_demo_agent)
     _add_entry_commands(commands, entry, every_option)
-    _runs.add_commands(commands)
-    _batch_parser.add_commands(commands, _Formatter)
-    _compare_parser.add_compare_command(commands, _Formatter, options=every_option)
+    run_store_commands.add_commands(commands)
+    batch_flags.add_commands(commands, _Formatter)
+    compare_flags.add_compare_command(commands, _Formatter, options=every_option)
     return parser
 
 
@@ -308,7 +315,7 @@ def _add_mcp_command(commands: Any) -> None:
 def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None:
     """The flags of ``entry``'s options (from its options model), when ``wanted``."""
     if wanted:
-        from acp_bridge.cli._options import add_options
+        from acp_bridge.cli._run_commands.entry_flags import add_options
 
         add_options(p, entry)
 
@@ -345,8 +352,8 @@ def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) ->
     )
     p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
     _entry_options(p, "bash", every_option or entry == "bash")
-    _runs.add_output_options(p)
-    _runs.add_detach_options(p)
+    run_store_commands.add_output_options(p)
+    run_store_commands.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_bash)
     for_entry(p, "bash")
 
@@ -360,8 +367,8 @@ def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) ->
     p.add_argument("task", metavar="TASK")
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
     _entry_options(p, "spawn", every_option or entry == "spawn")
-    _runs.add_output_options(p)
-    _runs.add_detach_options(p)
+    run_store_commands.add_output_options(p)
+    run_store_commands.add_detach_options(p)
     p.set_defaults(handler=_entries.cmd_spawn)
     for_entry(p, "spawn")
 
@@ -375,7 +382,7 @@ def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) ->
     p.add_argument("prompt", metavar="PROMPT")
     p.add_argument("--tools", metavar="A,B", help="tools to offer (default: every enabled tool)")
     _entry_options(p, "ask", every_option or entry == "ask")
-    _runs.add_output_options(p)
+    run_store_commands.add_output_options(p)
     p.set_defaults(handler=_entries.cmd_ask)
     for_entry(p, "ask")
 

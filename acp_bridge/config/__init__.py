@@ -45,7 +45,7 @@ from acp_bridge.config._profile import (
     Timeouts,
     ToolKind,
 )
-from acp_bridge.config._sandbox import ResolvedSandbox, SandboxMode, SandboxSettings
+from acp_bridge.config._sandbox_section import ResolvedSandbox, SandboxMode, SandboxSettings
 from acp_bridge.config._settings import (
     PASSTHROUGH_MODEL,
     AcpSection,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.config._layers import Origin, ProfileLayer, ResolvedProfile, resolve_profile
-from acp_bridge.config._yaml import DataPath, YamlDocument, load_yaml
+from acp_bridge.config._yaml.located import DataPath, YamlDocument, load_yaml
 from acp_bridge.errors import ConfigError, Problem, ProfileError, UnknownProfileError
 
 BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"

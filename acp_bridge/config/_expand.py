@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from acp_bridge.config._yaml import DataPath
+from acp_bridge.config._yaml.located import DataPath
 from acp_bridge.errors import Problem
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

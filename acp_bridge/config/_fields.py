@@ -1,7 +1,7 @@
 """The field types every config model shares: strict models, existing paths, names.
 
 A check here runs where the value is read, so its error carries the value's file:line
-(config/_yaml.py locates it).
+(config/_yaml/located.py locates it).
 """
 
 import re

@@ -13,7 +13,7 @@ from typing import Any, Literal, NamedTuple
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._profile import AgentProfile
 from acp_bridge.config._reuse import PathFacts, Remembered
-from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, validate_located
+from acp_bridge.config._yaml.located import DataPath, YamlDocument, field_name, validate_located
 from acp_bridge.errors import ConfigError, Problem, ProfileError, SourceLocation
 
 # Fields holding paths, resolved against the directory of the file that wrote them.

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from acp_bridge._os.environment import host_environ
+from acp_bridge._os.process.environment import host_environ
 from acp_bridge.config._catalog import (
     ProfileCatalog,
     _add_group,
@@ -22,7 +22,13 @@ from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._layers import ProfileLayer
 from acp_bridge.config._reuse import PathFacts, Remembered
 from acp_bridge.config._settings import Config
-from acp_bridge.config._yaml import DataPath, YamlDocument, field_name, load_yaml, validate_located
+from acp_bridge.config._yaml.located import (
+    DataPath,
+    YamlDocument,
+    field_name,
+    load_yaml,
+    validate_located,
+)
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
 
 CONFIG_ENV = "ACP_BRIDGE_CONFIG"
@@ -149,7 +155,9 @@ def load_config(
 def schema_problems(loaded: LoadedConfig, doc: YamlDocument | None = None) -> list[Problem]:
     """The registered output-schema files that cannot be used (unreadable, not JSON, not a
     JSON Schema), each at the config line that names it."""
-    from acp_bridge._output_schema import SchemaRegistry  # jsonschema only for those who check
+    from acp_bridge._output_schema.structured_output import (
+        SchemaRegistry,  # jsonschema only for those who check
+    )
 
     doc = doc or (load_yaml(loaded.path) if loaded.path else None)
     problems = []

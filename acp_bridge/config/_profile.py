@@ -11,7 +11,6 @@ from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, Field, PrivateAttr, model_validator
 
-from acp_bridge._field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge._os.limits import (
     MAX_BYTES,
     MAX_CONCURRENT,
@@ -21,6 +20,7 @@ from acp_bridge._os.limits import (
     MAX_SECONDS,
 )
 from acp_bridge._os.redact import looks_secret
+from acp_bridge._records.field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge.config._fields import (
     EnvName,
     ExistingDir,
@@ -30,7 +30,7 @@ from acp_bridge.config._fields import (
     program,
 )
 from acp_bridge.config._package import PackageSpec
-from acp_bridge.config._sandbox import IsolationMode, KeepWorktree, SandboxSettings
+from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree, SandboxSettings
 
 ToolKind = Literal[
     "read",

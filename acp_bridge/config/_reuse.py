@@ -6,7 +6,7 @@ again, ~0.5 ms a run (a twentieth of the bridge's own CPU per run in a fan-out o
 get what the previous run got. Never a stale one, though: a result is reused only while
 everything it was made from is the same, checked on every use —
 
-- the YAML documents: :func:`~acp_bridge.config._yaml.load_yaml` reads every file each time
+- the YAML documents: :func:`~acp_bridge.config._yaml.located.load_yaml` reads every file each time
   and hands back the same document object only while the file's bytes are the same
   (yamlcache.py), so a document's identity stands for its content;
 - the environment the ``${VAR}``\\ s expand from, compared whole;
@@ -28,9 +28,9 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from acp_bridge._os.paths import kernel_real_path
+from acp_bridge._os.fs.paths import kernel_real_path
 from acp_bridge.config._expand import _resolve_path, expand_vars
-from acp_bridge.config._yaml import DataPath
+from acp_bridge.config._yaml.located import DataPath
 
 T = TypeVar("T")
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from acp_bridge._field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_REPAIR_TURNS
+from acp_bridge._records.field_defaults import empty_dict, empty_list, instance_of
 from acp_bridge.config._fields import (
     EnvName,
     ExistingDir,
@@ -16,7 +16,7 @@ from acp_bridge.config._fields import (
     StrictModel,
     profile_name,
 )
-from acp_bridge.config._sandbox import SandboxSettings
+from acp_bridge.config._sandbox_section import SandboxSettings
 
 
 class ToolSwitch(StrictModel):

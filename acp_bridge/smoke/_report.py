@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_bridge.errors import ConfigError
-from acp_bridge.smoke._runner import CaseOutcome, CaseVerdict
+from acp_bridge.smoke._suite_run import CaseOutcome, CaseVerdict
 
 
 @dataclass(frozen=True)

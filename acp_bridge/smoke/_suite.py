@@ -21,7 +21,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, model_validator
 
 from acp_bridge.config import MAX_SECONDS, StrictModel
-from acp_bridge.config._yaml import DataPath, field_name, load_yaml, validate_located
+from acp_bridge.config._yaml.located import DataPath, field_name, load_yaml, validate_located
 from acp_bridge.errors import ConfigError, SourceLocation
 
 EntryName = Literal["acp_spawn", "spawn", "bash", "ask"]

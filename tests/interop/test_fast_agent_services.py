@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 from acp_bridge._entries.acp_spawn.entry import acp_spawn
-from acp_bridge._os.reaper import marked_processes
+from acp_bridge._os.process.marked_processes import marked_processes
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from tests.interop.harness import INTEROP_DIR

@@ -123,7 +123,10 @@ def test_a_stdio_only_v2_agent_gets_the_tools_through_the_relay(
     assert (done.result.meta.sandbox or {})["network"] is (network == "on")
     (new,) = [m for m in done.outgoing() if m.get("method") == "session/new"]
     (server,) = new["params"]["mcpServers"]
-    assert server["type"] == "stdio" and server["args"][:2] == ["-m", "acp_bridge._services_relay"]
+    assert server["type"] == "stdio" and server["args"][:2] == [
+        "-m",
+        "acp_bridge._acp.services.mcp_relay",
+    ]
     assert server["args"][2].startswith("unix:")  # the run's private /tmp: any network
 
 

@@ -82,7 +82,7 @@ class Bridge:
 
     def write_config(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
-        agent = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+        agent = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
         marker = {"env": {MARKER_VAR: self.marker}, "cwd": str(self.workspace)}
         grace = {"timeouts": {"shutdown_grace": 1, "cancel_grace": 1}}
         script = self.root / "questioner.json"

@@ -57,7 +57,7 @@ def lay_out_install(root: Path) -> Path:
     script.write_text(
         "#!/bin/sh\n"
         'case "$PATH" in "$(dirname "$0")"*|*/node_modules/.bin:*) ;; *) exit 9;; esac\n'
-        f"exec {sys.executable} -m acp_bridge._demo_agent\n"
+        f"exec {sys.executable} -m acp_bridge._demo.agent\n"
     )
     script.chmod(0o755)
     (prefix / "node_modules" / ".bin").mkdir()

@@ -11,7 +11,7 @@ import pytest
 
 from acp_bridge._entries.bash import CommandResult, bash, bash_sync
 from acp_bridge._entries.depth import subtask_level
-from acp_bridge._os.environment import DEPTH_ENV, constructed_env
+from acp_bridge._os.process.environment import DEPTH_ENV, constructed_env
 from acp_bridge.config import Config, LoadedConfig
 from acp_bridge.envelope import BASH_RESULT_SCHEMA, SubtaskResult
 from acp_bridge.errors import ErrorCode

@@ -18,9 +18,9 @@ import pytest
 from acp_bridge._batch.batch_run import batch
 from acp_bridge._batch.tasks import BatchTask, Workspace
 from acp_bridge._entries.request import EntryRequest
-from acp_bridge._runs.handle import open_run
-from acp_bridge._runs.store import foreground
-from acp_bridge._runs.store.store import close_stores
+from acp_bridge._runs import foreground
+from acp_bridge._runs.caller.handle import open_run
+from acp_bridge._runs.store.run_store import close_stores
 from tests.conftest import AgentHarness
 from tests.helpers import run_bounded
 
@@ -36,7 +36,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_one_envelope_per_task_in_order_and_recorded(harness: AgentHarness, store: Path) -> None:
     config = harness.config({"demo2": {"command": sys.executable,
-                                       "args": ["-m", "acp_bridge._demo_agent"]}})  # fmt: skip
+                                       "args": ["-m", "acp_bridge._demo.agent"]}})  # fmt: skip
     seen: list[str] = []
     results = run_bounded(
         batch,

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from acp_bridge._loop.passthrough import call_tool_directive as call
-from acp_bridge._os.environment import DEPTH_ENV
+from acp_bridge._os.process.environment import DEPTH_ENV
 from acp_bridge.cli import main
 from tests.conftest import MARKER_VAR
 from tests.helpers import gone_within, until_processes
@@ -149,8 +149,8 @@ def test_a_task_that_is_not_utf8_is_a_config_error(
 
 
 def test_the_entries_table_names_where_each_entry_lives() -> None:
-    """The command line loads an entry's module before its start-up ends (cli/_collector.py):
-    the table it reads must name the module of each entry function."""
+    """The command line loads an entry's module before its start-up ends
+    (cli/_garbage_collector.py): the table it reads must name the module of each entry function."""
     import importlib
 
     from acp_bridge._entries.request import ENTRIES, ENTRY_MODULES
@@ -190,7 +190,7 @@ raise SystemExit(run_command_line())
 
 @pytest.mark.parametrize("threads", ["alone", "thread"])
 def test_the_process_ends_with_its_code_its_output_and_its_atexit_handlers(threads: str) -> None:
-    """The command-line process ends without the interpreter's teardown (cli/_exit.py):
+    """The command-line process ends without the interpreter's teardown (cli/_fast_exit.py):
     the same exit code, the envelope on stdout, the atexit handlers run — and a thread
     still working is waited for."""
     run = bridge("-c", _ENDING, threads)

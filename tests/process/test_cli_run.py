@@ -19,7 +19,7 @@ def start_cli(
         {
             "demo2": {
                 "command": sys.executable,
-                "args": ["-m", "acp_bridge._demo_agent"],
+                "args": ["-m", "acp_bridge._demo.agent"],
                 "timeouts": {"run": timeout or 60},
             }
         }
@@ -119,7 +119,7 @@ def test_unknown_agent_exits_2(harness: AgentHarness) -> None:
 def test_an_abbreviated_config_option_still_gives_run_its_options(harness: AgentHarness) -> None:
     # argparse takes `--conf FILE`; the command line's command (run) must still be found past
     # its value, or run's own options (--timeout here) were "unrecognized arguments".
-    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}})
     config = str(harness.root / "acp-bridge.yaml")
     argv = ["--conf", config, "run", "demo2", "Reply with exactly ABBREV", "--timeout", "30"]
     done = subprocess.run(
@@ -136,16 +136,16 @@ def test_an_abbreviated_config_option_still_gives_run_its_options(harness: Agent
 def test_the_agent_starts_before_the_session_machinery_loads(harness: AgentHarness) -> None:
     # Issue 24: the wire schema, connection, session and services load while the agent
     # starts up, not before. Which of them are loaded is read as the agent's process starts.
-    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    harness.config({"demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}})
     heavy = (
-        "acp_bridge._acp.schema",
-        "acp_bridge._acp.connection",
-        "acp_bridge._acp.session",
+        "acp_bridge._acp.wire.schema",
+        "acp_bridge._acp.rpc.connection",
+        "acp_bridge._acp.session.acp_session",
         "acp_bridge._acp.services.client",
     )
     code = (
         "import sys\n"
-        "from acp_bridge._os import procgroup\n"
+        "from acp_bridge._os.process import procgroup\n"
         "start = procgroup.ProcessGroup.start.__func__\n"
         "seen = []\n"
         "async def noted(cls, *args, **kwargs):\n"

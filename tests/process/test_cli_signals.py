@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.runner import END_GRACE
+from acp_bridge._entries.enveloped import END_GRACE
 from tests.conftest import AGENTS, AgentHarness
 from tests.helpers import alive
 

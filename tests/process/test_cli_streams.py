@@ -73,7 +73,7 @@ SHAPES = {
 def _config(harness: AgentHarness) -> Path:
     harness.config(
         {
-            "demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]},
+            "demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]},
             # 4 MiB of message chunks: events that fill any stderr pipe many times over.
             "chatty": {
                 "command": sys.executable,

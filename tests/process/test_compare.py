@@ -21,7 +21,7 @@ from acp_bridge.config import LoadedConfig
 from tests.conftest import AgentHarness
 from tests.helpers import git, new_repo, run_bounded
 
-DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
 WRITES = "write expected.txt: written by the writer\nwrite README.md: changed by the writer"
 TASK = "Reply with exactly DONE"
 VERIFY = "test -f expected.txt"

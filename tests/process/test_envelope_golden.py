@@ -23,14 +23,14 @@ import anyio
 import pytest
 
 from acp_bridge import Event, SubtaskResult, acp_spawn, bash, spawn
-from acp_bridge._os.environment import DEPTH_ENV
+from acp_bridge._os.process.environment import DEPTH_ENV
 from tests.conftest import AgentHarness
 from tests.helpers import ECHO_SCHEMA
 from tests.sandbox_modes import auto_mode
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "envelope"
 FAST = {"startup": 5, "session": 5, "run": 10, "cancel_grace": 0.5, "shutdown_grace": 0.5}
-DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"], "timeouts": FAST}
+DEMO = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"], "timeouts": FAST}
 MISSING_DIR = Path("/nonexistent-acp-bridge-golden/missing")
 _SESSION_ID = re.compile(r"demo_[0-9a-f]{12}")
 

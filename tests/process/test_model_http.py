@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.ask import ask
-from acp_bridge._entries.spawn import spawn
+from acp_bridge._entries.local_loop.ask import ask
+from acp_bridge._entries.local_loop.spawn import spawn
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.ask import ask
+from acp_bridge._entries.local_loop.ask import ask
 from acp_bridge._loop.passthrough import parse_prompt
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.smoke._expect import check, workspace_failures

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from acp_bridge._output_schema import parse_structured_output
+from acp_bridge._output_schema.structured_output import parse_structured_output
 from acp_bridge.cli import main
 from acp_bridge.config import load_config, profile_json_schema
 from acp_bridge.errors import ErrorCode, ProfileError
@@ -191,7 +191,7 @@ def test_the_builtin_opencode_profile_makes_opencode_ask() -> None:
 
 
 def test_mistermorph_agent_keys_are_accepted_and_mapped(harness: AgentHarness) -> None:
-    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
     agents = {
         "morph": {**demo, "type": "stdio", "enable": True, "session_options": {"x": "y"}},
         "off": {**demo, "enable": False},

@@ -28,7 +28,7 @@ def write_suite(harness: AgentHarness, text: str) -> Path:
         {
             "demo2": {
                 "command": sys.executable,
-                "args": ["-m", "acp_bridge._demo_agent"],
+                "args": ["-m", "acp_bridge._demo.agent"],
                 "timeouts": {"cancel_grace": 0.5, "shutdown_grace": 0.5},
             },
             "crasher": faulty,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from acp_bridge._entries.builtin_tools import ToolRegistry
-from acp_bridge._entries.spawn import spawn, spawn_sync
+from acp_bridge._entries.local_loop.builtin_tools import ToolRegistry
+from acp_bridge._entries.local_loop.spawn import spawn, spawn_sync
 from acp_bridge._loop.passthrough import call_tool_directive as call
-from acp_bridge._os.environment import DEPTH_ENV
+from acp_bridge._os.process.environment import DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
@@ -45,12 +45,12 @@ def test_inner_registry_holds_only_known_non_nesting_tools(tmp_path: Path) -> No
     result = run_spawn(tmp_path, task, ["bash", "spawn", "nope", "acp_spawn"])
     assert result.ok and result.output == "hi"
     assert result.meta.tools == ["bash"]
-    # acp_spawn is not enabled in this config, so the parent registry does not know it.
-    assert result.meta.tools_ignored == ["nope", "acp_spawn", "spawn"]
+    # Both subtask entries are refused as such, enabled in this config (spawn) or not.
+    assert result.meta.tools_ignored == ["nope", "spawn", "acp_spawn"]
     assert result.meta.warnings == [
         "unknown tool 'nope' ignored",
-        "unknown tool 'acp_spawn' ignored",
         "tool 'spawn' is never offered inside a subtask",
+        "tool 'acp_spawn' is never offered inside a subtask",
     ]
     assert result.meta.entry == "spawn" and result.meta.depth == 1
     assert result.meta.model == "passthrough"

@@ -224,7 +224,7 @@ def test_mcp_servers_only_on_advertised_transports(
     assert [s["type"] for s in servers] == ([offered] if offered else [])
     if offered == "stdio":
         (server,) = servers
-        assert server["args"][:2] == ["-m", "acp_bridge._services_relay"]
+        assert server["args"][:2] == ["-m", "acp_bridge._acp.services.mcp_relay"]
         assert server["env"][0]["name"] == "ACP_BRIDGE_SERVICES_TOKEN"
 
 

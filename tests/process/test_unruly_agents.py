@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._entries.runner import END_GRACE
+from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from tests.conftest import AGENTS, AgentHarness

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._acp.inbound import MAX_ITEMS, MAX_VALUES
+from acp_bridge._acp.wire.inbound import MAX_ITEMS, MAX_VALUES
 from tests.spy import Spy
 
 MANY = MAX_VALUES + 10

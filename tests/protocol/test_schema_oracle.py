@@ -156,7 +156,7 @@ def test_demo_agent_conversation_validates(harness: AgentHarness) -> None:
         {
             "demo": {
                 "command": sys.executable,
-                "args": ["-m", "acp_bridge._demo_agent"],
+                "args": ["-m", "acp_bridge._demo.agent"],
                 "session": {"mode": "careful", "config_options": {"style": "shouty"}},
             }
         }

@@ -112,7 +112,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayTestClu
         "timeouts": {"shutdown_grace": 1, "cancel_grace": 1},
     }
     # demo-frozen: the demo agent under a name only the node a test freezes offers
-    frozen = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+    frozen = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
     # demo-stubborn: an agent deaf to its cancel and to SIGTERM: ending it takes most of
     # the wind-down's bound (END_GRACE, 4 s), its graces cut to fit
     unruly = Path(__file__).parents[1] / "agents" / "unruly_agent.py"

@@ -18,9 +18,9 @@ import pytest
 
 from acp_bridge._batch.batch_run import run_batch
 from acp_bridge._batch.executor import LocalExecutor
-from acp_bridge._batch.ray_executor import RayExecutor
+from acp_bridge._batch.ray.ray_executor import RayExecutor
 from acp_bridge._batch.tasks import Keyed, keyed
-from acp_bridge._runs.handle import open_run
+from acp_bridge._runs.caller.handle import open_run
 from acp_bridge.envelope import SubtaskResult
 from tests.conftest import processes_with
 from tests.ray.conftest import RayTestCluster

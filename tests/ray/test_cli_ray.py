@@ -60,7 +60,7 @@ def demo_agents(marker: str, agent: list[bytes] | None = None) -> list[int]:
     """The demo agents (or those whose argv goes on with ``agent``) carrying ``marker``: not
     bwrap's own processes (their command lines name the agent too) nor a shell on the way
     to it."""
-    wanted = agent or [b"-m", b"acp_bridge._demo_agent"]
+    wanted = agent or [b"-m", b"acp_bridge._demo.agent"]
     found = []
     for pid in processes_with(marker):
         try:

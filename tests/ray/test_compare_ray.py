@@ -13,10 +13,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._batch.ray_executor import RayExecutor
+from acp_bridge._batch.ray.ray_executor import RayExecutor
 from acp_bridge._compare.compare_result import CompareResult
 from acp_bridge._compare.comparison import compare
-from acp_bridge._os.locations import state_dir
+from acp_bridge._os.fs.locations import state_dir
 from acp_bridge.config import load_config
 from tests.helpers import git, new_repo
 from tests.ray.conftest import RayTestCluster

@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from acp_bridge._entries.request import EntryRequest
-from acp_bridge._runs import liveness, runners
-from acp_bridge._runs.handle import RunHandle, stop_run
-from acp_bridge._runs.start import RunOptions, start_run_sync
-from acp_bridge._runs.store import foreground
-from acp_bridge._runs.store.store import Store, close_stores
+from acp_bridge._runs import foreground, liveness
+from acp_bridge._runs.caller.handle import RunHandle, stop_run
+from acp_bridge._runs.caller.start import start_run_sync
+from acp_bridge._runs.run_options import RunOptions
+from acp_bridge._runs.store import supervisors
+from acp_bridge._runs.store.run_store import Store, close_stores
 from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
@@ -141,7 +142,7 @@ def _clean_up(env: RunsEnv) -> None:
         leftover_runs = store.active()
     # A supervisor waits runs.runner_idle seconds for more runs before it exits (a test may
     # have set the default, or up to 30 s, and ended its supervisor itself).
-    deadline = time.monotonic() + 5 + max(runners.IDLE, RUNNER_IDLE)
+    deadline = time.monotonic() + 5 + max(supervisors.IDLE, RUNNER_IDLE)
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in alive:

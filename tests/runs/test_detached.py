@@ -147,13 +147,15 @@ def test_reading_runs_stays_light(runs: RunsEnv) -> None:
 
 def test_detaching_skips_the_acp_layer(runs: RunsEnv) -> None:
     # run --detach validates its request and config (pydantic) but carries nothing itself:
-    # the ACP layer's wire schema and the terminal prompts are the supervisor's to import.
+    # the ACP layer's rooms (wire schema, connection, session, turn, services) and the terminal
+    # prompts are the supervisor's to import; where a profile's command is (_acp's own) is not.
     code = (
         "import sys, json\n"
         "from acp_bridge.cli import main\n"
         "assert main(['run', '--detach', 'demo', 'hello']) == 0\n"
-        "heavy = ('acp_bridge._acp', 'acp_bridge.cli._prompts',"
-        " 'acp_bridge._entries.acp_spawn.entry')\n"
+        "heavy = ('acp_bridge._acp.wire', 'acp_bridge._acp.rpc', 'acp_bridge._acp.session',"
+        " 'acp_bridge._acp.turn', 'acp_bridge._acp.services',"
+        " 'acp_bridge.cli._run_commands.terminal_prompts', 'acp_bridge._entries.acp_spawn.entry')\n"
         "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

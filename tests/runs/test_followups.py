@@ -10,12 +10,11 @@ import anyio
 import pytest
 
 from acp_bridge._entries.acp_spawn.live_turns import Held
-from acp_bridge._os import proc
-from acp_bridge._runs import envelopes, lanes, liveness
-from acp_bridge._runs.followups import chain, holds
-from acp_bridge._runs.store import retention
-from acp_bridge._runs.store.records import NewRun
-from acp_bridge._runs.store.store import Store
+from acp_bridge._os.process import proc
+from acp_bridge._runs import held_agents, liveness, unfinished
+from acp_bridge._runs.store import lanes, retention, session_chains
+from acp_bridge._runs.store.run_records import NewRun
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError, ErrorCode
 
@@ -38,9 +37,9 @@ def ended_and_held(store: Store, run_id: str, who: proc.Identity) -> None:
         db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
         run = store.get(run_id)
         assert run is not None
-        outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
+        outcome = unfinished.outcome(unfinished.run_failed(run, "x", ErrorCode.AGENT_ERROR))
         assert store.finish(db, run_id, outcome._replace(status="done"), supervisor=who)
-    assert holds.hold(store, run_id, who, time.time() + 60)
+    assert held_agents.hold(store, run_id, who, time.time() + 60)
 
 
 def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
@@ -53,12 +52,12 @@ def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
     store.create(new_run("sub_000000000003"), ME)
     # The follow-up is the holder's; the other run waits for the slot the hold keeps.
     assert lanes.heads(store) == []
-    assert chain.named_tail(store.db, "fix").id == "sub_000000000002"  # type: ignore[union-attr]
-    assert holds.claim_follow_up(store, "sub_000000000001", ME) == "sub_000000000002"
+    assert session_chains.named_tail(store.db, "fix").id == "sub_000000000002"  # type: ignore[union-attr]
+    assert held_agents.claim_follow_up(store, "sub_000000000001", ME) == "sub_000000000002"
     follow_up = store.get("sub_000000000002")
     assert follow_up is not None and follow_up.status == "running"
     assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
-    assert holds.claim_follow_up(store, "sub_000000000001", ME) is None  # no hold any more
+    assert held_agents.claim_follow_up(store, "sub_000000000001", ME) is None  # no hold any more
     assert lanes.heads(store) == []  # the slot moved to the follow-up
     store.close()
 
@@ -71,7 +70,7 @@ def test_a_dead_holders_hold_is_released_and_its_follow_up_starts_on_its_own(
     ended_and_held(store, "sub_000000000001", GONE)
     store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
     assert lanes.heads(store) == []  # still counted: nobody looked yet
-    assert holds.claim_follow_up(store, "sub_000000000001", ME) is None  # not ours to take
+    assert held_agents.claim_follow_up(store, "sub_000000000001", ME) is None  # not ours to take
     liveness.reap(store)
     assert store.get("sub_000000000001").held_until is None  # type: ignore[union-attr]
     # Its own supervisor starts it now (and would resume or load the session).
@@ -83,10 +82,10 @@ def test_an_expired_hold_counts_for_nothing(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     store.set_limit("agent:demo", 1)
     ended_and_held(store, "sub_000000000001", ME)
-    assert holds.hold(store, "sub_000000000001", ME, time.time() - 1)
+    assert held_agents.hold(store, "sub_000000000001", ME, time.time() - 1)
     store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]
-    assert not holds.hold(store, "sub_000000000001", GONE, None)  # only its supervisor may
+    assert not held_agents.hold(store, "sub_000000000001", GONE, None)  # only its supervisor may
     store.close()
 
 
@@ -101,7 +100,7 @@ def test_a_follow_up_waits_while_the_run_it_follows_has_not_ended(tmp_path: Path
     run = store.get("sub_000000000001")
     assert run is not None
     with store.write() as db:
-        outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
+        outcome = unfinished.outcome(unfinished.run_failed(run, "x", ErrorCode.AGENT_ERROR))
         assert store.finish(db, run.id, outcome, supervisor=ME)
     assert lanes.heads(store) == ["sub_000000000002"]
     store.close()
@@ -112,13 +111,13 @@ def test_a_session_is_a_chain_of_runs(tmp_path: Path) -> None:
     store.create(new_run("sub_000000000001"), ME)
     store.create(new_run("sub_000000000002", follows="sub_000000000001"), ME)
     store.create(new_run("sub_000000000003", follows="sub_000000000002"), ME)
-    assert chain.chain_tail(store.db, "sub_000000000001") == "sub_000000000003"
-    assert chain.chain_tail(store.db, "sub_000000000003") == "sub_000000000003"
-    assert chain.session_of(store.db, "sub_000000000003") is None
+    assert session_chains.chain_tail(store.db, "sub_000000000001") == "sub_000000000003"
+    assert session_chains.chain_tail(store.db, "sub_000000000003") == "sub_000000000003"
+    assert session_chains.session_of(store.db, "sub_000000000003") is None
     with store.write() as db:
         db.execute("UPDATE runs SET session_id = 's1' WHERE id = 'sub_000000000001'")
     # A follow-up that failed before its session opened still belongs to the session.
-    assert chain.session_of(store.db, "sub_000000000003") == "s1"
+    assert session_chains.session_of(store.db, "sub_000000000003") == "s1"
     store.close()
 
 
@@ -126,10 +125,10 @@ def test_stop_lets_a_held_agent_go(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     store.set_limit("agent:demo", 1)
     ended_and_held(store, "sub_000000000001", ME)
-    assert holds.holds(store, "sub_000000000001", ME)
-    assert holds.let_go(store, "sub_000000000001")
-    assert not holds.holds(store, "sub_000000000001", ME)
-    assert not holds.let_go(store, "sub_000000000001")  # nothing held any more
+    assert held_agents.holds(store, "sub_000000000001", ME)
+    assert held_agents.let_go(store, "sub_000000000001")
+    assert not held_agents.holds(store, "sub_000000000001", ME)
+    assert not held_agents.let_go(store, "sub_000000000001")  # nothing held any more
     store.create(new_run("sub_000000000002"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]  # the slot is free at once
     store.close()
@@ -146,7 +145,7 @@ def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
         held = Held(anyio.current_time() + 60)
         held.gone.set()
         with Wakeup(store, ["sub_000000000001"]) as wakeup:
-            return await holds.wait_for_follow_up(
+            return await held_agents.wait_for_follow_up(
                 store, ME, "sub_000000000001", wakeup, held, anyio.Event()
             )
 
@@ -161,7 +160,7 @@ def test_a_held_run_is_not_pruned_and_a_pruned_one_is_not_followed(tmp_path: Pat
     store = Store(tmp_path / "runs.db")
     ended_and_held(store, "sub_000000000001", ME)
     assert retention.prune(store, keep=0) == []
-    assert holds.hold(store, "sub_000000000001", ME, None)
+    assert held_agents.hold(store, "sub_000000000001", ME, None)
     assert retention.prune(store, keep=0) == ["sub_000000000001"]
     # A send that looked the run up just before the prune deleted it: refused, not queued.
     with pytest.raises(ConfigError, match="run sub_000000000001 was deleted meanwhile"):
@@ -181,9 +180,9 @@ def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
     store.request_stop("sub_000000000001")
     run = store.get("sub_000000000001")
     assert run is not None
-    outcome = envelopes.outcome(envelopes.run_failed(run, "x", ErrorCode.AGENT_ERROR))
+    outcome = unfinished.outcome(unfinished.run_failed(run, "x", ErrorCode.AGENT_ERROR))
     done = outcome._replace(status="done")
     written, _ = lanes.finish(store, run.id, done, ME, adopt_env=None, hold_until=time.time() + 60)
     assert written and store.get(run.id).held_until is None  # type: ignore[union-attr]
-    assert not holds.holds(store, run.id, ME)
+    assert not held_agents.holds(store, run.id, ME)
     store.close()

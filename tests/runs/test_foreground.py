@@ -15,7 +15,7 @@ import pytest
 
 import acp_bridge
 from acp_bridge import list_runs, open_run
-from acp_bridge._os import proc
+from acp_bridge._os.process import proc
 from acp_bridge.cli import main
 from acp_bridge.errors import ConfigError
 from tests.runs.conftest import RunsEnv
@@ -133,7 +133,7 @@ def test_rows_begun_at_once_wait_for_one_writer_not_for_each_other(runs: RunsEnv
     """A begin that finds another thread writing rows returns at once (its thread is free):
     the writer writes its row too, and its ``ended`` waits for that row before finishing it."""
     from acp_bridge._entries.reporting import RunStart
-    from acp_bridge._runs.store.foreground import StoreReporter
+    from acp_bridge._runs.foreground import StoreReporter
     from acp_bridge.envelope import Meta, SubtaskResult
 
     reporter = StoreReporter()

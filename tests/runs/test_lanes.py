@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from acp_bridge._runs.handle import RunHandle, wait_all_sync
-from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._runs.caller.handle import RunHandle, wait_all_sync
+from acp_bridge._runs.store.run_records import RunRecord
 from tests.runs.conftest import RunsEnv
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from acp_bridge._os import proc
+from acp_bridge._os.process import proc
 from acp_bridge._runs.store import listing, migrations
-from acp_bridge._runs.store.records import DICT_COLUMNS, NewRun, Outcome
-from acp_bridge._runs.store.store import Store, close_stores
+from acp_bridge._runs.store.run_records import DICT_COLUMNS, NewRun, Outcome
+from acp_bridge._runs.store.run_store import Store, close_stores
 from acp_bridge.cli import main
 from acp_bridge.cli._safe_text import compact_json_raw, compact_json_text, safe_json
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os import proc
-from acp_bridge._runs import envelopes, runners
-from acp_bridge._runs.handle import RunHandle, wait_all_sync
-from acp_bridge._runs.store.records import NewRun
-from acp_bridge._runs.store.store import Store
+from acp_bridge._os.process import proc
+from acp_bridge._runs import unfinished
+from acp_bridge._runs.caller.handle import RunHandle, wait_all_sync
+from acp_bridge._runs.store import supervisors
+from acp_bridge._runs.store.run_records import NewRun
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from tests.runs.conftest import RunsEnv, processes_running, wait_until_gone
@@ -186,7 +187,7 @@ def test_a_supervisor_that_left_as_the_run_was_handed_over_is_replaced(
 ) -> None:
     """The starter found a live supervisor, which left the runners' list before the insert:
     the insert hands nothing over, and the run gets a supervisor of its own."""
-    monkeypatch.setattr(runners, "find", lambda store, env_key: ME)  # alive, never listed
+    monkeypatch.setattr(supervisors, "find", lambda store, env_key: ME)  # alive, never listed
     handle = runs.bash("echo handed over")
     assert carrier(handle) != ME
     assert ended(handle).output["stdout"] == "handed over\n"
@@ -208,31 +209,31 @@ def new_run(run_id: str, env_key: str = "k") -> NewRun:
 
 def test_a_run_is_handed_over_only_while_its_runner_takes_runs(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
-    assert runners.find(store, "k") is None
+    assert supervisors.find(store, "k") is None
     assert store.create(new_run("sub_000000000001"), ME, runner="new")
-    assert runners.find(store, "k") == ME
-    assert runners.find(store, "other environment") is None
+    assert supervisors.find(store, "k") == ME
+    assert supervisors.find(store, "other environment") is None
     assert store.create(new_run("sub_000000000002"), ME, runner="join")
-    assert runners.queued_for(store.db, ME) == ["sub_000000000001", "sub_000000000002"]
-    assert not runners.retire(store, ME)  # it has runs: it stays, and listed
+    assert supervisors.queued_for(store.db, ME) == ["sub_000000000001", "sub_000000000002"]
+    assert not supervisors.retire(store, ME)  # it has runs: it stays, and listed
     for run_id in ("sub_000000000001", "sub_000000000002"):
         run = store.get(run_id)
         assert run is not None
         with store.write() as db:
-            outcome = envelopes.ended(run, "x", ErrorCode.AGENT_ERROR)
+            outcome = unfinished.ended(run, "x", ErrorCode.AGENT_ERROR)
             assert store.finish(db, run_id, outcome, supervisor=ME)
-    assert runners.retire(store, ME)  # nothing left: off the list, in one transaction
+    assert supervisors.retire(store, ME)  # nothing left: off the list, in one transaction
     # A starter that found it just before: nothing is written, it starts another runner.
     assert not store.create(new_run("sub_000000000003"), ME, runner="join")
     assert store.get("sub_000000000003") is None
-    assert runners.find(store, "k") is None
+    assert supervisors.find(store, "k") is None
     store.close()
 
 
 def test_a_dead_runner_is_never_handed_a_run(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     assert store.create(new_run("sub_000000000001"), GONE, runner="new")
-    assert runners.find(store, "k") is None  # its process is gone: its row is removed
+    assert supervisors.find(store, "k") is None  # its process is gone: its row is removed
     assert not store.create(new_run("sub_000000000002"), GONE, runner="join")
     store.close()
 
@@ -240,8 +241,8 @@ def test_a_dead_runner_is_never_handed_a_run(tmp_path: Path) -> None:
 def test_a_runner_that_stops_accepting_keeps_what_it_has(tmp_path: Path) -> None:
     store = Store(tmp_path / "runs.db")
     assert store.create(new_run("sub_000000000001"), ME, runner="new")
-    runners.stop_accepting(store, ME)
-    assert runners.find(store, "k") is None
-    assert runners.carried_by(store.db, ME) == ["sub_000000000001"]
-    assert not runners.retire(store, ME)
+    supervisors.stop_accepting(store, ME)
+    assert supervisors.find(store, "k") is None
+    assert supervisors.carried_by(store.db, ME) == ["sub_000000000001"]
+    assert not supervisors.retire(store, ME)
     store.close()

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from acp_bridge import EntryRequest, RunHandle, RunOptions, start_run_sync
-from acp_bridge._os import proc
 from acp_bridge._os.limits import MAX_TASK_BYTES
-from acp_bridge._runs import start as start_module
-from acp_bridge._runs.followups import send as send_module
+from acp_bridge._os.process import proc
+from acp_bridge._runs.caller import send as send_module
+from acp_bridge._runs.caller import start as start_module
 from acp_bridge._runs.store import retention
 from acp_bridge.cli import main
 from acp_bridge.envelope import SubtaskResult
@@ -119,7 +119,7 @@ def test_two_first_runs_of_a_new_session_name_open_one_session(
     runs: RunsEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both looked up the name before either queued: the second continues the first."""
-    runs.config({"other": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}})
+    runs.config({"other": {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}})
     monkeypatch.setattr(start_module, "follows_for_name", lambda *a, **k: None)  # both saw none
     opener = runs.demo("remember PLUM", session="orchard")
     with pytest.raises(ConfigError, match="session 'orchard' belongs to agent 'demo'"):
@@ -272,7 +272,7 @@ def cli(capsys: Capture, *argv: str) -> tuple[int, Any]:
 
 
 def test_named_sessions_and_send_from_the_command_line(runs: RunsEnv, capsys: Capture) -> None:
-    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]}
+    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
     runs.config({"other": demo})
     code, first = cli(capsys, "run", "-q", "--session", "fruit", "demo", "remember KIWI")
     assert code == 0 and first["output"] == "Remembered: KIWI", first

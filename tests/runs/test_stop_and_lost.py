@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._os import proc
-from acp_bridge._runs.handle import RunHandle
+from acp_bridge._os.process import proc
+from acp_bridge._runs.caller.handle import RunHandle
 from acp_bridge.cli import main
 from tests.runs.conftest import RunsEnv, processes_running, wait_until_gone
 

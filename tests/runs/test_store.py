@@ -11,14 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._os import proc
-from acp_bridge._runs import envelopes, lanes, liveness, runners
+from acp_bridge._os.process import proc
+from acp_bridge._runs import liveness, unfinished
 from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
-from acp_bridge._runs.store import retention, rules
+from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
+from acp_bridge._runs.store import lanes, retention, rules, supervisors
 from acp_bridge._runs.store.migrations import VERSION
-from acp_bridge._runs.store.recorder import MAX_EVENT_CHARS, EventRecorder, encode
-from acp_bridge._runs.store.records import NewRun, RunRecord
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.store.run_records import NewRun, RunRecord
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, ErrorCode, RunStoreError
@@ -36,7 +36,7 @@ def end(store: Store, run_id: str) -> None:
     run = store.get(run_id)
     assert run is not None
     with store.write() as db:
-        assert store.finish(db, run_id, envelopes.ended(run, "x", ErrorCode.AGENT_ERROR))
+        assert store.finish(db, run_id, unfinished.ended(run, "x", ErrorCode.AGENT_ERROR))
 
 
 def test_a_new_store_is_private_and_at_the_current_schema(tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:
     run = store.get("sub_000000000001")
     assert run is not None and run.supervisor == me and run.status == "queued"
     other = proc.Identity(me.pid, me.start + 1, me.boot)
-    outcome = envelopes.ended(run, "gone", ErrorCode.LOST)
+    outcome = unfinished.ended(run, "gone", ErrorCode.LOST)
     with store.write() as db:
         assert not store.finish(db, run.id, outcome, supervisor=other)
         assert store.finish(db, run.id, outcome, supervisor=me)
@@ -240,7 +240,7 @@ def test_run_limits_have_documented_bounds(tmp_path: Path, yaml: str) -> None:
 
 @pytest.mark.parametrize("text", ["x" * 3_000_000, 'é"\\\n\x00😀' * 500_000, "a" * (1 << 20)])
 def test_a_long_answer_is_stored_in_pieces_and_read_back_whole(tmp_path: Path, text: str) -> None:
-    from acp_bridge._runs.envelopes import outcome
+    from acp_bridge._runs.unfinished import outcome
     from acp_bridge.envelope import done
 
     store = Store(tmp_path / "runs.db")
@@ -283,8 +283,8 @@ def test_the_looks_at_active_runs_read_an_index_not_every_run_kept(tmp_path: Pat
     lanes.heads(store)
     lanes.claim_mine(store, me)
     liveness.reap(store)
-    runners.queued_for(store.db, me)
-    runners.retire(store, me)
+    supervisors.queued_for(store.db, me)
+    supervisors.retire(store, me)
     store.db.set_trace_callback(None)
     selects = {s for s in statements if s.lstrip().upper().startswith("SELECT")}
     assert len(selects) >= 5, selects

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._os.changes import ChangeLimits, FilesChanged, measure_changes, take_baseline
+from acp_bridge._os.git.changes import ChangeLimits, FilesChanged, measure_changes, take_baseline
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 
 

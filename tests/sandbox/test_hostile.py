@@ -16,7 +16,7 @@ from collections.abc import Callable
 import anyio
 import pytest
 
-from acp_bridge._os.procgroup import Launched
+from acp_bridge._os.process.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox
 from acp_bridge._os.sandbox.bwrap import signal_command
 from tests.sandbox.conftest import SECRET_ENV, Scene, marked, survivors

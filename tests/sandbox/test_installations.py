@@ -29,7 +29,7 @@ MODES = ["bwrap", "landlock"]
 # not see the bridge's own site-packages).
 PROJECT = Path(__file__).resolve().parents[2]
 DEPENDENCY = (
-    f"import sys\nsys.path.append({str(PROJECT)!r})\nfrom acp_bridge._demo_agent import main\n"
+    f"import sys\nsys.path.append({str(PROJECT)!r})\nfrom acp_bridge._demo.agent import main\n"
 )
 AGENT = """import os, sys
 here = os.path.dirname(os.path.realpath(__file__))

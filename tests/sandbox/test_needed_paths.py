@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._os.paths import real_path
+from acp_bridge._os.fs.paths import real_path
 from acp_bridge._os.sandbox import needed
 from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS

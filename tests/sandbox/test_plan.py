@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._os.paths import real_path
+from acp_bridge._os.fs.paths import real_path
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
 from acp_bridge._os.sandbox.needed import needed_paths

@@ -90,7 +90,10 @@ def test_a_stdio_only_agent_gets_files_and_commands_through_the_relay(
     assert sandbox["mode"] == (auto_mode() if mode == "auto" else mode)
     assert sandbox["network"] is (network == "on")
     (server,) = offered(spy)
-    assert server["type"] == "stdio" and server["args"][:2] == ["-m", "acp_bridge._services_relay"]
+    assert server["type"] == "stdio" and server["args"][:2] == [
+        "-m",
+        "acp_bridge._acp.services.mcp_relay",
+    ]
     # A socket in the run's private /tmp, where the sandbox shows it (bwrap binds it at /tmp).
     target = server["args"][2]
     assert target.startswith("unix:/tmp/acp-bridge-services-" if sandbox["mode"] == "bwrap"

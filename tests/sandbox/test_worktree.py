@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_bridge._os.git.worktrees import WorktreeResult, create_worktree, finish_worktree
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
-from acp_bridge._os.worktree import WorktreeResult, create_worktree, finish_worktree
 from acp_bridge.errors import ConfigError
 
 

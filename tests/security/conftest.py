@@ -15,11 +15,11 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._acp.schema import INVALID_PARAMS
 from acp_bridge._acp.services.file_service import FileService
 from acp_bridge._acp.services.terminals import TerminalService
-from acp_bridge._os.environment import constructed_env
-from acp_bridge._os.roots import Roots
+from acp_bridge._acp.wire.schema import INVALID_PARAMS
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config import TerminalSettings
 from acp_bridge.events import EventSink
 from tests.helpers import RpcFailure, serve

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from acp_bridge._acp.schema import RESOURCE_NOT_FOUND
-from acp_bridge._os import files as files_module
-from acp_bridge._os.roots import Roots
+from acp_bridge._acp.wire.schema import RESOURCE_NOT_FOUND
+from acp_bridge._os.fs import files as files_module
+from acp_bridge._os.fs.roots import Roots
 from tests.helpers import RpcFailure
 
 from .conftest import SECRET, World, call, refused

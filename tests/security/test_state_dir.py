@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._os.locations import SQLITE_SUFFIXES
+from acp_bridge._os.fs.locations import SQLITE_SUFFIXES
 from tests.conftest import MARKER_VAR, AgentHarness
 
 # Seconds each (timeouts waited out, hostile cases): out of the default run, in CI's.
@@ -37,10 +37,10 @@ class Bridge:
         self.state = state_home / "acp-bridge"
         harness.config(
             {
-                "demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo_agent"]},
+                "demo2": {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]},
                 "isolated": {
                     "command": sys.executable,
-                    "args": ["-m", "acp_bridge._demo_agent"],
+                    "args": ["-m", "acp_bridge._demo.agent"],
                     "isolation": "worktree",
                     "keep_worktree": "always",
                 },

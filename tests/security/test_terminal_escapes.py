@@ -11,12 +11,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._acp.schema import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from acp_bridge._acp.services import terminals as terminals_module
 from acp_bridge._acp.services.terminals import TerminalService
-from acp_bridge._os.environment import DEPTH_ENV, constructed_env
-from acp_bridge._os.procgroup import MARKER_ENV
-from acp_bridge._os.reaper import marked_processes
+from acp_bridge._acp.wire.schema import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from acp_bridge._os.process.environment import DEPTH_ENV, constructed_env
+from acp_bridge._os.process.marked_processes import marked_processes
+from acp_bridge._os.process.procgroup import MARKER_ENV
 from acp_bridge.events import Event, EventSink
 from tests.helpers import RpcFailure, alive
 

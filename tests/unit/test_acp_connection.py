@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.router import Router
+from acp_bridge._acp.rpc.connection import JsonRpcConnection
+from acp_bridge._acp.rpc.router import Router
 from tests.helpers import ChunkStream, NullSink
 
 

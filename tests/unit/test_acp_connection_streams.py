@@ -11,10 +11,10 @@ import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel, ConfigDict
 
-from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.router import RequestError, Route, Router
-from acp_bridge._acp.transcript import Transcript
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.rpc.connection import JsonRpcConnection
+from acp_bridge._acp.rpc.router import RequestError, Route, Router
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge._os.redact import Redactor
 from acp_bridge.errors import AgentExitedError, AgentRequestError, ProtocolError
 from acp_bridge.events import EventSink

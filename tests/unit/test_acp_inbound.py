@@ -14,11 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.inbound import (
+from acp_bridge._acp.rpc.connection import JsonRpcConnection
+from acp_bridge._acp.rpc.request_pool import RequestPool
+from acp_bridge._acp.rpc.router import Route, Router
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire.inbound import (
     MAX_DEPTH,
     MAX_ITEMS,
     MAX_VALUES,
+    InboundStats,
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
@@ -26,13 +30,9 @@ from acp_bridge._acp.inbound import (
     classify,
     decode_line,
 )
-from acp_bridge._acp.inbound_stats import InboundStats
-from acp_bridge._acp.outbox import Outbox
-from acp_bridge._acp.request_pool import RequestPool
-from acp_bridge._acp.router import Route, Router
-from acp_bridge._acp.schema import ReadTextFileParams
-from acp_bridge._acp.transcript import Transcript
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.wire.outbox import Outbox
+from acp_bridge._acp.wire.schema import ReadTextFileParams
+from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge.envelope import Meta
 from acp_bridge.errors import BridgeError, RunTimeout
 from acp_bridge.events import EventSink

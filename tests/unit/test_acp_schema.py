@@ -4,7 +4,7 @@
 interop tests with ``ACP_BRIDGE_RECORD_GOLDEN=1``; see tests/interop/harness.py). File names
 say what each is: ``<method>.reply[.<stopReason>].json``, ``<method>[.<tool kind>].request.json``
 or ``session-update.<kind>.json``. Each one is read with the bridge's own types
-(``acp_bridge._acp.schema``; updates through ``TurnCollector``) and, as an oracle, with the
+(``acp_bridge._acp.wire.schema``; updates through ``TurnCollector``) and, as an oracle, with the
 official SDK's ``acp.schema`` models.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from acp_bridge._acp import schema as protocol
-from acp_bridge._acp.schema import parse_reply
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire import schema as protocol
+from acp_bridge._acp.wire.schema import parse_reply
 from acp_bridge.events import EventSink
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "wire"
@@ -127,9 +127,7 @@ def test_wire_names_are_pydantic_camel_case() -> None:
     """The wire types' own alias generator gives pydantic's ``to_camel`` for every field."""
     from pydantic.alias_generators import to_camel
 
-    import acp_bridge._acp.schema_sessions  # their wire types too
-    import acp_bridge._acp.services.elicitation  # noqa: F401
-    from acp_bridge._acp.schema import Wire, camel
+    from acp_bridge._acp.wire.schema import Wire, camel
 
     seen, todo = 0, list(Wire.__subclasses__())
     while todo:

@@ -7,9 +7,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._acp.schema import INVALID_PARAMS
 from acp_bridge._acp.services.file_service import FileService
-from acp_bridge._os.roots import Roots
+from acp_bridge._acp.wire.schema import INVALID_PARAMS
+from acp_bridge._os.fs.roots import Roots
 from tests.helpers import RpcFailure, serve
 
 

@@ -9,7 +9,6 @@ import anyio
 import pytest
 from acp.schema import RequestPermissionResponse
 
-from acp_bridge._acp.schema import PermissionOption, RequestPermissionParams, ToolCallUpdate
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.permissions import (
     PermissionHook,
@@ -17,9 +16,10 @@ from acp_bridge._acp.services.permissions import (
     PermissionQuestion,
     choose_option,
 )
-from acp_bridge._acp.toolcalls import named_locations
-from acp_bridge._acp.turn import TurnSignals
-from acp_bridge._os.roots import Roots
+from acp_bridge._acp.turn.prompt_turn import TurnSignals
+from acp_bridge._acp.turn.tool_calls import named_locations
+from acp_bridge._acp.wire.schema import PermissionOption, RequestPermissionParams, ToolCallUpdate
+from acp_bridge._os.fs.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import Event, EventSink
 from tests.helpers import serve

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._acp.transcript import Transcript, default_transcript_dir, run_transcript
-from acp_bridge._acp.transcript_pruning import prune
+from acp_bridge._acp.wire.transcript import (
+    Transcript,
+    default_transcript_dir,
+    prune,
+    run_transcript,
+)
 from acp_bridge._os.redact import Redactor
 from acp_bridge.config import TranscriptSettings
 

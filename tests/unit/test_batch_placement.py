@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_bridge._batch.placement import NodeView, requirements, why_not
+from acp_bridge._batch.ray.placement import NodeView, requirements, why_not
 from acp_bridge._entries.request import EntryRequest
 
 

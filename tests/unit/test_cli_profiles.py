@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge import __version__
+from acp_bridge._version import __version__
 from acp_bridge.cli import main
 
 BROKEN = Path(__file__).parent.parent / "fixtures" / "broken"

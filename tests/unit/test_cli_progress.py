@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from acp_bridge.cli._printing import HumanStream
-from acp_bridge.cli._progress import HumanProgress
+from acp_bridge.cli._run_commands.live_events import HumanProgress
 from acp_bridge.events import Event
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from acp_bridge.config import load_config, validate_files
-from acp_bridge.config._yamlbounds import MAX_YAML_BYTES
+from acp_bridge.config._yaml.bounds import MAX_YAML_BYTES
 from acp_bridge.errors import ConfigError
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge.config import _yaml as yamlsource
-from acp_bridge.config._yaml import load_yaml
+from acp_bridge.config._yaml import located as yamlsource
+from acp_bridge.config._yaml.located import load_yaml
 from acp_bridge.errors import ConfigError
 
 

@@ -58,7 +58,8 @@ def test_the_architecture_page_draws_the_layers_of_the_import_contract() -> None
 
 
 def test_every_module_and_test_the_architecture_page_names_exists() -> None:
-    """The where-is-it table names modules (``_os/proc.py``) and tests (``unit/test_x.py``)."""
+    """The where-is-it table names modules (``_os/process/proc.py``) and tests
+    (``unit/test_x.py``)."""
     page = ARCHITECTURE.read_text().split("## What moved where", 1)[0]
     named = set(re.findall(r"`([\w/]+\.py)`", page))
     assert len(named) > 150

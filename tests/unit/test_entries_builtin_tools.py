@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field
 
-from acp_bridge._entries.builtin_tools import ToolRegistry
 from acp_bridge._entries.depth import subtask_level
+from acp_bridge._entries.local_loop.builtin_tools import ToolRegistry
 from acp_bridge._loop.toolset import json_parameters
 from acp_bridge._os.limits import MAX_SECONDS
 from acp_bridge.config import load_config

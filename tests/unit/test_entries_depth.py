@@ -7,8 +7,8 @@ import pytest
 
 from acp_bridge import envelope
 from acp_bridge._entries.depth import current_depth, inherited_max_depth, subtask_level
-from acp_bridge._entries.runner import RunContext, run_enveloped
-from acp_bridge._os.environment import DEPTH_ENV
+from acp_bridge._entries.enveloped import RunContext, run_enveloped
+from acp_bridge._os.process.environment import DEPTH_ENV
 from acp_bridge.config import Config, LoadedConfig, ProfileCatalog
 from acp_bridge.errors import ConfigError, ErrorCode, RunTimeout
 
@@ -78,7 +78,7 @@ def test_depth_limit_is_an_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_limit_travels_and_cannot_be_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from acp_bridge._os.environment import MAX_DEPTH_ENV, constructed_env
+    from acp_bridge._os.process.environment import MAX_DEPTH_ENV, constructed_env
 
     monkeypatch.delenv(DEPTH_ENV, raising=False)
     monkeypatch.delenv(MAX_DEPTH_ENV, raising=False)

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from pytest_subprocess import FakeProcess
 
-from acp_bridge._entries.doctor import diagnose, parse_version
+from acp_bridge._agents.doctor import diagnose, parse_version
 from acp_bridge.cli import main
 from acp_bridge.config import LoadedConfig, load_config
 
@@ -26,7 +26,7 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     for name in ("old-agent", "new-agent", "odd-agent"):  # each one the demo agent, really
         path = folder / name
-        path.write_text(f"#!/bin/sh\nexec {sys.executable} -m acp_bridge._demo_agent\n")
+        path.write_text(f"#!/bin/sh\nexec {sys.executable} -m acp_bridge._demo.agent\n")
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("FAKE_AGENT_KEY", raising=False)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from acp_bridge import envelope
 from acp_bridge._entries.bash import CommandResult
-from acp_bridge._os.schema_check import check_structured_output
-from acp_bridge._output_schema import (
+from acp_bridge._output_schema.schema_check import check_structured_output
+from acp_bridge._output_schema.structured_output import (
     SchemaRegistry,
     parse_structured_output,
     strip_code_fence,
@@ -168,13 +168,13 @@ def test_the_summary_of_a_24_mib_answer_of_short_lines_costs_no_list_of_lines() 
 def test_json_pieces_join_to_json_dumps(
     text: str, indent: int | None, ascii_only: bool, piece: int
 ) -> None:
-    from acp_bridge import _json_pieces
+    from acp_bridge._records import json_pieces
 
     data = envelope.done(text).to_dict()
-    original = _json_pieces.JSON_PIECE_CHARS
-    _json_pieces.JSON_PIECE_CHARS = piece
+    original = json_pieces.JSON_PIECE_CHARS
+    json_pieces.JSON_PIECE_CHARS = piece
     try:
-        joined = "".join(_json_pieces.json_pieces(data, indent=indent, ensure_ascii=ascii_only))
+        joined = "".join(json_pieces.json_pieces(data, indent=indent, ensure_ascii=ascii_only))
     finally:
-        _json_pieces.JSON_PIECE_CHARS = original
+        json_pieces.JSON_PIECE_CHARS = original
     assert joined == json.dumps(data, indent=indent, ensure_ascii=ascii_only)

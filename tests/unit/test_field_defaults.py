@@ -1,4 +1,4 @@
-"""Default factories of model fields (_field_defaults.py): the same values as ``list``,
+"""Default factories of model fields (_records/field_defaults.py): the same values as ``list``,
 ``dict`` or the model class gave, a fresh one for each instance, and none that pydantic
 takes for a factory of the validated data."""
 
@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic._internal._fields import takes_validated_data_argument
 
-from acp_bridge._acp.schema import InitializeResult
+from acp_bridge._acp.wire.schema import InitializeResult
 from acp_bridge.config import AgentProfile, Config
 from acp_bridge.envelope import SubtaskResult
 

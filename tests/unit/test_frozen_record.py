@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._acp.schema import PermissionOption
 from acp_bridge._acp.services.elicitation import ElicitationAnswer, ElicitationQuestion
 from acp_bridge._acp.services.permissions import PermissionQuestion
+from acp_bridge._acp.wire.schema import PermissionOption
 from acp_bridge._os.cmdline import parse_line
 
 
@@ -92,7 +92,7 @@ def test_records_survive_pickle_and_copy_as_frozen_dataclasses_do() -> None:
     import pickle
 
     from acp_bridge._acp.services.elicitation import ElicitationAnswer
-    from acp_bridge._os.changes import FilesChanged
+    from acp_bridge._os.git.changes import FilesChanged
 
     answer = ElicitationAnswer("accept", {"name": "x"})
     files = FilesChanged(("/a",), notes=("cut",))
@@ -102,7 +102,7 @@ def test_records_survive_pickle_and_copy_as_frozen_dataclasses_do() -> None:
 
 
 def test_replaced_is_what_dataclasses_replace_gave() -> None:
-    from acp_bridge._os.change_snapshots import ChangeLimits
+    from acp_bridge._os.git.snapshots import ChangeLimits
 
     limits = ChangeLimits(max_files=10)
     smaller = limits.replaced(max_seconds=1.0)

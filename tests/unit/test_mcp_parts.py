@@ -10,14 +10,14 @@ from typing import Any
 import mcp.types as types
 import pytest
 
-from acp_bridge._acp.schema import PermissionOption
 from acp_bridge._acp.services.permissions import PermissionQuestion
+from acp_bridge._acp.wire.schema import PermissionOption
 from acp_bridge._mcp.arguments import AcpSpawnArgs, BashArgs, StartArgs, parse
-from acp_bridge._mcp.catalog import select
-from acp_bridge._mcp.listen import Listen, check_listen, parse_listen, read_token
 from acp_bridge._mcp.progress import describe
 from acp_bridge._mcp.questions import permission_answer, permission_form
 from acp_bridge._mcp.relay import TEXT_LIMIT, envelope_result
+from acp_bridge._mcp.tool_catalog import select
+from acp_bridge._mcp.transport.listen import Listen, check_listen, parse_listen, read_token
 from acp_bridge.cli import main
 from acp_bridge.envelope import done, failed
 from acp_bridge.errors import ConfigError, ErrorCode

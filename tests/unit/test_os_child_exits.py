@@ -17,8 +17,8 @@ import warnings
 import anyio
 import pytest
 
-from acp_bridge._os import child_exits
-from acp_bridge._os.procgroup import ProcessGroup
+from acp_bridge._os.process import child_exits
+from acp_bridge._os.process.procgroup import ProcessGroup
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds: Linux")
 OLD_ASYNCIO = sys.version_info < (3, 12)

@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from acp_bridge._acp.schema import RequestPermissionParams
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.permissions import PermissionPolicy, PermissionQuestion
-from acp_bridge._acp.turn import TurnSignals
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.turn.prompt_turn import TurnSignals
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire.schema import RequestPermissionParams
 from acp_bridge._os.cmdline import from_argv, parse_line
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import Event, EventSink
 

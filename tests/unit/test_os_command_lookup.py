@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os.command_lookup import resolve_command
+from acp_bridge._os.process.command_lookup import resolve_command
 
 
 def test_commands_are_looked_up_as_exec_would(tmp_path: Path) -> None:

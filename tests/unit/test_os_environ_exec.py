@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from acp_bridge._os import proc, reaper
+from acp_bridge._os.process import marked_processes, proc
 from tests.helpers import command_line
 
 NAME = "ACP_BRIDGE_TEST_EXEC_MARKER"
@@ -37,7 +37,7 @@ def test_a_process_read_while_it_execs_is_found(children: list[subprocess.Popen[
             ["/bin/sh", "-c", "exec sleep 30"], env={**os.environ, NAME: marker}
         )
         children.append(child)
-        if child.pid not in reaper.marked_processes(NAME, marker):
+        if child.pid not in marked_processes.marked_processes(NAME, marker):
             missed.append(n)
     assert missed == []
 

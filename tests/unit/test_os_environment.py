@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os.environment import DEPTH_ENV, constructed_env, host_environ
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.process.environment import DEPTH_ENV, constructed_env, host_environ
 
 HOST = {
     "PATH": "/usr/bin",

@@ -10,8 +10,8 @@ import sys
 import anyio
 import pytest
 
-from acp_bridge._os import marker_scans, reaper
-from acp_bridge._os.marker_scans import marker_present
+from acp_bridge._os.process import marked_processes, marker_scans
+from acp_bridge._os.process.marker_scans import marker_present
 
 NAME = "ACP_BRIDGE_TEST_MARKER"
 
@@ -30,7 +30,7 @@ def test_concurrent_askers_each_get_their_own_answer_from_shared_passes(
         for marker in live
     ]
     passes: list[list[str]] = []
-    original = reaper.markers_present
+    original = marked_processes.markers_present
 
     def counted(name: str, values: list[str]) -> set[str]:
         passes.append(list(values))

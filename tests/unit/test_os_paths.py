@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os.paths import kernel_real_path, path_of, real_path, resolved
+from acp_bridge._os.fs.paths import kernel_real_path, path_of, real_path, resolved
 
 
 @pytest.fixture

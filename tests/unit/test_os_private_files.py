@@ -1,4 +1,4 @@
-"""The bridge's own files (_os/private_files.py): 0700 folders and 0600 files whatever the
+"""The bridge's own files (_os/fs/private_files.py): 0700 folders and 0600 files whatever the
 umask, never a write through a link planted among them, and failures that name the path."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._os.private_files import create_private, private_dir, write_private
+from acp_bridge._os.fs.private_files import create_private, private_dir, write_private
 from acp_bridge.errors import StateDirError
 
 NAMES = st.lists(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._acp.transcript import Transcript
+from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge._os.redact import Redactor, is_secret_value
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
 from acp_bridge.errors import SandboxViolation
 
 # Names in the tree below; a path is spelled from these, "." and "..".

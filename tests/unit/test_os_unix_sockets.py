@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os.unix_sockets import MAX_PATH_BYTES, connect_unix, listen_unix
+from acp_bridge._os.fs.unix_sockets import MAX_PATH_BYTES, connect_unix, listen_unix
 
 
 @pytest.mark.parametrize("long", [False, True])

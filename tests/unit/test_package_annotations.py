@@ -20,9 +20,10 @@ EXEMPT = {
     # Few fields each, beside public functions whose signatures the API reference shows by
     # the names written (aliases such as EventHandler; types imported only for type
     # checkers, whose import would load the ACP layer with every handle or request).
-    "_runs/handle.py",
+    "_runs/caller/handle.py",
     "_entries/request.py",
-    "_entries/builtin_tools.py",
+    "_entries/local_loop/builtin_tools.py",
+    "_entries/local_loop/workspace_tools.py",
 }
 
 

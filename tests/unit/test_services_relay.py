@@ -1,4 +1,4 @@
-"""The stdio relay of the bridge's services (``python -m acp_bridge._services_relay``) as a
+"""The stdio relay of the bridge's services (``python -m acp_bridge._acp.services.mcp_relay``) as a
 real process, against an HTTP endpoint on a unix socket: what it carries, how, and what it
 says when the bridge cannot be reached."""
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from acp_bridge._os.unix_sockets import MAX_PATH_BYTES
+from acp_bridge._os.fs.unix_sockets import MAX_PATH_BYTES
 
 TOKEN = "relay-test-token"
 
@@ -80,7 +80,7 @@ def endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
 
 def relay(target: str, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     done = subprocess.run(
-        [sys.executable, "-m", "acp_bridge._services_relay", target],
+        [sys.executable, "-m", "acp_bridge._acp.services.mcp_relay", target],
         input="".join(json.dumps(line) + "\n" for line in lines).encode(),
         env={**os.environ, "ACP_BRIDGE_SERVICES_TOKEN": TOKEN},
         capture_output=True, timeout=30, check=True,

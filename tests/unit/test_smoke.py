@@ -15,8 +15,8 @@ from acp_bridge.envelope import Meta, PermissionRecord
 from acp_bridge.errors import ConfigError, ErrorCode
 from acp_bridge.smoke._expect import check, subset_mismatch, workspace_failures
 from acp_bridge.smoke._report import RunInfo, json_report, junit_xml, summary_lines
-from acp_bridge.smoke._runner import CaseOutcome
 from acp_bridge.smoke._suite import Expect, expand, load_suite
+from acp_bridge.smoke._suite_run import CaseOutcome
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 EXAMPLES = Path(__file__).parents[2] / "examples" / "smoke"

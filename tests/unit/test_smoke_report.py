@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from acp_bridge import envelope
 from acp_bridge.errors import ConfigError
 from acp_bridge.smoke._report import RunInfo, check_report_path, junit_xml, write_report
-from acp_bridge.smoke._runner import CaseOutcome
 from acp_bridge.smoke._suite import Case, CaseRun, Suite
+from acp_bridge.smoke._suite_run import CaseOutcome
 
 SCHEMA = Path(__file__).parent.parent / "fixtures" / "junit" / "junit-10.xsd"
 # Any code point, lone surrogates too (hypothesis's characters() never draws those).

@@ -20,21 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from acp_bridge._acp.router import Reply, RequestError, Route, Router
-from acp_bridge._acp.schema import (
-    INVALID_PARAMS,
-    ClientCapabilities,
-    ClientSessionCapabilities,
-    ConfigOptionsCapabilities,
-    CreateTerminalParams,
-    Empty,
-    FsCapabilities,
-    ReadTextFileParams,
-    RequestPermissionParams,
-    TerminalIdParams,
-    ToolCallUpdate,
-    WriteTextFileParams,
-)
+from acp_bridge._acp.rpc.router import Reply, RequestError, Route, Router
 from acp_bridge._acp.services.elicitation import (
     CompleteElicitationParams,
     CreateElicitationParams,
@@ -48,12 +34,26 @@ from acp_bridge._acp.services.permissions import (
     PermissionPolicy,
 )
 from acp_bridge._acp.services.terminals import TerminalService, shell_argv
-from acp_bridge._acp.toolcalls import overlay
-from acp_bridge._acp.turn import TurnSignals
+from acp_bridge._acp.turn.prompt_turn import TurnSignals
+from acp_bridge._acp.turn.tool_calls import overlay
+from acp_bridge._acp.wire.schema import (
+    INVALID_PARAMS,
+    ClientCapabilities,
+    ClientSessionCapabilities,
+    ConfigOptionsCapabilities,
+    CreateTerminalParams,
+    Empty,
+    FsCapabilities,
+    ReadTextFileParams,
+    RequestPermissionParams,
+    TerminalIdParams,
+    ToolCallUpdate,
+    WriteTextFileParams,
+)
 from acp_bridge._os.cmdline import Command, from_argv, parse_line
-from acp_bridge._os.procgroup import Launcher
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.process.procgroup import Launcher
 from acp_bridge._os.race import race
-from acp_bridge._os.roots import Roots
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import PermissionRecord, RefusalRecord
 from acp_bridge.errors import LimitExceeded, SandboxViolation

@@ -21,17 +21,17 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from acp_bridge._acp.router import Reply, RequestError
-from acp_bridge._acp.schema import (
+from acp_bridge._acp.rpc.router import Reply, RequestError
+from acp_bridge._acp.turn.prompt_turn import TurnSignals
+from acp_bridge._acp.wire.schema import (
     INVALID_PARAMS,
     ElicitationCapabilities,
     Empty,
     Wire,
 )
-from acp_bridge._acp.turn import TurnSignals
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.race import race
-from acp_bridge._os.schema_check import first_schema_error
+from acp_bridge._output_schema.schema_check import first_schema_error
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.envelope import ElicitationRecord
 from acp_bridge.events import EventSink
 
@@ -110,8 +110,8 @@ class CompleteElicitationParams(Wire):
 
 async def schema_problem(schema: dict[str, Any], content: dict[str, Any]) -> str | None:
     """Why ``content`` does not fit the requested form ``schema`` (None: it fits). The schema
-    is the agent's: checked in a child process bounded in time (_os/schema_check.py), like
-    an output_schema, so a hostile pattern or ``$ref`` cannot hold the run."""
+    is the agent's: checked in a child process bounded in time (_output_schema/schema_check.py),
+    like an output_schema, so a hostile pattern or ``$ref`` cannot hold the run."""
     return await first_schema_error(
         FORM_URI, {FORM_URI: schema}, json.dumps(content), timeout=FORM_CHECK_SECONDS
     )

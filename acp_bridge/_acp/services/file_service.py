@@ -1,5 +1,5 @@
 """``fs/read_text_file`` and ``fs/write_text_file``: the agent's file requests, served by the
-confined file operations of ``_os/files.py`` (the same ones behind the local file tools).
+confined file operations of ``_os/fs/files.py`` (the same ones behind the local file tools).
 
 Errors are left to the router, which maps them to JSON-RPC errors (a missing file is -32002
 "Resource not found", a path outside the roots -32602 with ``reason: sandbox_violation``).
@@ -11,9 +11,9 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._acp.schema import ReadTextFileParams, WriteTextFileParams
-from acp_bridge._os.files import read_text, write_text
-from acp_bridge._os.roots import Roots
+from acp_bridge._acp.wire.schema import ReadTextFileParams, WriteTextFileParams
+from acp_bridge._os.fs.files import read_text, write_text
+from acp_bridge._os.fs.roots import Roots
 from acp_bridge._os.stoppable import StopToken, in_thread
 
 

@@ -28,18 +28,18 @@ from typing import Any
 
 import anyio
 
-from acp_bridge._acp.router import RequestError
-from acp_bridge._acp.schema import (
-    CreateTerminalParams,
-    ReadTextFileParams,
-    TerminalIdParams,
-    WriteTextFileParams,
-)
+from acp_bridge._acp.rpc.router import RequestError
 from acp_bridge._acp.services.client import (
     ClientServices,
     describe_command,
     describe_read,
     describe_write,
+)
+from acp_bridge._acp.wire.schema import (
+    CreateTerminalParams,
+    ReadTextFileParams,
+    TerminalIdParams,
+    WriteTextFileParams,
 )
 from acp_bridge.errors import BridgeError
 

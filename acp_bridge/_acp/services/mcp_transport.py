@@ -7,7 +7,7 @@ it by a transport it advertised, chosen by what its sandbox lets through:
 - **HTTP** (streamable, JSON responses) on a fresh loopback port, each request carrying a
   random bearer token: for an agent that takes HTTP servers and whose sandbox reaches the
   host's loopback (no sandbox, or the network on);
-- **stdio**: a relay the agent starts (``python -m acp_bridge._services_relay TARGET``,
+- **stdio**: a relay the agent starts (``python -m acp_bridge._acp.services.mcp_relay TARGET``,
   standard library only) that carries its lines to the server — over a unix socket in the
   run's private ``/tmp`` when the run is sandboxed (a path crosses bubblewrap's
   ``--unshare-net`` and Landlock's TCP ban alike; the socket is the sandbox's own ``/tmp``,
@@ -32,13 +32,13 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_bridge._acp.schema import InitializeResult, McpServerHttp, McpServerStdio, NameValue
 from acp_bridge._acp.services.client import ClientServices
+from acp_bridge._acp.services.mcp_endpoint import ENDPOINT, TOKEN_VARIABLE
 from acp_bridge._acp.services.mcp_tools import SERVER_NAME, ServicesMcp
+from acp_bridge._acp.wire.schema import InitializeResult, McpServerHttp, McpServerStdio, NameValue
 from acp_bridge._os.bearer import BearerToken
+from acp_bridge._os.fs.unix_sockets import listen_unix
 from acp_bridge._os.sandbox import RunSandbox
-from acp_bridge._os.unix_sockets import listen_unix
-from acp_bridge._services_endpoint import ENDPOINT, TOKEN_VARIABLE
 from acp_bridge.errors import BridgeError
 
 STOP_GRACE = 2.0
@@ -116,7 +116,7 @@ class ServicesOffer:
             type="stdio" if v2 else None,
             name=SERVER_NAME,
             command=sys.executable,
-            args=["-m", "acp_bridge._services_relay", target],
+            args=["-m", "acp_bridge._acp.services.mcp_relay", target],
             env=[NameValue(name=TOKEN_VARIABLE, value=self.token)],
         )
 

@@ -59,17 +59,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from acp_bridge._acp.schema import (
+from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
+from acp_bridge._acp.turn.tool_calls import command_of, named_locations, unquoted
+from acp_bridge._acp.wire.schema import (
     PERMISSION_CANCELLED,
     PermissionOption,
     RequestPermissionParams,
     permission_selected,
 )
-from acp_bridge._acp.services.decisions import Decisions, command_keys, path_keys
-from acp_bridge._acp.toolcalls import command_of, named_locations, unquoted
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.config import PermissionRule, Permissions
 from acp_bridge.envelope import PermissionRecord
 from acp_bridge.errors import SandboxViolation

@@ -29,8 +29,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_bridge._acp.router import RequestError
-from acp_bridge._acp.schema import (
+from acp_bridge._acp.rpc.router import RequestError
+from acp_bridge._acp.wire.schema import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     RESOURCE_NOT_FOUND,
@@ -38,9 +38,9 @@ from acp_bridge._acp.schema import (
     TerminalIdParams,
 )
 from acp_bridge._os.buffers import TailBuffer
-from acp_bridge._os.environment import DEPTH_ENV
-from acp_bridge._os.procgroup import Graceful, Launcher, ProcessGroup, signal_name
-from acp_bridge._os.roots import Roots
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.process.environment import DEPTH_ENV
+from acp_bridge._os.process.procgroup import Graceful, Launcher, ProcessGroup, signal_name
 from acp_bridge.config import TerminalSettings
 from acp_bridge.envelope import TerminalRecord
 from acp_bridge.errors import LimitExceeded, SpawnError

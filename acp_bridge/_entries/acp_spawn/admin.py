@@ -16,19 +16,19 @@ from typing import TypeVar
 
 import anyio
 
+from acp_bridge._acp.agent_executable import session_cwd
 from acp_bridge._acp.agent_process import AgentProcess
-from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.router import Router
-from acp_bridge._acp.schema import ClientCapabilities
-from acp_bridge._acp.schema_sessions import SessionInfo
-from acp_bridge._acp.session import AcpSession
-from acp_bridge._acp.session_methods import delete_session, list_sessions, logout
-from acp_bridge._acp.turn import TurnSignals
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.rpc.connection import JsonRpcConnection
+from acp_bridge._acp.rpc.router import Router
+from acp_bridge._acp.session.acp_session import AcpSession
+from acp_bridge._acp.session.session_methods import delete_session, list_sessions, logout
+from acp_bridge._acp.turn.prompt_turn import TurnSignals
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire.schema import ClientCapabilities
+from acp_bridge._acp.wire.session_schema import SessionInfo
 from acp_bridge._entries.acp_spawn.session_phases import CLIENT_INFO
-from acp_bridge._entries.agent_commands import session_cwd
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level
-from acp_bridge._os.environment import constructed_env
+from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.errors import BridgeError, RunTimeout
 from acp_bridge.events import EventSink

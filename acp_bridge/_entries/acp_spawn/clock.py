@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_bridge._acp.agent_process import KILL_RESERVE
-from acp_bridge._entries.runner import END_GRACE
+from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge._os.race import on_any, race, wait_any
 from acp_bridge.errors import RunCancelled, RunTimeout
 
@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     # Named in signatures only: a run makes its clock before its agent starts, and the
     # session machinery loads after that (run.py).
     from acp_bridge._acp.agent_process import AgentProcess
-    from acp_bridge._acp.connection import JsonRpcConnection
+    from acp_bridge._acp.rpc.connection import JsonRpcConnection
     from acp_bridge._acp.services.client import ClientServices
-    from acp_bridge._acp.session import AcpSession
-    from acp_bridge._acp.transcript import Transcript
-    from acp_bridge._acp.turn import TurnOutcome
-    from acp_bridge._os.procgroup import RunProcesses
+    from acp_bridge._acp.session.acp_session import AcpSession
+    from acp_bridge._acp.turn.prompt_turn import TurnOutcome
+    from acp_bridge._acp.wire.transcript import Transcript
+    from acp_bridge._os.process.procgroup import RunProcesses
 
 DRAIN_QUIET = 0.02
 """After a turn's reply, updates are read while each comes within this of the last …"""

@@ -1,7 +1,7 @@
 """The ``acp_spawn`` entry: hand a task to an external ACP agent, get an envelope back.
 
 The function checks what it is given and runs it through the one runner
-(:func:`~acp_bridge._entries.runner.run_enveloped`: depth, config, the envelope on every
+(:func:`~acp_bridge._entries.enveloped.run_enveloped`: depth, config, the envelope on every
 path); the run itself — process, session, turns, wind-down — is :class:`AcpRun`
 (``run.py``; once its agent has started, ``session_phases.py``), its envelope
 ``result.py``, its deadlines ``clock.py``, and the turns a held session takes after the
@@ -17,8 +17,8 @@ from typing_extensions import Unpack
 
 from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge._entries.acp_spawn.run import AcpRun
+from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.options import AcpSpawnOptions, checked_or_error
-from acp_bridge._entries.runner import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult

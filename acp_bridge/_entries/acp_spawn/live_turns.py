@@ -1,7 +1,7 @@
 """Follow-up turns in one live ACP session: how an agent is kept between turns (DESIGN §10).
 
 A run of ``acp_spawn`` given ``follow_ups`` (the run layer's supervisor gives its holder, see
-``acp_bridge/_runs/followups/holds.py``) does not end after its turn when the profile's
+``acp_bridge/_runs/held_agents.py``) does not end after its turn when the profile's
 ``timeouts.idle`` is above 0 and the session is sound (the prompt was answered, the agent is
 still there). It hands the turn's envelope to the hook, with a :class:`Held`: until when it
 may wait, and an event set if the agent goes away meanwhile. The hook answers with the next
@@ -25,7 +25,7 @@ from typing import Protocol
 
 import anyio
 
-from acp_bridge._entries.runner import finish_envelope
+from acp_bridge._entries.enveloped import finish_envelope
 from acp_bridge.envelope import SubtaskResult
 
 

@@ -12,19 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from acp_bridge._acp.agent_process import AgentProcess
-from acp_bridge._acp.file_changes import disagreements
-from acp_bridge._acp.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.services.client import ClientServices
-from acp_bridge._acp.session import AcpSession
-from acp_bridge._acp.tracing import NO_TRACING, Tracing
-from acp_bridge._acp.transcript import Transcript
-from acp_bridge._acp.turn import TurnOutcome
-from acp_bridge._acp.turn_collector import TurnCollector
+from acp_bridge._acp.session.acp_session import AcpSession
+from acp_bridge._acp.session.tracing import NO_TRACING, Tracing
+from acp_bridge._acp.turn.file_changes import disagreements
+from acp_bridge._acp.turn.prompt_turn import TurnOutcome
+from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire.schema import KNOWN_STOP_REASONS
+from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
 from acp_bridge._os.sandbox.denials import explain_denials
-from acp_bridge._os.schema_check import check_structured_output
-from acp_bridge._output_schema import SchemaRegistry, parse_structured_output
+from acp_bridge._output_schema.schema_check import check_structured_output
+from acp_bridge._output_schema.structured_output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
 from acp_bridge.errors import (
@@ -106,8 +106,9 @@ class AcpResult:
 
     async def check_answer(self, timeout: float) -> Answer:
         """Parse the turn's answer and, when its label has a schema file, validate it — in a
-        child process bounded by ``timeout`` and the caller's cancel (_os/schema_check.py).
-        The verdict is kept for :meth:`answer` while the answer stays the same."""
+        child process bounded by ``timeout`` and the caller's cancel
+        (_output_schema/schema_check.py). The verdict is kept for :meth:`answer` while the answer
+        stays the same."""
         text = self.collector.answer()
         if not self.output_schema:
             return Answer(text, "text")

@@ -10,43 +10,39 @@ while the agent starts up, not before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio
 
 from acp_bridge._acp.agent_process import AgentProcess
-from acp_bridge._acp.connection import JsonRpcConnection
-from acp_bridge._acp.schema import Implementation
+from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.mcp_transport import ServicesOffer, ServicesReach
-from acp_bridge._acp.session import AcpSession
-from acp_bridge._acp.session_options import SessionChoices
-from acp_bridge._acp.tracing import set_attributes
-from acp_bridge._acp.turn import TurnOutcome, TurnSignals, turn_error
+from acp_bridge._acp.session.acp_session import AcpSession
+from acp_bridge._acp.session.session_options import SessionChoices
+from acp_bridge._acp.session.tracing import set_attributes
+from acp_bridge._acp.turn.prompt_turn import TurnOutcome, TurnSignals, turn_error
+from acp_bridge._acp.wire.schema import Implementation
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import needs_repair, repair_prompt
+from acp_bridge._entries.acp_spawn.run_state import RunState
 from acp_bridge._entries.confinement import Confinement
-from acp_bridge._entries.runner import END_GRACE, resolve_timeout
-from acp_bridge._os.procgroup import RunProcesses
-from acp_bridge._output_schema import structured_output_instruction
+from acp_bridge._entries.enveloped import END_GRACE, resolve_timeout
+from acp_bridge._os.process.procgroup import RunProcesses
+from acp_bridge._output_schema.structured_output import structured_output_instruction
 from acp_bridge._version import __version__
 from acp_bridge.errors import BridgeError, RunCancelled, RunStalled
-
-if TYPE_CHECKING:
-    from acp_bridge._entries.acp_spawn.run import AcpRun
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
 
 
 class SessionPhases:
     """A run's started agent, from its process to the end of the wind-down. What it
-    gathers goes to the run's records (:meth:`AcpRun.records`); the run's clock and turn
-    are the run's, replaced when a follow-up turn begins."""
+    gathers goes to the run's records (:meth:`~.run_state.RunState.records`); the run's clock and
+    turn are the run's, replaced when a follow-up turn begins."""
 
     def __init__(
         self,
-        run: AcpRun,
+        run: RunState,
         process: AgentProcess,
         confinement: Confinement,
         started: RunProcesses,

@@ -38,7 +38,7 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
-from acp_bridge._os import proc
+from acp_bridge._os.process import proc
 from acp_bridge._os.sandbox.plan import Access, PathPlan
 
 TMP = Path("/tmp")

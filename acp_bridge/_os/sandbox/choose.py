@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.sandbox.probe import Probe, probe_bwrap, probe_landlock
 from acp_bridge._os.sandbox.spec import Mode
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.errors import ConfigError
 
 Chosen = Literal["bwrap", "landlock", "off"]

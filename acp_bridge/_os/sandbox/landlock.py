@@ -36,9 +36,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.sandbox import landlock_shim
 from acp_bridge._os.sandbox.plan import Access, PathPlan, PathRule
+from acp_bridge._records.frozen import FrozenRecord
 
 SHIM = Path(landlock_shim.__file__)
 _SHIM_START = (

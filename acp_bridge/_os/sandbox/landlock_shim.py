@@ -227,7 +227,7 @@ def _say(message: str) -> None:
 
 def _children() -> list[int]:
     """Our live (or zombie) children. Their pids cannot be reused before we reap them, so
-    signalling them is race-free. (A copy of ``acp_bridge._os.proc.children``: this script
+    signalling them is race-free. (A copy of ``acp_bridge._os.process.proc.children``: this script
     runs as ``python -I -S`` before the agent and cannot import the package.)"""
     me = os.getpid()
     try:

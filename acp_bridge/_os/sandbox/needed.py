@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from acp_bridge._os.paths import path_of, real_path
+from acp_bridge._os.fs.paths import path_of, real_path
 from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS
 
 _PACKAGE_MARKERS = ("package.json", "node_modules", "pyproject.toml")

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 
-from acp_bridge._frozen_record import FrozenRecord
-from acp_bridge._os.paths import path_of, real_path
+from acp_bridge._os.fs.paths import path_of, real_path
 from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS, SandboxSpec
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.errors import ConfigError
 
 ROOT = Path("/")

@@ -20,9 +20,9 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._frozen_record import FrozenRecord
 from acp_bridge._os.sandbox import landlock_shim, probe_ahead
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, shim_command
+from acp_bridge._records.frozen import FrozenRecord
 
 PROBE_TIMEOUT = 10.0
 _cache: dict[str, Probe] = {}

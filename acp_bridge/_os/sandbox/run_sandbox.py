@@ -27,10 +27,11 @@ from typing import Self
 
 import anyio
 
-from acp_bridge._os.command_lookup import resolve_command
-from acp_bridge._os.paths import path_of, real_path
-from acp_bridge._os.private_files import private_dir
-from acp_bridge._os.procgroup import Launched
+from acp_bridge._os.fs.paths import path_of, real_path
+from acp_bridge._os.fs.private_files import private_dir
+from acp_bridge._os.process.command_lookup import resolve_command
+from acp_bridge._os.process.procgroup import Launched
+from acp_bridge._os.process.stdio_handoff import handoff_argv
 from acp_bridge._os.sandbox.bwrap import bwrap_argv, signal_command
 from acp_bridge._os.sandbox.choose import SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
@@ -38,7 +39,6 @@ from acp_bridge._os.sandbox.needed import needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, resolve
 from acp_bridge._os.shared_thread import SharedThread
-from acp_bridge._os.stdio_handoff import handoff_argv
 from acp_bridge.errors import SpawnError, StateDirError
 
 DEFAULT_SHIM_GRACE = 1.0
@@ -139,7 +139,7 @@ class RunSandbox:
     ) -> Launched:
         """How to start ``argv`` sandboxed, in ``cwd`` (default: the spec's), with ``env``
         (the constructed environment; ``TMPDIR`` is pointed at the private tmp): a
-        :data:`~acp_bridge._os.procgroup.Launcher`'s answer.
+        :data:`~acp_bridge._os.process.procgroup.Launcher`'s answer.
         ``parent``: the pid of the process that will start it, when not this one (the
         Landlock shim refuses to run for a parent that is already gone). ``handoff``: under
         bubblewrap, its stdin and stdout are handed to it past bwrap's own processes (whose

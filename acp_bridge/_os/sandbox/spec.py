@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal, get_args
 
-from acp_bridge._frozen_record import FrozenRecord
-from acp_bridge._os.paths import path_of, real_path
+from acp_bridge._os.fs.paths import path_of, real_path
+from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.errors import ConfigError
 
 Mode = Literal["auto", "bwrap", "landlock", "off"]

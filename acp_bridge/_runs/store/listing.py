@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from acp_bridge._runs.store.records import DICT_COLUMNS, row_to_dict
+from acp_bridge._runs.store.run_records import DICT_COLUMNS, row_to_dict
 
 _ACTIVE = "status IN ('queued', 'running')"
 SMALLEST_PLAIN_FLOAT = 1e-4

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import time
 
-from acp_bridge._runs.followups import chain
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.store import session_chains
+from acp_bridge._runs.store.run_store import Store
 
 DEFAULT_DAYS = 30.0
 AUTO_PRUNE_EVERY = 3600.0
@@ -42,7 +42,7 @@ def prune(
     """Delete ended runs that ended over ``older_than_days`` ago or are beyond the newest
     ``keep``, with their events; both None: the store's retention setting. Returns their ids.
     Spared: a run whose agent is held, and the runs a queued or running follow-up continues
-    (:func:`~acp_bridge._runs.followups.chain.in_use`)."""
+    (:func:`~acp_bridge._runs.store.session_chains.in_use`)."""
     if older_than_days is None and keep is None:
         older_than_days, keep = retention(store)
     now = time.time() if now is None else now
@@ -62,7 +62,7 @@ def prune(
     for start in range(0, len(candidates), _CHUNK):
         with store.write() as db:
             # Checked under the lock: a held run, and the runs a waiting follow-up continues.
-            spared = chain.in_use(db)
+            spared = session_chains.in_use(db)
             chunk = [
                 (run_id,) for run_id in candidates[start : start + _CHUNK] if run_id not in spared
             ]

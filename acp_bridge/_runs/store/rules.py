@@ -11,7 +11,7 @@ limit is removed.
 
 from __future__ import annotations
 
-from acp_bridge._runs import lanes
+from acp_bridge._runs.store import lanes
 from acp_bridge.config import LoadedConfig, RunsSettings
 
 

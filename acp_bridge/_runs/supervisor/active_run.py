@@ -13,8 +13,8 @@ ends the turn gracefully with its partial output. A run that does not end within
 call (and no other), gets that deadline.
 
 Process groups: every group the run's entry call starts is recorded for the run as it starts
-(:func:`~acp_bridge._os.procgroup.report_groups`), so whoever finds the run ``lost`` ends its
-agents, commands and terminals — and not those of the other runs of the same process.
+(:func:`~acp_bridge._os.process.procgroup.report_groups`), so whoever finds the run ``lost`` ends
+its agents, commands and terminals — and not those of the other runs of the same process.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from collections.abc import Iterable
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_bridge._os import proc
-from acp_bridge._os.proc import Identity
-from acp_bridge._runs import envelopes
+from acp_bridge._os.process import proc
+from acp_bridge._os.process.proc import Identity
+from acp_bridge._runs import unfinished
 from acp_bridge._runs.budget import Budget, BudgetGuard
-from acp_bridge._runs.store.recorder import MAX_EVENTS, EventRecorder
-from acp_bridge._runs.store.records import Outcome, RunRecord
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs.recorder import MAX_EVENTS, EventRecorder
+from acp_bridge._runs.store.run_records import Outcome, RunRecord
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ErrorCode
@@ -165,14 +165,14 @@ class ActiveRun:
         run, control, guard = self.run, self.control, self.guard
         if result is None:  # cut off after HARD_GRACE: stopped, or over budget
             code = ErrorCode.BUDGET if control.reason == "budget" else ErrorCode.CANCELLED
-            result = envelopes.run_failed(run, control.message or "stopped", code)
+            result = unfinished.run_failed(run, control.message or "stopped", code)
         if control.reason == "budget":
-            result = envelopes.over_budget(result, control.message)
+            result = unfinished.over_budget(result, control.message)
         elif (reason := guard.observe(result.meta.usage or {})) and result.status == "done":
             # The agent reported its usage only as the turn ended: too late to cancel.
-            result = envelopes.over_budget(result, f"{reason} (reported as the turn ended)")
+            result = unfinished.over_budget(result, f"{reason} (reported as the turn ended)")
         stopped = control.reason == "stop"
-        return envelopes.outcome(result, stopped=stopped, tokens=guard.tokens, cost=guard.cost)
+        return unfinished.outcome(result, stopped=stopped, tokens=guard.tokens, cost=guard.cost)
 
     async def _watch_stop(self) -> None:
         while not self.store.stop_requested(self.run.id):

@@ -10,7 +10,7 @@ call starts is recorded for the run it serves at that moment. The envelope is co
 before any doorbell rings. Stopping (a request, a signal, a budget exceeded) ends it
 gracefully, or cuts off this call (and no other) after ``HARD_GRACE``, its envelope then
 written here. Runs the entry opens itself (a tool call inside ``spawn``) are recorded by
-the reporter (:mod:`~acp_bridge._runs.store.foreground`), like any foreground run.
+the reporter (:mod:`~acp_bridge._runs.foreground`), like any foreground run.
 
 Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier one continues
 its ACP session — through ``session/resume`` or ``session/load`` when it is carried as a
@@ -18,7 +18,7 @@ call of its own (a refusal, never a fresh session, when the agent offers neither
 ``acp_spawn`` run of a profile with ``timeouts.idle`` hands its envelope over while its agent
 is still alive (:meth:`EntryCall.follow_up`): it is committed, the agent held, and a
 follow-up claimed in that time becomes the next turn of the same live session, a run of its
-own in the same call (:mod:`~acp_bridge._runs.followups.holds`).
+own in the same call (:mod:`~acp_bridge._runs.held_agents`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 import pydantic
@@ -36,21 +36,36 @@ from anyio.abc import TaskGroup
 
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge._entries.request import EntryRequest, run_entry
-from acp_bridge._os.procgroup import report_groups
-from acp_bridge._runs import envelopes, lanes
-from acp_bridge._runs.followups.chain import chain_ids, session_to_continue
-from acp_bridge._runs.followups.holds import wait_for_follow_up
-from acp_bridge._runs.start import run_config
-from acp_bridge._runs.store import foreground
-from acp_bridge._runs.store.records import RunRecord
+from acp_bridge._os.process.proc import Identity
+from acp_bridge._os.process.procgroup import report_groups
+from acp_bridge._runs import foreground, unfinished
+from acp_bridge._runs.held_agents import wait_for_follow_up
+from acp_bridge._runs.run_options import run_config
+from acp_bridge._runs.store import lanes
+from acp_bridge._runs.store.run_records import RunRecord
+from acp_bridge._runs.store.run_store import Store
+from acp_bridge._runs.store.session_chains import chain_ids, session_to_continue
 from acp_bridge._runs.supervisor.active_run import ActiveRun
 from acp_bridge._runs.wakeups import Wakeup, wake
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 from acp_bridge.events import Event
 
-if TYPE_CHECKING:
-    from acp_bridge._runs.supervisor.running import Supervisor
+
+class Supervisor(Protocol):
+    """What an entry call reads of the supervisor that runs it (:mod:`.running`)."""
+
+    store: Store
+    me: Identity
+    stopping: bool
+    stopped: anyio.Event
+
+    @property
+    def adopt_env(self) -> str | None: ...
+
+    @property
+    def may_hold(self) -> bool: ...
+
 
 log = logging.getLogger("acp_bridge.runs")
 
@@ -83,7 +98,7 @@ class EntryCall:
         except Exception as exc:  # a bug here must still end the run, not lose it
             log.exception("%s: the supervisor failed", self.turn.run.id)
             error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
-            result = envelopes.run_failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
+            result = unfinished.run_failed(self.turn.run, error, ErrorCode.INTERNAL_ERROR)
         turn, self.turn = self.turn, None
         if turn.ended:  # committed when its agent was held; the entry's last envelope repeats it
             return None
@@ -122,9 +137,9 @@ class EntryCall:
         run = turn.run
         if run.stop_requested is not None or self.supervisor.stopping:
             turn.control.reason = "stop"
-            return envelopes.run_failed(run, "stopped before it started", ErrorCode.CANCELLED)
+            return unfinished.run_failed(run, "stopped before it started", ErrorCode.CANCELLED)
         if reason := turn.guard.spent_before_start():
-            return envelopes.run_failed(run, reason, ErrorCode.BUDGET)
+            return unfinished.run_failed(run, reason, ErrorCode.BUDGET)
         result: SubtaskResult | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -153,7 +168,7 @@ class EntryCall:
             or not request.cwd
         ):
             return request
-        from acp_bridge._os.worktree import kept_worktree  # git's part: follow-ups only
+        from acp_bridge._os.git.worktrees import kept_worktree  # git's part: follow-ups only
 
         chain = chain_ids(self.store.db, follows)
         found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
@@ -167,25 +182,25 @@ class EntryCall:
             request = EntryRequest.model_validate({**(run.request or {}), "task_id": run.id})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            return envelopes.run_failed(run, error, ErrorCode.CONFIG_ERROR)
+            return unfinished.run_failed(run, error, ErrorCode.CONFIG_ERROR)
         if run.follows is not None and request.option("resume") is None:
             try:
                 session_id = session_to_continue(self.store.db, run.follows)
             except ConfigError as exc:
-                return envelopes.run_failed(run, str(exc), exc.code)
+                return unfinished.run_failed(run, str(exc), exc.code)
             request = request.replace(resume=session_id)
             request = await self._in_kept_worktree(request, run.follows)
         try:
             config = run_config(run)
         except BridgeError as exc:
-            return envelopes.run_failed(run, str(exc), exc.code)
+            return unfinished.run_failed(run, str(exc), exc.code)
         with foreground.carrying(run.id):
             result = await run_entry(
                 request, config=config, on_event=self._on_event, cancel=cancel,
                 follow_ups=self.follow_up,
             )  # fmt: skip
         if run.follows is not None and result.status == "failed" and not result.meta.session_method:
-            result = envelopes.not_continued(result, run.follows)
+            result = unfinished.not_continued(result, run.follows)
         return result
 
     async def follow_up(self, result: SubtaskResult, held: Held) -> FollowUp | None:
@@ -220,10 +235,10 @@ class EntryCall:
             request = EntryRequest.model_validate(follow.request or {})
         except pydantic.ValidationError as exc:
             error = f"the run's stored request is not valid: {exc}"
-            self._end(turn, envelopes.run_failed(follow, error, ErrorCode.CONFIG_ERROR))
+            self._end(turn, unfinished.run_failed(follow, error, ErrorCode.CONFIG_ERROR))
             return None
         if reason := turn.guard.spent_before_start():  # its group's total used up meanwhile
-            self._end(turn, envelopes.run_failed(follow, reason, ErrorCode.BUDGET))
+            self._end(turn, unfinished.run_failed(follow, reason, ErrorCode.BUDGET))
             return None
         return FollowUp(
             task=request.task,

@@ -2,9 +2,9 @@
 
     python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID
 
-Started by :func:`acp_bridge._runs.supervisor.detach.launch` (detached, see there) for run
+Started by :func:`acp_bridge._runs.supervisor.start_detached.launch` (detached, see there) for run
 ``RUN_ID``, when no live supervisor of the caller's environment took it
-(:mod:`acp_bridge._runs.runners`), it:
+(:mod:`acp_bridge._runs.store.supervisors`), it:
 
 1. finds that run in the store (the starter writes the row, and lists this process as a
    runner of its environment, right after starting it);
@@ -34,12 +34,13 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from acp_bridge._os import proc
-from acp_bridge._os.proc import Identity
-from acp_bridge._os.undumpable import make_undumpable
-from acp_bridge._runs import lanes, liveness, runners
-from acp_bridge._runs.store.records import RunRecord
-from acp_bridge._runs.store.store import Store
+from acp_bridge._os.process import proc
+from acp_bridge._os.process.proc import Identity
+from acp_bridge._os.process.undumpable import make_undumpable
+from acp_bridge._runs import liveness
+from acp_bridge._runs.store import lanes, supervisors
+from acp_bridge._runs.store.run_records import RunRecord
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.wakeups import Wakeup, wake
 
 if TYPE_CHECKING:
@@ -87,14 +88,14 @@ def _wait_for_claims(store: Store, me: Identity) -> list[str]:
     any more (stopped while queued, or adopted) and we left the runners' list."""
     look = lanes.LOOK_FIRST
     watched: set[str] = set()
-    with Wakeup(store, [runners.bell_key(me)]) as wakeup:  # starters ring it as they hand over
+    with Wakeup(store, [supervisors.bell_key(me)]) as wakeup:  # starters ring it as they hand over
         while True:
-            queued = runners.queued_for(store.db, me)
+            queued = supervisors.queued_for(store.db, me)
             if new := [run_id for run_id in queued if run_id not in watched]:
                 wakeup.watch(new)  # the lanes ring a run's own bells when it may start
                 watched.update(new)
             if not queued:
-                if runners.retire(store, me):
+                if supervisors.retire(store, me):
                     return []
             elif claimed := lanes.claim_mine(store, me):
                 wake(store, lanes.heads(store))  # room may be left for the next in line
@@ -104,27 +105,6 @@ def _wait_for_claims(store: Store, me: Identity) -> list[str]:
                 # (that frees their slots), then wait longer next time.
                 liveness.reap(store)
                 look = min(look * 2, lanes.LOOK_MAX)
-
-
-def end_runs(store: Store, me: Identity, run_ids: list[str], why: str, *, stopped: bool) -> None:
-    """Record ``run_ids`` (ours, their entries not carried to the end) as ended: cancelled
-    when ``stopped``, else failed with ``internal_error``."""
-    # Imported here: pydantic, for the envelope; a run that ends so has time for it.
-    from acp_bridge._runs.envelopes import ended
-    from acp_bridge.errors import ErrorCode
-
-    code = ErrorCode.CANCELLED if stopped else ErrorCode.INTERNAL_ERROR
-    written = []
-    for run_id in run_ids:
-        run = store.get(run_id)
-        if run is None:
-            continue
-        outcome = ended(run, why, code, stopped=stopped)
-        with store.write() as db:
-            if store.finish(db, run_id, outcome, supervisor=me):
-                written.append(run_id)
-    if written:
-        wake(store, [*written, *lanes.heads(store)])
 
 
 def supervise(store: Store, run_id: str) -> int:
@@ -152,16 +132,20 @@ def supervise(store: Store, run_id: str) -> int:
         supervisor = Supervisor(store, me, run.env_key, lambda: bool(_signalled))
         anyio.run(supervisor.carry_all, claimed)
     except _Stopped as stop:
-        runners.stop_accepting(store, me)
+        from acp_bridge._runs.unfinished import end_runs  # pydantic, for the envelopes
+
+        supervisors.stop_accepting(store, me)
         why = f"stopped before it started (signal {stop})"
-        end_runs(store, me, runners.carried_by(store.db, me), why, stopped=True)
+        end_runs(store, me, supervisors.carried_by(store.db, me), why, stopped=True)
     except Exception as exc:  # e.g. a broken install: the entry code does not import
+        from acp_bridge._runs.unfinished import end_runs
+
         _log().exception("%s: the supervisor failed", run_id)  # the log named in the envelope
         log = store.logs_dir / f"{run_id}.log"
         why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
         with contextlib.suppress(Exception):
-            runners.stop_accepting(store, me)
-        end_runs(store, me, runners.carried_by(store.db, me), why, stopped=False)
+            supervisors.stop_accepting(store, me)
+        end_runs(store, me, supervisors.carried_by(store.db, me), why, stopped=False)
         return 1
     return 0
 

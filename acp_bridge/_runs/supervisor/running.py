@@ -1,13 +1,13 @@
 """The heavy half of a supervisor: carrying claimed runs, several at once, until idle.
 
-Imported only once a run may start (the entry code costs ~0.3 s of CPU to import). From then
-on the supervisor is a runner (:mod:`~acp_bridge._runs.runners`): every detached run started
-from its environment while it takes new ones is handed to it, and it carries them
-concurrently, each an :class:`~.entry_call.EntryCall` in a task of its own — its own
-deadlines, budget, stop and cancel scope (:mod:`.active_run`), so stopping, cutting off or
-failing one run touches no other. Beside them, the *intake* claims the runs handed over as
-their lanes let them start (:func:`~acp_bridge._runs.lanes.claim_mine`): it wakes when a
-starter rings the runner's doorbell, when a lane slot frees, and when a call ends.
+Imported only once a run may start (the entry code costs ~0.3 s of CPU to import). From then on the
+supervisor is a runner (:mod:`~acp_bridge._runs.store.supervisors`): every detached run started from
+its environment while it takes new ones is handed to it, and it carries them concurrently, each an
+:class:`~.entry_call.EntryCall` in a task of its own — its own deadlines, budget, stop and cancel
+scope (:mod:`.active_run`), so stopping, cutting off or failing one run touches no other. Beside
+them, the *intake* claims the runs handed over as their lanes let them start
+(:func:`~acp_bridge._runs.store.lanes.claim_mine`): it wakes when a starter rings the runner's
+doorbell, when a lane slot frees, and when a call ends.
 
 The supervisor exits once it has had nothing to carry for ``runs.runner_idle`` seconds
 (2 s by default): it leaves the runners' list in the same transaction that finds nothing of
@@ -30,13 +30,13 @@ from functools import partial
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from acp_bridge._os.proc import Identity
+from acp_bridge._os.process.proc import Identity
 from acp_bridge._os.race import race
-from acp_bridge._runs import lanes, liveness, runners
-from acp_bridge._runs.store import foreground, retention
-from acp_bridge._runs.store.store import Store
+from acp_bridge._runs import foreground, liveness
+from acp_bridge._runs.store import lanes, retention, supervisors
+from acp_bridge._runs.store.run_store import Store
 from acp_bridge._runs.supervisor.entry_call import EntryCall
-from acp_bridge._runs.supervisor.main import end_runs
+from acp_bridge._runs.unfinished import end_runs
 from acp_bridge._runs.wakeups import Wakeup, wake
 from acp_bridge.errors import BridgeError
 
@@ -112,7 +112,7 @@ class Supervisor:
     def _stop_accepting(self) -> None:
         self.accepting = False
         try:
-            runners.stop_accepting(self.store, self.me)
+            supervisors.stop_accepting(self.store, self.me)
         except BridgeError:  # a run handed over still is ours: the intake ends or runs it
             log.exception("could not leave the runners' list")
 
@@ -138,7 +138,7 @@ class Supervisor:
         look = lanes.LOOK_FIRST
         idle_since: float | None = None
         watched: set[str] = set()
-        with Wakeup(self.store, [runners.bell_key(self.me)]) as wakeup:
+        with Wakeup(self.store, [supervisors.bell_key(self.me)]) as wakeup:
             while True:
                 self._changed = anyio.Event()
                 queued = self._take_queued(wakeup, watched)
@@ -152,7 +152,7 @@ class Supervisor:
                         with contextlib.suppress(Exception):  # housekeeping never fails a run
                             retention.maybe_prune(self.store)  # at most hourly
                     timeout = self._idle() - (now - idle_since)
-                    if timeout <= 0 and runners.retire(self.store, self.me):
+                    if timeout <= 0 and supervisors.retire(self.store, self.me):
                         return
                     timeout = max(timeout, lanes.LOOK_FIRST)
                 # A call ending, or a signal, sets _changed: look again at once.
@@ -167,7 +167,7 @@ class Supervisor:
         """Start the runs handed to us that may start now (end them, when stopping); the
         ones still waiting for their lanes."""
         store, me = self.store, self.me
-        queued = runners.queued_for(store.db, me)
+        queued = supervisors.queued_for(store.db, me)
         if new := [run_id for run_id in queued if run_id not in watched]:
             wakeup.watch(new)  # the lanes ring a run's own bells when it may start
             watched.update(new)
@@ -186,4 +186,4 @@ class Supervisor:
         if self.stopping or not self.accepting:
             return 0.0
         value = self.store.setting("runner_idle")
-        return runners.IDLE if value is None else float(value)
+        return supervisors.IDLE if value is None else float(value)

@@ -1,0 +1,55 @@
+"""Which advertised auth method a headless bridge can use, and why not (DESIGN §4, auth).
+
+A method of type ``terminal`` needs a person at a terminal: never attempted, the error says
+the command to run. An ``env_var`` method needs its variables in the agent's environment.
+An ``agent`` method (the default type) is the agent's own login flow, which may open a
+browser: only used when the profile names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from acp_bridge._acp.wire.schema import AuthMethod
+from acp_bridge.errors import AuthRequiredError
+
+
+def why_not_headless(method: AuthMethod, command: str, env: Mapping[str, str]) -> str | None:
+    """Why ``method`` cannot be used without a person (None: it can)."""
+    if method.type == "terminal":
+        line = " ".join([command, *method.args])
+        return f"{method.id} needs an interactive login: run `{line}` in a terminal"
+    missing = [v.name for v in method.vars if not v.optional and v.name not in env]
+    if missing:
+        link = f" ({method.link})" if method.link else ""
+        return f"{method.id} needs {', '.join(missing)} in the agent's environment{link}"
+    return None
+
+
+def configured_method(methods: Sequence[AuthMethod], method_id: str) -> AuthMethod:
+    """The advertised method the profile's ``auth.method`` names, or a clear error."""
+    for method in methods:
+        if method.id == method_id:
+            return method
+    offered = ", ".join(m.id for m in methods) or "none"
+    raise AuthRequiredError(
+        f"profile auth.method {method_id!r} is not offered by the agent (offered: {offered})"
+    )
+
+
+def headless_choice(
+    methods: Sequence[AuthMethod], command: str, env: Mapping[str, str]
+) -> AuthMethod:
+    """After -32000: an advertised env-var method whose variables are present, or a clear
+    error that says, for each method, what it would take."""
+    reasons = []
+    for method in methods:
+        why_not = why_not_headless(method, command, env)
+        if method.type == "env_var" and why_not is None:
+            return method
+        reasons.append(
+            why_not
+            or f"{method.id} ({method.name or 'agent-driven login'}) cannot be completed headless"
+        )
+    detail = "; ".join(reasons) or "the agent offers no auth methods"
+    raise AuthRequiredError(f"the agent requires authentication: {detail}")

@@ -1,0 +1,372 @@
+"""The ``session/update`` stream of one session, gathered for the envelope (DESIGN §4).
+
+:class:`TurnCollector` reads the stream (the hot path: plain dict access, no models for
+message chunks). Message chunks are grouped by ``messageId``; an agent that sends none gets a
+new message after every tool call. The answer of a turn is its **last** agent message:
+narration before tool calls is not the answer. A message's chunks are joined into blocks as
+they come (turn_messages.py), so its memory grows with its text, not with its chunks.
+
+One turn model for both wire versions: every stable v1 update kind (to schema 1.34) and
+every v2 one feed it. Message and thought chunks; v2's whole-message upserts
+(``agent_message``: content missing = unchanged, null = cleared); tool calls (v1
+``tool_call``, and ``tool_call_update`` creating an unknown id as v2 wants, explicit nulls
+resetting a field, ``tool_call_content_chunk`` appending content); plans (plans.py);
+``usage_update`` (turn_usage.py); notices and compaction (notices.py); v2's ``state_update``
+lifecycle (turn_state.py); child sessions (subagents.py: their updates never reach this turn's
+answer); the file changes tool calls report (file_changes.py); and the session's state
+(session_state.py). User messages are counted only.
+
+Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
+(the collector keeps listening until the agent has exited); a permission request may arrive
+before its ``tool_call``; unknown update kinds are counted and kept in the transcript.
+
+``session/load`` replays the whole conversation as updates before its reply
+(:meth:`TurnCollector.replay`): those are history, so they are counted and never become this
+turn's answer, tool calls or plan — only the session state they carry is kept.
+
+Hostile input: every field is type-checked where it is read; an update that does not fit is
+skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
+is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
+(:data:`MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes, as the
+joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
+the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from acp_bridge._acp.turn.lifecycle import TurnState
+from acp_bridge._acp.turn.messages import CHUNKS_PER_BLOCK, Message, char_bytes, texts
+from acp_bridge._acp.turn.notices import Notices
+from acp_bridge._acp.turn.plans import Plans
+from acp_bridge._acp.turn.session_state import SessionState
+from acp_bridge._acp.turn.subagents import Subagents
+from acp_bridge._acp.turn.tool_calls import MAX_ID_CHARS, TurnToolCalls
+from acp_bridge._acp.turn.usage import prompt_usage, usage_update
+from acp_bridge._acp.wire.schema import ToolCallUpdate
+from acp_bridge.envelope import ToolCallRecord
+from acp_bridge.events import EventSink
+
+MAX_ANSWER_BYTES = 16 << 20
+"""Memory the agent's message text of one turn may take (characters times the widest
+character's size, 1, 2 or 4 bytes: what the joined answer costs). Past it the text is cut and
+the rest counted, not kept: the answer is held once, then written to stdout, the store and
+the transcript in pieces, and a run stays within twice an idle run's memory."""
+MAX_MESSAGES = 4096
+"""Messages of one turn kept (by first appearance); older ones are dropped past it."""
+MAX_KINDS = 64
+"""Distinct update kinds counted; kind names are cut to 64 characters."""
+
+
+class TurnCollector:
+    """Everything the ``session/update`` stream tells us, gathered for the envelope."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+        self._wants_message = sink.wants("message")
+        self._in_turn = False
+        self._messages: list[Message] = []
+        self._by_id: dict[str, Message] = {}
+        self._current: Message | None = None
+        self.tools = TurnToolCalls(sink)
+        self.plan: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] = {}
+        self.kinds: Counter[str] = Counter()
+        self.unknown_kinds: Counter[str] = Counter()
+        self.malformed = 0
+        self.dropped_chars = 0
+        self._taken = False
+        self.late_chunks = 0
+        """Message chunks after the turn's answer was taken (not part of it)."""
+        self.bad_usage: list[str] = []
+        """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
+        self._chars = 0
+        self._width = 1
+        self.state = SessionState()
+        self.replaying = False
+        self.replayed = 0
+        self.plans = Plans()
+        self.notices = Notices(sink)
+        self.turn_state = TurnState(sink)
+        self.subagents = Subagents(sink)
+        self._has_children = False
+
+    # --- the stream (called by the connection for every session/update) -----------------
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        update = params.get("update")
+        if not isinstance(update, dict):
+            self.malformed += 1
+            return
+        if self._has_children and params.get("sessionId") in self.subagents:
+            self._child_update(params["sessionId"], update)
+            return
+        kind = update.get("sessionUpdate")
+        if kind == "agent_message_chunk":
+            if self._in_turn:
+                self._chunk(update)
+            elif self.replaying:
+                self.replayed += 1
+            elif self._taken:
+                self.late_chunks += 1
+            return
+        if not isinstance(kind, str):
+            self.malformed += 1
+            return
+        kind = kind[:64]
+        if kind in self.kinds or len(self.kinds) < MAX_KINDS:
+            self.kinds[kind] += 1
+        handler = _STATE_HANDLERS.get(kind)
+        if handler is None:
+            if self.replaying:  # history: not this turn's tool calls, plan or usage
+                self.replayed += 1
+                return
+            handler = _HANDLERS.get(kind)
+        if handler is not None:
+            try:
+                handler(self, update)
+            except (ValueError, TypeError):  # a malformed rare update must not end the run
+                self.malformed += 1
+        elif kind not in _KNOWN_IGNORED and (
+            kind in self.unknown_kinds or len(self.unknown_kinds) < MAX_KINDS
+        ):
+            self.unknown_kinds[kind] += 1
+
+    def _chunk(self, update: dict[str, Any]) -> None:
+        content = update.get("content")
+        if not isinstance(content, dict) or content.get("type") != "text":
+            return
+        text = content.get("text")
+        if not isinstance(text, str) or not text:
+            return
+        if not text.isascii() or self._width > 1:  # isascii() is O(1): a flag of the str
+            width = max(self._width, char_bytes(text))
+            if (self._chars + len(text)) * width > MAX_ANSWER_BYTES:
+                text = self._cut(text, width)
+                if not text:
+                    return
+            self._width = width
+        elif self._chars + len(text) > MAX_ANSWER_BYTES:
+            text = self._cut(text, 1)
+            if not text:
+                return
+        self._chars += len(text)
+        message_id = update.get("messageId")
+        if message_id is None:
+            message = self._current
+            if message is None:
+                message = self._current = self._new_message(None)
+        elif type(message_id) is str and len(message_id) <= MAX_ID_CHARS:
+            message = self._by_id.get(message_id)
+            if message is None:
+                message = self._by_id[message_id] = self._new_message(message_id)
+            self._current = message
+        else:  # a list, an object, a number: no message id ACP knows
+            self.malformed += 1
+            return
+        parts = message.parts  # inlined append: this runs for every chunk
+        parts.append(text)
+        if len(parts) >= CHUNKS_PER_BLOCK:
+            message.compact()
+        if self._wants_message:
+            self._sink.emit("message", text=text)
+
+    def _cut(self, text: str, width: int) -> str:
+        """What is left of ``text`` under the cap (its head; the rest counted as dropped)."""
+        room = max(0, MAX_ANSWER_BYTES // width - self._chars)
+        self.dropped_chars += len(text) - min(room, len(text))
+        return text[:room]
+
+    def _new_message(self, message_id: str | None) -> Message:
+        message = Message(message_id)
+        self._messages.append(message)
+        if len(self._messages) > MAX_MESSAGES:  # keep the newest: the answer is the last
+            for old in self._messages[: MAX_MESSAGES // 2]:
+                if old.message_id is not None:
+                    self._by_id.pop(old.message_id, None)
+            del self._messages[: MAX_MESSAGES // 2]
+        return message
+
+    def _tool_call(self, update: dict[str, Any]) -> None:
+        if update.get("sessionUpdate") == "tool_call":
+            self._current = None  # an agent without message ids: a tool call ends a message
+        self.tools.update(update)
+
+    def _plan(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        plans = self.plans
+        if kind == "plan":
+            self.plan = plans.replace(update)
+        else:
+            self.plan = plans.update(update) if kind == "plan_update" else plans.remove(update)
+        self._sink.emit("plan", entries=self.plan)
+
+    def _whole_message(self, update: dict[str, Any]) -> None:
+        """v2 ``agent_message``: an upsert of a whole message by id (content missing:
+        unchanged; null: cleared; a list: the message's new content)."""
+        message_id = update.get("messageId")
+        if type(message_id) is not str or len(message_id) > MAX_ID_CHARS:
+            raise TypeError("agent_message needs a messageId")
+        if not self._in_turn or "content" not in update:
+            return
+        content = update["content"]
+        if content is not None and not isinstance(content, list):
+            raise TypeError("agent_message.content must be a list or null")
+        message = self._by_id.get(message_id)
+        if message is None:
+            message = self._by_id[message_id] = self._new_message(message_id)
+        self._current = message
+        text = "".join(texts(content or []))
+        self._chars += len(text) - len(message.text())
+        message.blocks, message.parts = [], [text] if text else []
+        if text and self._wants_message:
+            self._sink.emit("message", text=text, message_id=message_id, whole=True)
+
+    def _subagent(self, update: dict[str, Any]) -> None:
+        before = self.subagents.tokens()
+        self.subagents.announce(update)
+        self._has_children = bool(self.subagents.children)
+        self._count_children(before)
+
+    def _child_update(self, session_id: str, update: dict[str, Any]) -> None:
+        before = self.subagents.tokens()
+        self.subagents.child_update(session_id, update)
+        self._count_children(before)
+
+    def _count_children(self, before: int) -> None:
+        tokens = self.subagents.tokens()
+        if tokens != before:  # the budget counts the children: tell it
+            self.usage["subagent_tokens"] = tokens
+            self._sink.emit("usage", **self.usage)
+
+    def _usage_update(self, update: dict[str, Any]) -> None:
+        usage_update(self.usage, update)
+        self._sink.emit("usage", **self.usage)
+
+    def _thought(self, update: dict[str, Any]) -> None:
+        content = update.get("content")
+        if isinstance(content, dict) and isinstance(content.get("text"), str):
+            self._sink.emit("thought", text=content["text"])
+
+    # --- what the turn produced ---------------------------------------------------------
+
+    def replay(self, on: bool) -> None:
+        """Between sending ``session/load`` and its reply: updates are history."""
+        self.replaying = on
+
+    def warnings(self) -> list[str]:
+        """What the collector skipped or could not keep, in plain words."""
+        out = []
+        if self.unknown_kinds:
+            kinds = ", ".join(sorted(self.unknown_kinds))
+            out.append(f"ignored unknown session/update kinds: {kinds}")
+        if self.malformed:
+            out.append(f"skipped {self.malformed} malformed session/update(s)")
+        if self.late_chunks:
+            out.append(
+                f"ignored {self.late_chunks} message chunk(s) that came after the turn's "
+                "answer was taken"
+            )
+        if self.bad_usage:
+            shown = "; ".join(self.bad_usage[:4])
+            out.append(f"ignored usage figures that are not token counts in range: {shown}")
+        if dropped := self.tools.warning():
+            out.append(dropped)
+        if self.dropped_chars:
+            out.append(
+                f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
+                f"{self.dropped_chars} more characters not kept"
+            )
+        return out
+
+    def begin_turn(self) -> None:
+        """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
+        self._chars = 0
+        self._width = 1
+        self._in_turn = True
+        self._taken = False
+        self.turn_state.begin()
+        self._messages = []
+        self._by_id = {}
+        self._current = None
+
+    def end_turn(self) -> None:
+        """The turn's answer is taken (to be checked): message chunks from now until the next
+        turn are counted, not added to it."""
+        self._in_turn = False
+        self._taken = True
+
+    def tool_call_seen(self, tool: ToolCallUpdate) -> None:
+        """A permission request named this tool call (maybe before its ``tool_call``)."""
+        self.tools.seen(tool)
+
+    def announced(self, tool_call_id: str) -> ToolCallUpdate | None:
+        """What the turn announced of a tool call so far (bounded), if anything."""
+        return self.tools.announced(tool_call_id)
+
+    def _answer_message(self) -> tuple[str, Message | None]:
+        for message in reversed(self._messages):
+            text = message.text()
+            if text and not text.isspace():  # not strip(): no copy of a long answer
+                return text, message
+        return "", None
+
+    def answer(self) -> str:
+        """The last non-blank agent message of the turn."""
+        return self._answer_message()[0]
+
+    def answer_message_id(self) -> str | None:
+        """The ``messageId`` of the answer, when the agent sends message ids."""
+        message = self._answer_message()[1]
+        return message.message_id if message is not None else None
+
+    def add_prompt_usage(self, usage: Any) -> None:
+        """The usage figures of the prompt's reply (those out of range noted, not kept)."""
+        prompt_usage(self.usage, self.bad_usage, usage)
+
+    def tool_call_records(self) -> list[ToolCallRecord]:
+        return self.tools.records()
+
+
+def _ignore(collector: TurnCollector, update: dict[str, Any]) -> None:
+    return None
+
+
+# What each update kind does, by class: a table of the collector's own bound methods would
+# be a reference cycle, and with it the whole run's state would wait for the garbage
+# collector instead of going when the run does.
+_Handler = Callable[[TurnCollector, dict[str, Any]], None]
+_HANDLERS: dict[str, _Handler] = {
+    "tool_call": TurnCollector._tool_call,
+    "tool_call_update": TurnCollector._tool_call,
+    "tool_call_content_chunk": lambda c, u: c.tools.content_chunk(u),
+    "plan": TurnCollector._plan,
+    "plan_update": TurnCollector._plan,
+    "plan_removed": TurnCollector._plan,
+    "usage_update": TurnCollector._usage_update,
+    "agent_thought_chunk": TurnCollector._thought,
+    "agent_thought": TurnCollector._thought,
+    "agent_message": TurnCollector._whole_message,
+    "state_update": lambda c, u: c.turn_state.apply(u),
+    "notice": lambda c, u: c.notices.notice(u),
+    "compaction_update": lambda c, u: c.notices.compaction(u),
+    "compaction_summary_chunk": lambda c, u: c.notices.summary_chunk(u),
+    "subagent_update": TurnCollector._subagent,
+    "session_message": lambda c, u: c.subagents.message(u),
+    "session_message_chunk": _ignore,  # content of a message counted by its upsert
+    "user_message_chunk": _ignore,  # our own prompt, echoed (or replayed)
+    "user_message": _ignore,
+}
+_STATE_HANDLERS: dict[str, _Handler] = {
+    "current_mode_update": lambda c, u: c.state.mode_update(u),
+    "config_option_update": lambda c, u: c.state.config_option_update(u),
+    "session_info_update": lambda c, u: c.state.session_info_update(u),
+    "available_commands_update": lambda c, u: c.state.commands_update(u),
+}
+
+
+# Kinds known and deliberately not used (agent-owned terminals are display-only).
+_KNOWN_IGNORED = frozenset({"terminal_update", "terminal_output_chunk"})

@@ -1,0 +1,451 @@
+"""Lean ACP (protocol v1) wire types: only the subset the bridge sends and reads.
+
+Why not ``acp.schema`` from the official SDK at run time: importing it costs ~0.6 s (over
+half the cold-start budget), and it rejects update kinds and stop reasons newer agents send.
+The SDK stays our test oracle instead: every message built here is validated against it in
+the tests, and golden messages from real agents must parse here.
+
+Reading is tolerant: unknown fields are kept (``extra="allow"``), unknown variants are not
+errors. Writing is exact: camelCase keys, nothing that is None.
+"""
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from acp_bridge._records.field_defaults import empty_list, instance_of
+from acp_bridge.errors import ProtocolError
+
+PROTOCOL_VERSION = 1
+
+# JSON-RPC / ACP error codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+KNOWN_STOP_REASONS: frozenset[str] = frozenset(
+    {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+)
+
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("holds a NUL character, which no path, command or environment can")
+    return text
+
+
+OsStr = Annotated[str, AfterValidator(_no_nul)]
+"""A string that goes to the OS (a path, a command, an argument, an environment entry): a
+NUL in it is the agent's invalid params, not the bridge's ``ValueError`` later."""
+
+
+def camel(name: str) -> str:
+    """A field's name on the wire: ``session_id`` → ``sessionId``. pydantic's ``to_camel``
+    gives the same for every field here (a test checks) with three regular expressions a
+    name; the wire types have ~150 fields, named as every command starts."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class Wire(BaseModel):
+    """Base of every wire type: camelCase on the wire, unknown fields kept."""
+
+    model_config = ConfigDict(
+        alias_generator=camel,
+        populate_by_name=True,
+        extra="allow",
+        frozen=True,
+        defer_build=True,
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict to send: camelCase, None left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# --- initialize -----------------------------------------------------------------------
+
+
+class Implementation(Wire):
+    name: str
+    title: str | None = None
+    version: str = ""
+
+
+class FsCapabilities(Wire):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class Empty(Wire):
+    """A capability that is on when present: ``{}``."""
+
+
+class ConfigOptionsCapabilities(Wire):
+    boolean: Empty | None = None
+
+
+class ClientSessionCapabilities(Wire):
+    config_options: ConfigOptionsCapabilities | None = None
+    notices: Empty | None = None  # live `notice` updates: shown as events, kept in meta
+    compaction: Empty | None = None  # `compaction_update` / `compaction_summary_chunk`
+
+
+class ElicitationCapabilities(Wire):
+    # Each mode is supported only when present (ACP differs from MCP here: {} is no mode).
+    form: Empty | None = None
+    url: Empty | None = None
+
+
+class ClientCapabilities(Wire):
+    fs: FsCapabilities = Field(default_factory=instance_of(FsCapabilities))
+    terminal: bool = False
+    session: ClientSessionCapabilities | None = None
+    elicitation: ElicitationCapabilities | None = None
+    # Unstable in v1 (sent only with the profile's `unstable: true`): child sessions and
+    # plan operations (`plan_update` / `plan_removed`).
+    subagents: Empty | None = None
+    plan: Empty | None = None
+
+
+class InitializeParams(Wire):
+    protocol_version: int = PROTOCOL_VERSION
+    client_capabilities: ClientCapabilities
+    client_info: Implementation
+
+
+class McpCapabilities(Wire):
+    http: bool = False
+    sse: bool = False
+    stdio: bool = True  # every v1 agent takes stdio servers; a v2 agent says so
+
+
+class PromptCapabilities(Wire):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+class AgentCapabilities(Wire):
+    load_session: bool = False
+    prompt_capabilities: PromptCapabilities = Field(default_factory=instance_of(PromptCapabilities))
+    mcp_capabilities: McpCapabilities = Field(default_factory=instance_of(McpCapabilities))
+    # Each entry is an empty object when supported (close, list, resume, additionalDirectories…).
+    session_capabilities: dict[str, Any] | None = None
+    auth: dict[str, Any] | None = None  # {"logout": {}} when logout is offered
+
+    def session_supports(self, name: str) -> bool:
+        caps = self.session_capabilities
+        return isinstance(caps, dict) and caps.get(name) is not None
+
+    @property
+    def logout(self) -> bool:
+        return isinstance(self.auth, dict) and self.auth.get("logout") is not None
+
+
+class AuthEnvVar(Wire):
+    name: str
+    label: str | None = None
+    secret: bool = True
+    optional: bool = False
+
+
+class AuthMethod(Wire):
+    """An advertised auth method. ``type``: absent/"agent", "env_var", "terminal", or newer."""
+
+    id: str
+    name: str = ""
+    description: str | None = None
+    type: str = "agent"
+    vars: list[AuthEnvVar] = Field(default_factory=empty_list)
+    link: str | None = None
+    args: list[str] = Field(default_factory=empty_list)
+
+
+class InitializeResult(Wire):
+    protocol_version: int
+    agent_capabilities: AgentCapabilities = Field(default_factory=instance_of(AgentCapabilities))
+    auth_methods: list[AuthMethod] = Field(default_factory=empty_list)
+    agent_info: Implementation | None = None
+
+
+class AuthenticateParams(Wire):
+    method_id: str
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+class NameValue(Wire):
+    name: OsStr
+    value: OsStr
+
+
+class McpServerStdio(Wire):
+    # In v1 stdio servers carry no "type" field, and all four keys are required; v2 wants
+    # ``type: "stdio"`` (set by the session for a v2 connection).
+    type: Literal["stdio"] | None = None
+    name: str
+    command: str
+    args: list[str]
+    env: list[NameValue]
+
+
+class McpServerHttp(Wire):
+    type: Literal["http", "sse"]
+    name: str
+    url: str
+    headers: list[NameValue]
+
+
+class NewSessionParams(Wire):
+    cwd: str
+    mcp_servers: list[McpServerStdio | McpServerHttp]  # required, may be empty
+    additional_directories: list[str] | None = None
+    system_prompt: dict[str, Any] | None = None  # only where sessionCapabilities.systemPrompt
+
+
+class SessionMode(Wire):
+    id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModeState(Wire):
+    current_mode_id: str
+    available_modes: list[SessionMode] = Field(default_factory=empty_list)
+
+
+class ConfigOption(Wire):
+    """A session config option; ``options`` may hold plain options or groups of them."""
+
+    id: str
+    name: str = ""
+    type: str = "select"
+    category: str | None = None
+    current_value: Any = None
+    options: list[dict[str, Any]] = Field(default_factory=empty_list)
+
+    def allowed_values(self) -> list[str]:
+        """Every selectable value, groups flattened."""
+        values: list[str] = []
+        for option in self.options:
+            if "value" in option:
+                values.append(str(option["value"]))
+            for member in option.get("options", []):
+                if isinstance(member, dict) and "value" in member:
+                    values.append(str(member["value"]))
+        return values
+
+
+class ModelInfo(Wire):
+    model_id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModelState(Wire):
+    """The older model list (``models`` in session setup replies, with ``session/set_model``):
+    removed from ACP's unstable schema, still sent by agents such as gemini-cli and qwen."""
+
+    current_model_id: str | None = None
+    available_models: list[ModelInfo] = Field(default_factory=empty_list)
+
+
+class SessionSetup(Wire):
+    """What a session setup reply may carry: session/new, load, resume, fork."""
+
+    modes: SessionModeState | None = None
+    models: SessionModelState | None = None
+    config_options: list[ConfigOption] | None = None
+
+
+class NewSessionResult(SessionSetup):
+    session_id: str
+
+
+class SetModeParams(Wire):
+    session_id: str
+    mode_id: str
+
+
+class SetConfigOptionParams(Wire):
+    session_id: str
+    config_id: str
+    value: str | bool
+    type: Literal["boolean"] | None = None  # only for boolean options
+
+
+class SetConfigOptionResult(Wire):
+    config_options: list[ConfigOption] = Field(default_factory=empty_list)
+
+
+class TextBlock(Wire):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class PromptParams(Wire):
+    session_id: str
+    prompt: list[TextBlock]
+    idempotency_key: str | None = None  # v2 (RFD idempotency keys): inserted at most once
+
+
+class PromptResult(Wire):
+    stop_reason: str
+    usage: Any = None
+    """Checked field by field where it is read: a usage of the wrong shape is a warning, not
+    a failed turn (the turn did end)."""
+
+
+class SessionIdParams(Wire):
+    """Params of session/cancel and session/close."""
+
+    session_id: str
+
+
+# --- agent → client requests ------------------------------------------------------------
+
+
+class ReadTextFileParams(Wire):
+    session_id: str
+    path: OsStr
+    line: int | None = Field(None, ge=1)
+    limit: int | None = Field(None, ge=0)
+
+
+class WriteTextFileParams(Wire):
+    session_id: str
+    path: OsStr
+    content: str
+
+
+class CreateTerminalParams(Wire):
+    session_id: str
+    command: OsStr
+    args: list[OsStr] = Field(default_factory=empty_list)
+    env: list[NameValue] = Field(default_factory=empty_list)
+    cwd: OsStr | None = None
+    output_byte_limit: int | None = Field(None, ge=0)
+
+
+class TerminalIdParams(Wire):
+    session_id: str
+    terminal_id: str
+
+
+# --- session/update ----------------------------------------------------------------------
+# The update stream is the hot path: chunks are read straight from the dicts (see
+# session.py). These models serve the rare kinds, where readability beats microseconds.
+
+
+class PlanEntry(Wire):
+    content: str
+    priority: str = "medium"
+    status: str = "pending"
+
+
+class PlanUpdate(Wire):
+    entries: list[PlanEntry] = Field(default_factory=empty_list)
+
+
+class UsageUpdate(Wire):
+    used: int | None = None
+    size: int | None = None
+    cost: dict[str, Any] | None = None
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
+    """An agent's reply as ``model``; a malformed one is the agent's protocol error."""
+    try:
+        return model.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "result"
+        raise ProtocolError(f"malformed reply to {method}: {where}: {first['msg']}") from exc
+
+
+# Tool calls and permission requests (v1, and v2's permission shape read into v1's).
+
+
+class ToolCallUpdate(Wire):
+    """A ``tool_call`` or ``tool_call_update`` update, or the tool call a permission request
+    is about (ACP's ToolCallUpdate): everything but the id is optional."""
+
+    tool_call_id: str
+    title: str | None = None
+    name: str | None = None  # the tool's programmatic name (ToolCall.name, schema 1.22+)
+    kind: str | None = None
+    status: str | None = None
+    locations: list[dict[str, Any]] | None = None
+    content: list[dict[str, Any]] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+class PermissionOption(Wire):
+    option_id: str
+    name: str = ""
+    kind: str
+
+
+class RequestPermissionParams(Wire):
+    """A permission request; v2's shape (``title`` and a ``subject``) is read into v1's (a
+    ``toolCall``), so one policy and one ledger judge both."""
+
+    session_id: str
+    tool_call: ToolCallUpdate
+    options: list[PermissionOption]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v2_subject(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "toolCall" in data or "tool_call" in data:
+            return data
+        return {**data, "toolCall": subject_tool_call(data.get("title"), data.get("subject"))}
+
+
+def subject_tool_call(title: Any, subject: Any) -> dict[str, Any]:
+    """The tool call a v2 permission request is about: its ``tool_call`` subject, or a
+    ``command`` subject as an ``execute`` call of that command, or just its title."""
+    title = title if isinstance(title, str) else None
+    subject = subject if isinstance(subject, dict) else {}
+    kind, tool, command = subject.get("type"), subject.get("toolCall"), subject.get("command")
+    if kind == "tool_call" and isinstance(tool, dict):
+        tool = dict(tool)
+        if title and not tool.get("title"):
+            tool["title"] = title
+        return tool
+    if kind == "command" and isinstance(command, str):
+        call_id = subject.get("toolCallId")
+        return {
+            "toolCallId": call_id if isinstance(call_id, str) else "",
+            "title": title or command,
+            "kind": "execute",
+            "rawInput": {"command": command, "cwd": subject.get("cwd")},
+        }
+    # No subject, or a newer (`_`-prefixed) one: judged by its title, kept raw in the transcript.
+    return {"toolCallId": "", "title": title}
+
+
+def permission_selected(option_id: str) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+PERMISSION_CANCELLED: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}

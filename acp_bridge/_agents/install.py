@@ -1,0 +1,208 @@
+"""``acp-bridge agents install``: a profile's pinned package into the managed prefix.
+
+No global install and no sudo: each package version gets its own folder under the user's data
+directory (``agent_commands.install_dir``), built in place and stamped last: a folder without
+its stamp is never used (a failed install is removed; an interrupted one is started over).
+The package manager's own record is kept beside it: npm's ``package-lock.json`` (with the
+integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
+every distribution pip installed (from ``pip install --report``).
+
+An npm package that needs a newer Node than the one on ``PATH`` (``package.node``) gets that
+Node from npm (the ``node`` package) in the same prefix: the run puts the prefix's
+``.bin`` first on the agent's ``PATH``. A PyPI package that needs a newer Python than the
+bridge's (``package.python``) gets a venv of the newest ``python3.X`` found that is new enough.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
+from acp_bridge.config import AgentProfile
+from acp_bridge.config._package import PackageSpec
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
+
+INSTALL_TIMEOUT = 1800.0
+"""Seconds one install may take (npm agents are up to ~500 MB on a slow mirror)."""
+PROBE_TIMEOUT = 15.0
+OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
+
+
+class InstallError(BridgeError):
+    """The package manager could not install the agent; the message says what it said."""
+
+    code = ErrorCode.SPAWN_FAILED
+
+
+@dataclass(frozen=True)
+class Installed:
+    profile: str
+    spec: PackageSpec
+    path: Path
+    fresh: bool  # installed now (False: it already was)
+
+
+def spec_of(profile: AgentProfile) -> PackageSpec:
+    if profile.package is None:
+        how = f" (install it yourself: {profile.install})" if profile.install else ""
+        raise ConfigError(
+            f"profile {profile.name!r} names no package: acp-bridge cannot install it{how}"
+        )
+    return profile.package
+
+
+async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
+    """Install the profile's pinned package (nothing to do when it already is)."""
+    spec = spec_of(profile)
+    target = install_dir(spec)
+    if installed(spec) is not None and not force:
+        return Installed(profile.name, spec, target, fresh=False)
+    # Built in place (a venv's scripts name their venv's path: it cannot be moved) after
+    # whatever was there; the stamp, written last, is what makes it an install.
+    await anyio.to_thread.run_sync(_fresh_dir, target)
+    try:
+        with anyio.fail_after(INSTALL_TIMEOUT):
+            await _build(profile, spec, target)
+    except TimeoutError as exc:
+        await anyio.to_thread.run_sync(shutil.rmtree, target, True)
+        raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(shutil.rmtree, target, True)
+        raise
+    return Installed(profile.name, spec, target, fresh=True)
+
+
+async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
+    record = await (_npm(spec, target) if spec.manager == "npm" else _pypi(spec, target))
+    command = profile.command
+    if not await anyio.Path(bin_dir(spec) / command).exists():
+        raise InstallError(f"{spec} installed, but it has no command {command!r}")
+    record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
+    record |= {"version": spec.version, "command": command, "installed_at": time.time()}
+    await anyio.Path(target / STAMP).write_text(json.dumps(record, indent=1))
+
+
+def _fresh_dir(target: Path) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+
+
+async def _run(argv: list[str], cwd: Path, what: str) -> str:
+    """Run one installer step; its output (stdout and stderr) when it succeeds."""
+    try:
+        done = await anyio.run_process(
+            argv, cwd=cwd, check=False, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    except OSError as exc:
+        raise InstallError(f"{what}: cannot run {argv[0]}: {exc.strerror or exc}") from exc
+    output = done.stdout.decode("utf-8", "replace")
+    if done.returncode != 0:
+        tail = output.strip()[-OUTPUT_TAIL:]
+        raise InstallError(f"{what} failed (exit code {done.returncode}): {tail}")
+    return output
+
+
+async def _npm(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise InstallError(f"{spec} needs npm (and Node.js): install Node.js, which brings npm")
+    packages = [f"{spec.npm}@{spec.version}"]
+    node = await _node_major()
+    if spec.node is not None and (node is None or node < spec.node):
+        packages.append(f"node@{spec.node}")  # the Node it needs, beside it
+    (prefix / "package.json").write_text(json.dumps({"private": True}))
+    argv = [npm, "install", "--prefix", str(prefix), "--save-exact", "--no-audit", "--no-fund"]
+    await _run([*argv, "--loglevel=error", *packages], prefix, f"npm install {spec.npm}")
+    return {"node": f"node@{spec.node} (installed beside it)" if len(packages) > 1 else "PATH"}
+
+
+async def _node_major() -> int | None:
+    node = shutil.which("node")
+    if node is None:
+        return None
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            text = await _run([node, "--version"], Path.cwd(), "node --version")
+    except (InstallError, TimeoutError):
+        return None
+    found = re.match(r"v(\d+)", text.strip())
+    return int(found.group(1)) if found else None
+
+
+async def _pypi(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
+    python = await find_python(spec.python)
+    venv = prefix / "venv"
+    await _run([python, "-m", "venv", str(venv)], prefix, f"{python} -m venv")
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    report = prefix / "install-report.json"
+    argv = [*pip, "install", "-q", "--report", str(report), f"{spec.pypi}=={spec.version}"]
+    await _run(argv, prefix, f"pip install {spec.pypi}")
+    (prefix / "requirements.lock").write_text(_lock_lines(report))
+    return {"python": python}
+
+
+def _lock_lines(report: Path) -> str:
+    """``name==version --hash=sha256:…`` for every distribution pip installed (its report)."""
+    lines = ["# What pip installed, with the sha256 of each distribution it downloaded.\n"]
+    for item in json.loads(report.read_text()).get("install", []):
+        meta = item.get("metadata", {})
+        hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
+        pin = f"{meta.get('name')}=={meta.get('version')}"
+        lines.append(pin + (f" --hash=sha256:{hashes['sha256']}" if "sha256" in hashes else ""))
+    return "\n".join(lines) + "\n"
+
+
+async def find_python(minimum: str | None) -> str:
+    """A Python at least ``minimum`` (``3.12``): the bridge's own if it is, else the newest
+    ``python3.X`` on PATH that runs, else pyenv's newest that is new enough."""
+    if minimum is None or sys.version_info[:2] >= _version(minimum):
+        return sys.executable
+    wanted = _version(minimum)[1]
+    found = [shutil.which(f"python3.{minor}") for minor in range(20, wanted - 1, -1)]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found += [str(p) for p in sorted(pyenv.glob("3.*/bin/python"), key=_minor, reverse=True)]
+    for candidate in found:
+        if candidate is not None and _minor(Path(candidate)) >= wanted and await _runs(candidate):
+            return candidate
+    raise InstallError(
+        f"needs Python >= {minimum} (this is {sys.version.split()[0]}), and no python3.X "
+        f"of that age is on PATH: install one (e.g. apt-get install python{minimum}, pyenv "
+        f"install {minimum}) and try again"
+    )
+
+
+def _minor(python: Path) -> int:
+    """3.X's X from a path like ``…/python3.12`` or ``…/versions/3.13.0/bin/python``."""
+    found = re.search(r"3\.(\d+)", str(python))
+    return int(found.group(1)) if found else 0
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")
+    return int(major), int(minor)
+
+
+async def _runs(python: str) -> bool:
+    try:
+        with anyio.fail_after(PROBE_TIMEOUT):
+            await _run([python, "-c", "pass"], Path.cwd(), python)
+    except (InstallError, TimeoutError):
+        return False
+    return True
+
+
+def on_path(command: str) -> str | None:
+    """The command on the host's PATH (for ``agents list``: installed by the operator)."""
+    return shutil.which(command, path=os.environ.get("PATH", os.defpath))

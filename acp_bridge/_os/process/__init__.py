@@ -1,0 +1,2 @@
+"""Processes we start: their groups, exits, environments, the ``/proc`` reader, markers and what
+outlives a group."""

@@ -1,0 +1,2 @@
+"""Small building blocks below everything else: immutable records, pydantic field defaults, JSON
+text in pieces."""

@@ -1,0 +1,1 @@
+"""Commands about agents and profiles: profiles, agents install/list, doctor."""

@@ -1,0 +1,1 @@
+"""Commands that run many tasks on the batch executor: batch (and worker), compare, smoke."""

@@ -1,0 +1,259 @@
+"""``acp-bridge batch`` and ``acp-bridge worker``: batches from the command line.
+
+``batch`` reads the tasks (a bad line is a usage error naming the file and line, before
+anything runs), skips those the ``--out`` file has already, runs the rest on the executor,
+and writes envelopes as tasks end (see :mod:`acp_bridge._batch.results_file`); without
+``--out`` the envelopes go to stdout in input order, each as soon as those before it are
+out. Ctrl-C or SIGTERM: running tasks are cancelled where they run and their envelopes
+kept; a second one stops waiting for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_bridge.cli._agent_commands.profiles_command import load
+from acp_bridge.cli._printing import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HumanStream,
+    err,
+    flush_stdout,
+    human_stream,
+    out,
+    out_json,
+)
+from acp_bridge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from acp_bridge._batch.executor import Executor
+    from acp_bridge._batch.tasks import Keyed
+    from acp_bridge.envelope import SubtaskResult
+
+
+def executor_from(args: argparse.Namespace) -> Executor:
+    """The executor the command line asks for."""
+    from acp_bridge._batch.executor import LocalExecutor
+
+    if args.executor == "local":
+        return LocalExecutor()
+    from acp_bridge._batch.ray.ray_executor import RayExecutor
+
+    options: dict[str, Any] = {}
+    if args.grace is not None:
+        options["grace"] = args.grace
+    if args.runtime_env is not None:
+        try:
+            options["runtime_env"] = json.loads(args.runtime_env)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"--runtime-env: not JSON: {exc}") from None
+    return RayExecutor(args.address, **options)
+
+
+def read_tasks(path: Path) -> list[Keyed]:
+    """The tasks of a JSONL file ('-': stdin); errors name the file and line."""
+    from acp_bridge._batch.tasks import Keyed, task_from_json
+
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{name}: cannot read the tasks: {exc}") from None
+    tasks: list[Keyed] = []
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            task = task_from_json(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{name}:{number}: not JSON: {exc.msg}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"{name}:{number}: {exc}") from None
+        index = len(tasks)
+        key = task.key if task.key is not None else str(index)
+        if key in lines:
+            raise ConfigError(f"{name}:{number}: key {key!r} is also line {lines[key]}'s")
+        lines[key] = number
+        tasks.append(Keyed(index, key, task))
+    if not tasks:
+        raise ConfigError(f"{name}: no task")
+    return tasks
+
+
+class BatchProgress:
+    """One line on stderr per task that ends, with the batch's counts; a summary at the end."""
+
+    def __init__(self, stream: HumanStream, total: int) -> None:
+        self.stream = stream
+        self.total = total
+        self.running: dict[str, str] = {}
+        self.ended: Counter[str] = Counter()
+        self.per_node: Counter[str] = Counter()
+        self.codes: Counter[str] = Counter()
+        self.began: dict[str, float] = {}
+
+    def __call__(self, what: str, task: Keyed, node: str | None, envelope: Any) -> None:
+        if what == "started":
+            self.running[task.key] = node or "?"
+            self.began.setdefault(task.key, time.monotonic())
+            return
+        self.running.pop(task.key, None)
+        if what == "retrying":
+            code = envelope.meta.error_code
+            self._line(f"~ {task.key} {code} on {_short(node)}: running it again")
+            return
+        self.ended[envelope.status] += 1
+        self.per_node[_short(envelope.meta.node)] += 1
+        if envelope.status != "done":
+            self.codes[str(envelope.meta.error_code)] += 1
+        seconds = (envelope.meta.duration_ms or 0) / 1000
+        status = envelope.status if envelope.ok else f"failed ({envelope.meta.error_code})"
+        self._line(f"{task.key} {status} on {_short(envelope.meta.node)} ({seconds:.1f}s)")
+
+    def _line(self, text: str) -> None:
+        done, failed = self.ended["done"], self.ended["failed"]
+        queued = self.total - done - failed - len(self.running)
+        nodes = Counter(_short(node) for node in self.running.values())
+        where = ", ".join(f"{node} {n}" for node, n in sorted(nodes.items()))
+        running = f"running {len(self.running)}" + (f" ({where})" if where else "")
+        counts = f"done {done} · failed {failed} · {running} · queued {queued}"
+        self.stream.write(f"[{done + failed}/{self.total}] {text}  | {counts}\n")
+        self.stream.flush()
+
+    def summary(self, skipped: int) -> list[str]:
+        done, failed = self.ended["done"], self.ended["failed"]
+        lines = [f"{done + failed} tasks ran: {done} done, {failed} failed"]
+        if skipped:
+            lines[0] += f"; {skipped} already in the results file"
+        if self.codes:
+            lines.append("failures: " + ", ".join(f"{c} {n}" for c, n in self.codes.most_common()))
+        if self.per_node:
+            nodes = ", ".join(f"{node} {n}" for node, n in sorted(self.per_node.items()))
+            lines.append(f"per node: {nodes}")
+        return lines
+
+
+def _short(node: str | None) -> str:
+    return node[:8] if node else "-"
+
+
+class _InOrder:
+    """Envelopes to stdout in input order, each as soon as those before it are out."""
+
+    def __init__(self, tasks: list[Keyed]) -> None:
+        self.position = {task.key: i for i, task in enumerate(tasks)}
+        self.waiting: dict[int, SubtaskResult] = {}
+        self.next = 0
+
+    def __call__(self, result: SubtaskResult) -> None:
+        self.waiting[self.position[(result.meta.batch or {})["key"]]] = result
+        while self.next in self.waiting:
+            out_json(self.waiting.pop(self.next).to_dict(), line=True)
+            self.next += 1
+        flush_stdout()  # a reader downstream sees each envelope as soon as it can
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from acp_bridge._batch.batch_run import run_batch
+    from acp_bridge._batch.results_file import ResultsFile
+    from acp_bridge._runs import foreground
+
+    tasks = read_tasks(args.tasks)
+    results = ResultsFile(args.out) if args.out else None
+    done_keys: set[str] = set()
+    if results is not None:
+        results.load()
+        done_keys = results.done_keys()
+    todo = [task for task in tasks if task.key not in done_keys]
+    executor = executor_from(args)
+    loaded = load(args)
+    foreground.install()
+    progress = BatchProgress(human_stream("stderr"), len(todo))
+    on_result = results.append if results is not None else _InOrder(todo)
+    interrupted = False
+    outcomes: list[Any] = []
+
+    async def main() -> None:
+        nonlocal interrupted, outcomes
+        cancel = anyio.Event()
+        async with anyio.create_task_group() as tg:
+
+            async def watch_signals() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        if interrupted:  # the second: stop waiting (force-cancels the rest)
+                            tg.cancel_scope.cancel()
+                            return
+                        interrupted = True
+                        err("interrupted: cancelling running tasks (again to stop waiting)")
+                        cancel.set()
+
+            tg.start_soon(watch_signals)
+            outcomes = await run_batch(
+                todo,
+                executor=executor,
+                config=loaded,
+                concurrency=args.concurrency,
+                retries=args.retries,
+                on_result=on_result,
+                progress=progress,
+                cancel=cancel,
+            )
+            tg.cancel_scope.cancel()
+
+    try:
+        if todo:
+            anyio.run(main)
+    finally:
+        if results is not None:
+            results.write([task.key for task in tasks])
+    for line in progress.summary(len(tasks) - len(todo)):
+        err(line)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if results is not None:
+        statuses = {key: env.get("status") for key, env in results.previous.items()}
+    else:
+        statuses = {o.task.key: o.envelope.status for o in outcomes}
+    every_done = all(statuses.get(task.key) == "done" for task in tasks)
+    return EXIT_OK if every_done else EXIT_FAILED
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from acp_bridge._batch.ray.worker import plan_worker, start_worker
+
+    loaded = load(args)
+    ray_args = [a for a in args.ray_args if a != "--"]
+    profiles = [name for name in (args.agents or "").split(",") if name]
+    plan = anyio.run(
+        lambda: plan_worker(
+            loaded, args.address, profiles=profiles, slots=args.slots, ray_args=ray_args
+        )
+    )
+    for report in plan.reports:
+        mark = "ready" if report.ready else "NOT READY (not offered)"
+        err(f"{report.profile}: {mark}")
+        for check in report.checks:
+            if not check.ok:
+                err(f"  !! {check.name}: {check.detail}")
+    err(f"offering: {json.dumps(plan.resources)}")
+    if args.dry_run:
+        out(shlex.join(plan.argv))
+        return EXIT_OK
+    flush_stdout()
+    sys.stderr.flush()
+    start_worker(plan)
+    return EXIT_OK  # not reached: the process became the node

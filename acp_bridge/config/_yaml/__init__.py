@@ -1,0 +1,1 @@
+"""YAML input: every value located (file:line:column), bounded, and its parse cached."""

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import acp_bridge
-from acp_bridge._entries.options import OPTIONS, options_of
+from acp_bridge._entries.entry_table import ENTRY_TABLE
+from acp_bridge._entries.options import options_of
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "Entry points": (
@@ -67,10 +68,10 @@ def _entry(name: str) -> list[str]:
 
 
 def _options(type_name: str, entry: str, show: Callable[[Any], str]) -> list[str]:
-    model = OPTIONS[entry]
+    model = ENTRY_TABLE[entry].options
     lines = [f"### `{type_name}`", "", _paragraph(model), ""]
     lines += ["| option | type | default | offered on | description |", "|---|---|---|---|---|"]
-    for option in options_of(entry):
+    for option in options_of(model):
         offer = option.offer
         faces = [f"`{offer.cli}`" if offer.cli else ""] + [
             face for face in ("mcp", "tool") if getattr(offer, face)

@@ -24,3 +24,11 @@ Modules:
 Nothing is imported here: Ray is imported only by the Ray modules, and only when a
 :class:`~.ray_executor.RayExecutor` connects.
 """
+
+EXECUTORS: dict[str, str] = {
+    "local": "acp_bridge._batch.executor:LocalExecutor",
+    "ray": "acp_bridge._batch.ray.ray_executor:RayExecutor",
+}
+"""The executors by name (the command line's ``--executor``): where each class is, loaded
+when it is asked for (:func:`~.executor.executor_named`). A new executor is its module and
+a row here. Plain strings: the command line's parser reads the names and stays light."""

@@ -27,7 +27,7 @@ from acp_bridge._runs import foreground
 from acp_bridge._runs.store import lanes
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import Meta, SubtaskResult, failed
-from acp_bridge.errors import BridgeError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 GUARD_MARGIN = 30.0
 """Seconds past a task's own timeout before the local executor gives up on it: a run ends
@@ -164,3 +164,23 @@ class _LocalSession:
         return Attempt(
             finished.envelope.model_copy(update={"meta": meta}), self.node, finished.inspection
         )
+
+
+def executor_named(name: str, **settings: Any) -> Executor:
+    """The executor ``name``, made with ``settings`` (those its class takes);
+    :class:`~acp_bridge.ConfigError` for an unknown name or a setting it does not take."""
+    import importlib
+    import inspect
+
+    from acp_bridge._batch import EXECUTORS
+
+    if name not in EXECUTORS:
+        raise ConfigError(f"no executor named {name!r}; executors: {', '.join(EXECUTORS)}")
+    module, _, attribute = EXECUTORS[name].partition(":")
+    cls = getattr(importlib.import_module(module), attribute)
+    takes = inspect.signature(cls).parameters
+    unknown = sorted(setting for setting in settings if setting not in takes)
+    if unknown:
+        raise ConfigError(f"the {name} executor takes no {', '.join(unknown)}")
+    executor: Executor = cls(**settings)
+    return executor

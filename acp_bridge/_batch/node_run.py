@@ -18,6 +18,7 @@ import anyio
 
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import Finished, Measured, workspace
+from acp_bridge._entries.entry_table import ENTRY_TABLE
 from acp_bridge._entries.enveloped import finish_envelope
 from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge.config import LoadedConfig
@@ -82,10 +83,6 @@ def effective_timeout(request: EntryRequest, loaded: LoadedConfig | None) -> flo
     if loaded is None:
         return DEFAULT_TIMEOUT
     try:
-        if request.entry == "acp_spawn" and request.agent is not None:
-            return float(loaded.profiles.get(request.agent).profile.timeouts.run)
-        tools = loaded.config.tools
-        settings = tools.bash if request.entry == "bash" else tools.spawn
-        return float(settings.timeout)
+        return ENTRY_TABLE[request.entry].default_timeout(loaded, request.agent)
     except BridgeError:
         return DEFAULT_TIMEOUT

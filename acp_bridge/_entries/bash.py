@@ -29,8 +29,9 @@ from typing_extensions import Unpack
 
 from acp_bridge._entries.confinement import confined
 from acp_bridge._entries.depth import current_depth, inherited_max_depth
+from acp_bridge._entries.entry_table import ENTRY_TABLE, checked_or_error
 from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
-from acp_bridge._entries.options import BashOptions, checked_or_error
+from acp_bridge._entries.options import BashOptions
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.buffers import HeadTail
 from acp_bridge._os.process.environment import constructed_env
@@ -221,7 +222,7 @@ class _Shell:
         task_id: str,
     ) -> CommandResult:
         settings = loaded.config.tools.bash
-        limit = resolve_timeout(timeout, settings.timeout)
+        limit = resolve_timeout(timeout, ENTRY_TABLE["bash"].default_timeout(loaded, None))
         keep = settings.max_output_bytes if keep is None else keep
         if not 2 <= keep <= MAX_BYTES:
             raise ConfigError(f"max_output_bytes must be from 2 to {MAX_BYTES}, got {keep}")

@@ -6,14 +6,14 @@ pydantic ``Field`` (default, bounds, description) and an :class:`Offer` (which f
 them besides the Python API). Everything else derives from these classes:
 
 - the Python API: ``acp_spawn(agent, task, **options: Unpack[AcpSpawnOptions])`` — typed
-  keywords, checked here by :func:`check_options` (defaults filled in);
+  keywords, checked by :func:`~.entry_table.check_options` (defaults filled in);
 - :class:`~acp_bridge.EntryRequest` (``_entries/request.py``): a run of any entry as data,
   its options checked by the same model;
 - the command line (``cli/_run_commands/entry_flags.py`` adds each offered option as a flag), the
   MCP tools (``_mcp/arguments.py``), the model loop's built-in tools
   (``_entries/local_loop/builtin_tools.py``): each a subset of the fields, with the same checks and
   descriptions;
-- follow-up turns: what a session is set up with (:func:`session_settings`);
+- follow-up turns: what a session is set up with (:func:`~.entry_table.session_settings`);
 - the references in ``docs/reference/`` (generated).
 
 Why TypedDicts rather than models: ``**options: Unpack[...]`` is the only way a function's
@@ -32,17 +32,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    TypeAdapter,
-    ValidationError,
     create_model,
     with_config,
 )
 from typing_extensions import TypedDict
 
-from acp_bridge._entries.option_errors import options_error
 from acp_bridge._os.limits import MAX_BYTES, MAX_SECONDS
 from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree
-from acp_bridge.errors import ConfigError
 from acp_bridge.events import ObserveProfile
 
 PATH_MAX = 4095
@@ -265,24 +261,6 @@ class SpawnOptions(LoopOptions, _AnswerOptions, total=False):
 
 AskOptions = LoopOptions
 
-OPTIONS: dict[str, type[Any]] = {
-    "acp_spawn": AcpSpawnOptions,
-    "bash": BashOptions,
-    "spawn": SpawnOptions,
-    "ask": AskOptions,
-}
-"""Each entry's options model."""
-
-
-def _fork_needs_resume(options: dict[str, Any]) -> dict[str, Any]:
-    if options.get("fork") and options.get("resume") is None:
-        raise ValueError("fork needs resume: the session to fork")
-    return options
-
-
-RULES: dict[str, Any] = {"acp_spawn": _fork_needs_resume}
-"""The rules between an entry's options, checked after each option on its own."""
-
 
 class Option(NamedTuple):
     """One option as the faces see it."""
@@ -295,17 +273,18 @@ class Option(NamedTuple):
     offer: Offer
 
 
-OptionsOf = str | type
-"""An entry's name (its model in :data:`OPTIONS`), or an options model declared like these."""
+OptionsOf = type
+"""An options model declared like these (an entry's: :func:`~.entry_table.model_of`)."""
 
 
 @cache
 def options_of(entry: OptionsOf) -> tuple[Option, ...]:
     """The options of ``entry``, in declaration order."""
-    model = OPTIONS[entry] if isinstance(entry, str) else entry
     found = []
-    for name, hint in typing.get_type_hints(model, include_extras=True).items():
-        extras = hint.__metadata__
+    for name, hint in typing.get_type_hints(entry, include_extras=True).items():
+        extras = getattr(hint, "__metadata__", ())
+        if not any(isinstance(item, Offer) for item in extras):
+            continue  # no option: a class variable of a record, say
         field = next(item for item in extras if hasattr(item, "description"))
         offer = next(item for item in extras if isinstance(item, Offer))
         found.append(Option(name, hint, field.default, field.description or "", offer))
@@ -335,55 +314,3 @@ def arguments_model(
     fields.update(own)
     fields.update({o.name: o.annotation for o in rest})
     return create_model(name, __base__=base, **fields)
-
-
-@cache
-def options_adapter(entry: str) -> TypeAdapter[Any]:
-    rule = RULES.get(entry)
-    model: Any = OPTIONS[entry] if rule is None else Annotated[OPTIONS[entry], AfterValidator(rule)]
-    return TypeAdapter(model)
-
-
-def check_options(entry: str, options: typing.Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` checked against ``entry``'s model, defaults filled in. Raises
-    :class:`~acp_bridge.ConfigError`, a problem per bad option, each naming it."""
-    try:
-        return dict(options_adapter(entry).validate_python(dict(options)))
-    except ValidationError as exc:
-        raise options_error(exc) from None
-
-
-def checked_or_error(
-    entry: str, options: typing.Mapping[str, Any]
-) -> tuple[dict[str, Any], ConfigError | None]:
-    """:func:`check_options`, for an entry function that must answer with an envelope: the
-    checked options, or none and the error its run body raises. A name that is no option of
-    ``entry`` is a ``TypeError`` at once, as for any function: a mistake in the caller's
-    code, not in its data."""
-    names = {option.name for option in options_of(entry)}
-    for name in options:
-        if name not in names:
-            raise TypeError(f"{entry}() got an unexpected keyword argument {name!r}")
-    try:
-        return check_options(entry, options), None
-    except ConfigError as exc:
-        return {}, exc
-
-
-def stored_options(entry: str, options: typing.Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` as JSON data, without the ones at their defaults (what a run stores)."""
-    defaults = {option.name: option.default for option in options_of(entry)}
-    data = options_adapter(entry).dump_python(dict(options), mode="json")
-    return {name: value for name, value in data.items() if value != defaults.get(name)}
-
-
-def session_setting_names() -> tuple[str, ...]:
-    """What an ACP session is set up with: its agent and the ``acp_spawn`` options marked
-    so (a follow-up inherits them; a held agent serves only follow-ups that ask for the
-    same)."""
-    return ("agent", *(o.name for o in options_of("acp_spawn") if o.offer.session))
-
-
-def session_settings(request: typing.Mapping[str, Any] | None) -> dict[str, Any]:
-    """What of a stored ``acp_spawn`` request (flat, as JSON) its session is set up with."""
-    return {name: (request or {}).get(name) for name in session_setting_names()}

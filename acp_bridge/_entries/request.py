@@ -1,15 +1,16 @@
-"""The entries table: every entry path behind one request shape, for every front end.
+"""Every entry path behind one request shape, for every front end.
 
 The CLI, smoke suites, the run store's supervisor, the MCP server and batches all describe a
 run as an :class:`EntryRequest` — plain, validated, JSON-serializable data — and start it
 with :func:`run_entry`. What each entry takes is its options model
-(:mod:`acp_bridge._entries.options`): a request checks its options against it, and
+(:mod:`acp_bridge._entries.options`), in its row of the entries table
+(:mod:`acp_bridge._entries.entry_table`): a request checks its options against it, and
 :func:`run_entry` hands them to the entry function as keyword arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,7 +28,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
-from acp_bridge._entries.options import OPTIONS, options_adapter, options_of, stored_options
+from acp_bridge._entries.entry_table import ENTRY_TABLE, Hooks, options_adapter, stored_options
+from acp_bridge._entries.options import options_of
 from acp_bridge._records.field_defaults import empty_dict
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Entry, SubtaskResult
@@ -82,7 +84,7 @@ class EntryRequest(BaseModel):
     def _nest_options(cls, data: Any) -> Any:
         """Flat input → ``options``, checked against the entry's options model here, so a
         bad option is a field error named like the option (``timeout``)."""
-        if not isinstance(data, Mapping) or data.get("entry") not in OPTIONS:
+        if not isinstance(data, Mapping) or data.get("entry") not in ENTRY_TABLE:
             return data  # the entry field's own check reports it
         entry = str(data["entry"])
         top = {name: data[name] for name in _TOP if name in data}
@@ -153,11 +155,11 @@ class EntryRequest(BaseModel):
 
 
 def _entries_with(name: str) -> list[str]:
-    return [entry for entry in OPTIONS if _has(entry, name)]
+    return [entry for entry in ENTRY_TABLE if _has(entry, name)]
 
 
 def _has(entry: str, name: str) -> bool:
-    return any(option.name == name for option in options_of(entry))
+    return any(option.name == name for option in options_of(ENTRY_TABLE[entry].options))
 
 
 def _line_errors(exc: ValidationError) -> list[InitErrorDetails]:
@@ -173,61 +175,6 @@ def _line_errors(exc: ValidationError) -> list[InitErrorDetails]:
             detail["ctx"] = error["ctx"]
         details.append(detail)
     return details
-
-
-Hooks = dict[str, Any]
-"""What a caller gives an entry besides data: ``on_event``, ``config``, ``cancel``,
-``abort`` and, for ``acp_spawn``, ``permission_hook``, ``elicitation_hook``,
-``follow_ups``."""
-ACP_ONLY_HOOKS = ("permission_hook", "elicitation_hook", "follow_ups")
-
-
-def _acp_spawn(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.acp_spawn.entry import acp_spawn
-
-    assert request.agent is not None
-    return acp_spawn(request.agent, request.task, **hooks, **request.options)
-
-
-def _not_acp(hooks: Hooks) -> Hooks:
-    """``hooks`` without what only an ACP agent can use."""
-    return {name: hook for name, hook in hooks.items() if name not in ACP_ONLY_HOOKS}
-
-
-def _bash(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.bash import bash
-
-    return bash(request.task, **_not_acp(hooks), **request.options)
-
-
-def _spawn(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.local_loop.spawn import spawn
-
-    return spawn(request.task, request.tools or [], **_not_acp(hooks), **request.options)
-
-
-def _ask(request: EntryRequest, hooks: Hooks) -> Awaitable[SubtaskResult]:
-    from acp_bridge._entries.local_loop.ask import ask
-
-    return ask(request.task, tools=request.tools, **_not_acp(hooks), **request.options)
-
-
-ENTRY_MODULES: dict[str, str] = {
-    "acp_spawn": "acp_bridge._entries.acp_spawn.entry",
-    "bash": "acp_bridge._entries.bash",
-    "spawn": "acp_bridge._entries.local_loop.spawn",
-    "ask": "acp_bridge._entries.local_loop.ask",
-}
-"""Where each entry function lives (each module has a function of the entry's name): the
-table below imports it when the entry runs; the command line loads it before (issue 24:
-see cli/_garbage_collector.py)."""
-
-ENTRIES: dict[str, Callable[[EntryRequest, Hooks], Awaitable[SubtaskResult]]] = {
-    "acp_spawn": _acp_spawn,
-    "bash": _bash,
-    "spawn": _spawn,
-    "ask": _ask,
-}
 
 
 async def run_entry(
@@ -255,4 +202,4 @@ async def run_entry(
         "elicitation_hook": elicitation_hook,
         "follow_ups": follow_ups,
     }
-    return await ENTRIES[request.entry](request, hooks)
+    return await ENTRY_TABLE[request.entry].call(request, hooks)

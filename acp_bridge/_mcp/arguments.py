@@ -12,10 +12,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
+from acp_bridge._entries.entry_table import entries_offered, model_of
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, arguments_model, offered
 from acp_bridge._entries.request import EntryRequest
-from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
+from acp_bridge._runs.run_options import RunOptions
 from acp_bridge.config import MAX_SECONDS
 from acp_bridge.envelope import Entry
 from acp_bridge.errors import ConfigError
@@ -43,7 +44,7 @@ class EntryArgs(_Args):
 
 def _entry_args(name: str, entry: Entry, own: dict[str, Any], task: str = "task") -> Any:
     """The arguments model of ``entry``'s tool (its options model's MCP subset)."""
-    model = arguments_model(name, entry, "mcp", own, EntryArgs)
+    model = arguments_model(name, model_of(entry), "mcp", own, EntryArgs)
     model.ENTRY, model.TASK = entry, task
     return model
 
@@ -106,7 +107,7 @@ def _start_options() -> dict[str, Any]:
     found: dict[str, Option] = {}
     described: dict[str, list[str]] = {}
     for entry in START_ENTRIES:
-        for option in offered(entry, "mcp"):
+        for option in offered(model_of(entry), "mcp"):
             found.setdefault(option.name, option)
             if option.description not in described.setdefault(option.name, []):
                 described[option.name].append(f"{entry}: {option.description}")
@@ -118,7 +119,7 @@ def _start_options() -> dict[str, Any]:
     }
 
 
-START_ENTRIES: tuple[Entry, ...] = ("acp_spawn", "spawn", "bash")
+START_ENTRIES: tuple[Entry, ...] = entries_offered("start")
 
 
 class _StartBase(_Args):
@@ -130,19 +131,25 @@ class _StartBase(_Args):
     )
     agent: str | None = Field(None, description="acp_spawn: the agent profile (required)")
     tools: list[str] | None = Field(None, description="spawn: the tools it may use (required)")
-    max_tokens: int | None = Field(
-        None, gt=0, le=MAX_TOKENS, description="budget: cancel the run past this many tokens"
-    )
-    max_cost: float | None = Field(
-        None, gt=0, le=MAX_COST, description="budget: cancel the run past this cost"
-    )
 
     def request(self) -> EntryRequest:
-        fields = self.model_dump(exclude_none=True, exclude={"max_tokens", "max_cost"})
+        fields = self.model_dump(exclude_none=True, exclude=set(RUN_LAYER_ARGUMENTS))
         return _request(fields.pop("entry"), fields)
 
+    def run_options(self) -> RunOptions:
+        """What the run layer adds to the run (budgets, group, session)."""
+        return RunOptions(**{name: getattr(self, name) for name in RUN_LAYER_ARGUMENTS})
 
-StartArgs: type[_StartBase] = create_model("StartArgs", __base__=_StartBase, **_start_options())
+
+RUN_LAYER_ARGUMENTS = tuple(option.name for option in offered(RunOptions, "mcp"))
+"""The run layer's options ``start`` takes (its options model's MCP subset)."""
+
+StartArgs: type[_StartBase] = create_model(
+    "StartArgs",
+    __base__=_StartBase,
+    **_start_options(),
+    **{option.name: option.annotation for option in offered(RunOptions, "mcp")},
+)
 
 
 class WaitArgs(_Args):

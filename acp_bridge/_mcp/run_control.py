@@ -30,7 +30,6 @@ from acp_bridge._mcp.arguments import (
 )
 from acp_bridge._runs.caller import handle
 from acp_bridge._runs.caller.start import start_run
-from acp_bridge._runs.run_options import RunOptions
 from acp_bridge._runs.store.run_records import RunStatus
 from acp_bridge._runs.watch import UnknownRunError
 from acp_bridge.config import LoadedConfig
@@ -79,8 +78,7 @@ START_SCHEMA: dict[str, Any] = {
 
 async def start(args: StartArgs, request: EntryRequest, config: LoadedConfig) -> dict[str, Any]:
     """Queue ``request`` as a detached run; its task id at once."""
-    options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
-    started = await start_run(request, options=options, config=config)
+    started = await start_run(request, options=args.run_options(), config=config)
     return {"task_id": started.id, "status": "queued"}
 
 

@@ -16,12 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from acp_bridge._entries.entry_table import entries_offered
 from acp_bridge._loop.toolset import json_parameters
 from acp_bridge._mcp import arguments as a
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError
 
-ENTRY_TOOLS = ("acp_spawn", "spawn", "bash")
+ENTRY_TOOLS = entries_offered("mcp")
 RUN_TOOLS = ("start", "wait", "status", "list", "stop", "send")
 COMPARE_TOOL = "compare"
 

@@ -105,7 +105,7 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         if row is not None:
             held = db.execute("SELECT spec FROM runs WHERE id = ?", (run_id,)).fetchone()
             # Only the holding supervisor claims: it has the options models loaded already.
-            from acp_bridge._entries.options import session_settings as settings
+            from acp_bridge._entries.entry_table import session_settings as settings
 
             if held is not None and settings(_spec(row[1])) != settings(_spec(held[0])):
                 raise OtherSettings(row[0])

@@ -167,7 +167,7 @@ def build_parser(
     _entry_options(p, "acp_spawn", every_option or entry == "acp_spawn")
     _answer_options(p)
     run_store_commands.add_output_options(p)
-    run_store_commands.add_detach_options(p, session=True)
+    _run_layer_options(p, every_option or entry == "acp_spawn")
     p.set_defaults(handler=_entries.cmd_run)
     for_entry(p, "acp_spawn")
 
@@ -320,6 +320,16 @@ def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None
         add_options(p, entry)
 
 
+def _run_layer_options(
+    p: argparse.ArgumentParser, wanted: bool, without: tuple[str, ...] = ()
+) -> None:
+    """``--detach`` and the run layer's options (a named session: ``acp_spawn`` only)."""
+    if wanted:
+        from acp_bridge.cli._run_commands.entry_flags import add_run_layer_options
+
+        add_run_layer_options(p, without=without)
+
+
 def _answer_options(p: argparse.ArgumentParser) -> None:
     """``run``'s answers to the agent's ``ask`` permissions and questions."""
     a = p.add_argument_group(
@@ -353,7 +363,7 @@ def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) ->
     p.add_argument("command", nargs="+", metavar="CMD", help="the command line (after --)")
     _entry_options(p, "bash", every_option or entry == "bash")
     run_store_commands.add_output_options(p)
-    run_store_commands.add_detach_options(p)
+    _run_layer_options(p, every_option or entry == "bash", without=("session",))
     p.set_defaults(handler=_entries.cmd_bash)
     for_entry(p, "bash")
 
@@ -368,7 +378,7 @@ def _add_entry_commands(commands: Any, entry: str | None, every_option: bool) ->
     p.add_argument("--tools", required=True, metavar="A,B", help="tools the inner agent may use")
     _entry_options(p, "spawn", every_option or entry == "spawn")
     run_store_commands.add_output_options(p)
-    run_store_commands.add_detach_options(p)
+    _run_layer_options(p, every_option or entry == "spawn", without=("session",))
     p.set_defaults(handler=_entries.cmd_spawn)
     for_entry(p, "spawn")
 

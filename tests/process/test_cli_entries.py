@@ -151,13 +151,10 @@ def test_a_task_that_is_not_utf8_is_a_config_error(
 def test_the_entries_table_names_where_each_entry_lives() -> None:
     """The command line loads an entry's module before its start-up ends
     (cli/_garbage_collector.py): the table it reads must name the module of each entry function."""
-    import importlib
+    from acp_bridge._entries.entry_table import ENTRY_TABLE
 
-    from acp_bridge._entries.request import ENTRIES, ENTRY_MODULES
-
-    assert set(ENTRY_MODULES) == set(ENTRIES)
-    for entry, module in ENTRY_MODULES.items():
-        assert callable(getattr(importlib.import_module(module), entry))
+    for entry, kind in ENTRY_TABLE.items():
+        assert kind.name == entry and callable(kind.function())
 
 
 def test_a_command_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:

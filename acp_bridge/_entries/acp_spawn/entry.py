@@ -17,8 +17,9 @@ from typing_extensions import Unpack
 
 from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge._entries.acp_spawn.run import AcpRun
+from acp_bridge._entries.entry_table import ENTRY_TABLE, checked_or_error
 from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
-from acp_bridge._entries.options import AcpSpawnOptions, checked_or_error
+from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._entries.sync import synchronous
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult
@@ -88,7 +89,9 @@ async def acp_spawn(
             profile,
             task,
             checked,
-            timeout=resolve_timeout(checked.get("timeout"), profile.timeouts.run),
+            timeout=resolve_timeout(
+                checked.get("timeout"), ENTRY_TABLE["acp_spawn"].default_timeout(ctx.config, agent)
+            ),
             sink=EventSink(
                 on_event, checked.get("observe_profile"), task_id=ctx.task_id, started=ctx.started
             ),

@@ -26,6 +26,7 @@ from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, 
 from acp_bridge._entries.acp_spawn.result import needs_repair, repair_prompt
 from acp_bridge._entries.acp_spawn.run_state import RunState
 from acp_bridge._entries.confinement import Confinement
+from acp_bridge._entries.entry_table import ENTRY_TABLE
 from acp_bridge._entries.enveloped import END_GRACE, resolve_timeout
 from acp_bridge._os.process.procgroup import RunProcesses
 from acp_bridge._output_schema.structured_output import structured_output_instruction
@@ -221,7 +222,9 @@ class SessionPhases:
         run.turn = Turn(follow.task_id)
         self.sink.retarget(follow.task_id, run.turn.started)
         self.result.next_turn(follow.output_schema or "")
-        timeout = self.result.timeout = resolve_timeout(follow.timeout, self.profile.timeouts.run)
+        # A follow-up turn without a timeout of its own gets the entry's default.
+        default = ENTRY_TABLE["acp_spawn"].default_timeout(self.run.ctx.config, self.profile.name)
+        timeout = self.result.timeout = resolve_timeout(follow.timeout, default)
         clock = run.clock
         run.clock = RunClock(
             anyio.current_time() + timeout,

@@ -15,9 +15,10 @@ from typing import cast
 import anyio
 from typing_extensions import Unpack
 
+from acp_bridge._entries.entry_table import ENTRY_TABLE, checked_or_error
 from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.local_loop.builtin_tools import ToolRegistry
-from acp_bridge._entries.options import AskOptions, checked_or_error
+from acp_bridge._entries.options import AskOptions
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._loop.toolset import ToolSet
 from acp_bridge.config import LoadedConfig
@@ -53,7 +54,9 @@ async def ask(
 
         loaded = ctx.config
         settings = loaded.config.tools.spawn
-        limit = resolve_timeout(checked.get("timeout"), settings.timeout)
+        limit = resolve_timeout(
+            checked.get("timeout"), ENTRY_TABLE["ask"].default_timeout(loaded, None)
+        )
         parent: ToolSet = registry or ToolRegistry(loaded, cwd=cwd, on_event=on_event)
         selection = parent.select(parent.names() if wanted is None else wanted)
         choice = choose_model(loaded.config.models, checked.get("model"))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from acp_bridge._acp.agent_executable import ready_profiles
 from acp_bridge._entries.local_loop.workspace_tools import ToolArgs, entry_options, workspace_tools
-from acp_bridge._entries.options import arguments_model
+from acp_bridge._entries.options import AcpSpawnOptions, SpawnOptions, arguments_model
 from acp_bridge._loop.toolset import NESTING_TOOLS, Tool, ToolSet
 from acp_bridge.config import LoadedConfig
 from acp_bridge.events import EventHandler
@@ -44,7 +44,7 @@ class ToolRegistry(ToolSet):
 
 SpawnArgs: type[BaseModel] = arguments_model(
     "SpawnArgs",
-    "spawn",
+    SpawnOptions,
     "tool",
     {
         "task": (str, Field(description="what the inner agent must do, self-contained")),
@@ -54,7 +54,7 @@ SpawnArgs: type[BaseModel] = arguments_model(
 )
 AcpSpawnArgs: type[BaseModel] = arguments_model(
     "AcpSpawnArgs",
-    "acp_spawn",
+    AcpSpawnOptions,
     "tool",
     {
         "agent": (str, Field(description="the agent profile to run")),

@@ -18,9 +18,10 @@ from typing import cast
 import anyio
 from typing_extensions import Unpack
 
+from acp_bridge._entries.entry_table import ENTRY_TABLE, checked_or_error
 from acp_bridge._entries.enveloped import RunContext, resolve_timeout, run_enveloped
 from acp_bridge._entries.local_loop.workspace_tools import workspace_tools
-from acp_bridge._entries.options import SpawnOptions, checked_or_error
+from acp_bridge._entries.options import SpawnOptions
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._loop.toolset import ToolSet
 from acp_bridge._output_schema.structured_output import SchemaRegistry
@@ -70,7 +71,9 @@ async def spawn(
 
         loaded = ctx.config
         settings = loaded.config.tools.spawn
-        limit = resolve_timeout(checked.get("timeout"), settings.timeout)
+        limit = resolve_timeout(
+            checked.get("timeout"), ENTRY_TABLE["spawn"].default_timeout(loaded, None)
+        )
         parent = registry or _workspace(loaded, cwd, on_event)
         selection = parent.select(wanted, nesting=False)
         choice = choose_model(loaded.config.models, model)

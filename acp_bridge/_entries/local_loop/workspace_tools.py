@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from acp_bridge._entries.options import arguments_model
+from acp_bridge._entries.options import BashOptions, arguments_model
 from acp_bridge._loop.toolset import Tool, ToolSet
 from acp_bridge._os.fs.files import read_text, write_text
 from acp_bridge._os.stoppable import StopToken, in_thread
@@ -32,7 +32,7 @@ class ToolArgs(BaseModel):
 
 BashArgs: type[BaseModel] = arguments_model(
     "BashArgs",
-    "bash",
+    BashOptions,
     "tool",
     {
         "command": (str, Field(description="the command line, run with bash -c")),

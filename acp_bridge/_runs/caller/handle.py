@@ -139,13 +139,12 @@ class RunHandle:
 
     def _options(self, options: RunOptions | None) -> RunOptions:
         """``options`` on this handle's store (the follow-up is recorded beside its run)."""
-        import dataclasses
 
         from acp_bridge._runs.run_options import RunOptions
 
         options = options or RunOptions()
         if options.store is None and self.store_path is not None:
-            options = dataclasses.replace(options, store=self.store_path)
+            options = options.replaced(store=self.store_path)
         return options
 
     async def events(self, *, follow: bool = False, after: int = 0) -> AsyncIterator[RunEvent]:

@@ -18,11 +18,10 @@ profile's by default), its budget.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+from acp_bridge._entries.entry_table import session_setting_names
 from acp_bridge._entries.enveloped import resolve_timeout
-from acp_bridge._entries.options import session_setting_names
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs.caller.queue import queue_run
 from acp_bridge._runs.run_options import RunOptions, run_config
@@ -70,7 +69,7 @@ def queue_follow_up(
     loaded = config if config is not None else run_config(head)
     request = follow_up_request(head, text, timeout)
     if options.group is None and head.group is not None:
-        options = dataclasses.replace(options, group=head.group)
+        options = options.replaced(group=head.group)
     follow_up = queue_run(
         store, request, options, loaded, follows=head.id, session_name=head.session_name
     )

@@ -25,6 +25,7 @@ from acp_bridge._runs.run_options import RunOptions
 from acp_bridge._runs.store.run_store import open_store
 from acp_bridge._runs.store.session_chains import follows_for_name
 from acp_bridge.config import LoadedConfig, load_config
+from acp_bridge.errors import ConfigError
 
 
 def start_run_sync(
@@ -38,6 +39,10 @@ def start_run_sync(
     option that cannot run, :class:`~acp_bridge.SpawnError` if the supervisor cannot start,
     :class:`~acp_bridge.RunStoreError` if the store cannot be written."""
     options = options or RunOptions()
+    if options.session is not None and request.entry != "acp_spawn":
+        raise ConfigError(
+            f"session: only acp_spawn runs have an ACP session to continue, not {request.entry}"
+        )
     loaded = config if config is not None else load_config()
     store = open_store(options.store)
     follows = None

@@ -43,22 +43,20 @@ if TYPE_CHECKING:
 
 
 def executor_from(args: argparse.Namespace) -> Executor:
-    """The executor the command line asks for."""
-    from acp_bridge._batch.executor import LocalExecutor
+    """The executor the command line asks for, with the settings its flags give."""
+    from acp_bridge._batch.executor import executor_named
 
-    if args.executor == "local":
-        return LocalExecutor()
-    from acp_bridge._batch.ray.ray_executor import RayExecutor
-
-    options: dict[str, Any] = {}
-    if args.grace is not None:
-        options["grace"] = args.grace
-    if args.runtime_env is not None:
+    settings: dict[str, Any] = {
+        name: value
+        for name in ("address", "grace", "runtime_env")
+        if (value := getattr(args, name, None)) is not None
+    }
+    if "runtime_env" in settings:
         try:
-            options["runtime_env"] = json.loads(args.runtime_env)
+            settings["runtime_env"] = json.loads(settings["runtime_env"])
         except json.JSONDecodeError as exc:
             raise ConfigError(f"--runtime-env: not JSON: {exc}") from None
-    return RayExecutor(args.address, **options)
+    return executor_named(args.executor, **settings)
 
 
 def read_tasks(path: Path) -> list[Keyed]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._batch import EXECUTORS
 from acp_bridge._os.limits import MAX_CONCURRENT
 from acp_bridge.cli._argtypes import count, seconds
 
@@ -29,7 +30,7 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("executor", "Where the tasks run (see docs/how-to/scale.md).")
     g.add_argument(
         "--executor",
-        choices=["local", "ray"],
+        choices=list(EXECUTORS),
         default="local",
         help="local: this process (default); ray: the nodes of a Ray cluster",
     )

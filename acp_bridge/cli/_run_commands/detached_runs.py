@@ -31,16 +31,13 @@ if TYPE_CHECKING:
     from acp_bridge._runs.caller.handle import RunHandle
     from acp_bridge.envelope import SubtaskResult
 
-_RUN_LAYER_OPTIONS = (
-    "group", "max_tokens", "max_cost", "group_max_tokens", "group_max_cost", "session",
-)  # fmt: skip
-
 
 def wants_run_layer(args: argparse.Namespace) -> bool:
     """Whether the command asked for a detached run, or for what only the run layer does."""
     if getattr(args, "detach", False):
         return True
-    return any(getattr(args, name, None) is not None for name in _RUN_LAYER_OPTIONS)
+    names = getattr(args, "run_layer_options", ())  # what add_run_layer_options added
+    return any(getattr(args, name, None) is not None for name in names)
 
 
 def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
@@ -51,9 +48,9 @@ def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
             "it needs in the profile's permissions instead (mode or rules)"
         )
     from acp_bridge._runs.caller.start import start_run_sync
-    from acp_bridge._runs.run_options import RunOptions
+    from acp_bridge.cli._run_commands.entry_flags import run_options_from
 
-    options = RunOptions(**{name: getattr(args, name, None) for name in _RUN_LAYER_OPTIONS})
+    options = run_options_from(args)
     handle = start_run_sync(request, options=options, config=load(args))
     return _started(args, handle)
 
@@ -73,9 +70,9 @@ def send_follow_up(args: argparse.Namespace) -> int:
     """``acp-bridge send ID TEXT``: queue the follow-up, then as for a run."""
     text = read_task(args.text)
     from acp_bridge._runs.caller.handle import RunHandle
-    from acp_bridge._runs.run_options import RunOptions
+    from acp_bridge.cli._run_commands.entry_flags import run_options_from
 
-    options = RunOptions(max_tokens=args.max_tokens, max_cost=args.max_cost)
+    options = run_options_from(args)
     # Without --config, the session's own config (send_sync), not this directory's.
     config = load(args) if args.config is not None else None
     handle = RunHandle(args.id).send_sync(

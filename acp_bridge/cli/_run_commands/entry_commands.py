@@ -11,13 +11,13 @@ the full envelope of what was gathered (_signals.py).
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_bridge._entries.request import ENTRY_MODULES, EntryRequest, run_entry
+from acp_bridge._entries.entry_table import ENTRY_TABLE
+from acp_bridge._entries.request import EntryRequest, run_entry
 from acp_bridge._os.sandbox import probe_ahead
 from acp_bridge._os.sandbox.choose import mode_from_environment
 from acp_bridge._os.sandbox.probe import start_ahead
@@ -70,7 +70,7 @@ def run_request(
     handler, finish, tick = event_printer("none" if args.quiet else args.events, coalesce=True)
     if request.entry == "acp_spawn":
         _probe_sandbox_ahead(loaded, request)
-    importlib.import_module(ENTRY_MODULES[request.entry])  # before start-up ends: frozen too
+    ENTRY_TABLE[request.entry].function()  # before start-up ends: frozen too
     _garbage_collector.resume()
 
     async def run(cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from acp_bridge._entries.entry_table import model_of
 from acp_bridge._entries.option_errors import options_error
-from acp_bridge._entries.options import Option, OptionsOf, offered
+from acp_bridge._entries.options import Option, offered
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge.cli._argtypes import count, key_value, number
 from acp_bridge.envelope import Entry
@@ -34,12 +35,12 @@ GROUPS = {
 
 
 def add_options(
-    parser: argparse.ArgumentParser, entry: OptionsOf, without: Collection[str] = ()
+    parser: argparse.ArgumentParser, entry: str | type, without: Collection[str] = ()
 ) -> None:
     """Add a flag for each option of ``entry`` offered on the command line (but those
     ``without``)."""
     groups: dict[str, Any] = {}
-    for option in offered(entry, "cli", without):
+    for option in offered(model_of(entry), "cli", without):
         target: Any = parser
         if option.offer.group:
             if option.offer.group not in groups:
@@ -94,6 +95,40 @@ def _bound(option: Option, name: str) -> float:
     raise LookupError(f"{option.name} has no {name} bound")
 
 
+RUN_LAYER = (
+    "detached runs",
+    "--detach prints {task_id, status} and returns at once; a supervisor process runs it (see: "
+    "acp-bridge wait, ps, logs, stop, send). The other options here make a run go through "
+    "the run layer: without --detach it is followed until it ends.",
+)
+
+
+def add_run_layer_options(
+    parser: argparse.ArgumentParser,
+    *,
+    without: Collection[str] = (),
+    detach: str = "start the run in the background",
+) -> None:
+    """``--detach`` and the flags of what the run layer adds to a run (its options model,
+    :class:`~acp_bridge.RunOptions`), but those ``without``. The parsed namespace names
+    them (``run_layer_options``), for :func:`~.detached_runs.wants_run_layer`."""
+    from acp_bridge._runs.run_options import RunOptions  # the run layer's own declaration
+
+    group = parser.add_argument_group(*RUN_LAYER)
+    group.add_argument("--detach", action="store_true", help=detach)
+    flags = offered(RunOptions, "cli", without)
+    for option in flags:
+        group.add_argument(option.offer.cli, dest=option.name, **_argument(option))
+    parser.set_defaults(run_layer_options=tuple(option.name for option in flags))
+
+
+def run_options_from(args: argparse.Namespace) -> Any:
+    """The :class:`~acp_bridge.RunOptions` the parsed run-layer flags give."""
+    from acp_bridge._runs.run_options import RunOptions
+
+    return RunOptions(**options_from(args, RunOptions))
+
+
 def add_compare_options(parser: argparse.ArgumentParser) -> None:
     """``compare``'s flags: its own, and ``acp_spawn``'s that every attempt runs with."""
     # Imported here: the compare layer (and its options adapter) is no part of the other
@@ -104,11 +139,11 @@ def add_compare_options(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(
-    args: argparse.Namespace, entry: OptionsOf, without: Collection[str] = ()
+    args: argparse.Namespace, entry: str | type, without: Collection[str] = ()
 ) -> dict[str, Any]:
     """The options the parsed flags of ``entry`` give (those left unset left out)."""
     options: dict[str, Any] = {}
-    for option in offered(entry, "cli", without):
+    for option in offered(model_of(entry), "cli", without):
         value = getattr(args, option.name, None)
         if isinstance(value, list) and typing.get_origin(_plain_type(option)) is dict:
             value = dict(value)  # --set KEY=VALUE, repeated
@@ -119,9 +154,9 @@ def options_from(
     return options
 
 
-def flag_names(entry: OptionsOf) -> dict[str, str]:
+def flag_names(entry: str | type) -> dict[str, str]:
     """Option name → its flag, to name the flag in an error."""
-    return {option.name: option.offer.cli for option in offered(entry, "cli")}
+    return {option.name: option.offer.cli for option in offered(model_of(entry), "cli")}
 
 
 def request_from(args: argparse.Namespace, entry: Entry, task: str, **top: Any) -> EntryRequest:

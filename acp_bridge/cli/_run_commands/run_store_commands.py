@@ -2,9 +2,8 @@
 
 These commands read the run store and never run an entry, so they start light: this module
 imports neither pydantic nor the entry code (the parser loads other command modules only
-when their handler runs). ``--detach``, ``--session`` and the budget options of ``run``,
-``bash`` and ``spawn`` are defined here too, and carried out by :mod:`._detach`, like
-``send`` (which starts a run).
+when their handler runs). ``send`` starts a run: its run-layer flags (``--detach``, the
+budgets) come from the run layer's options model, built only when the command line names it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from acp_bridge._os.limits import MAX_COST, MAX_TOKENS
 from acp_bridge.cli._argtypes import count, number, seconds
 from acp_bridge.cli._printing import (
     EXIT_OK,
@@ -37,50 +35,10 @@ if TYPE_CHECKING:
 # command line, and `run` without --detach needs none of it (SQLite and the run-control
 # modules are a tenth of a cold run's imports).
 
-# Budgets and ages are checked as typed: nan, inf and negatives are usage errors.
-_MAX_TOKENS = MAX_TOKENS
-_MAX_COST = MAX_COST
+# Ages are checked as typed: nan, inf and negatives are usage errors.
+FOLLOW_UP_INHERITS = ("group", "group_max_tokens", "group_max_cost", "session")
+"""Run-layer options a follow-up takes from the run it follows, not from its flags."""
 _MAX_DAYS = 36_500.0  # as runs.retention.days
-
-
-def add_detach_options(p: argparse.ArgumentParser, *, session: bool = False) -> None:
-    """``--detach`` and what the run layer adds to a run (``run``, ``bash``, ``spawn``);
-    ``session``: ``--session`` too (``run``: an ACP agent's session)."""
-    g = p.add_argument_group(
-        "detached runs",
-        "--detach prints {task_id, status} and returns at once; a supervisor process carries "
-        "the run (see: acp-bridge wait, ps, logs, stop, send). The other options here make a "
-        "run go through the run layer: without --detach it is followed until it ends.",
-    )
-    g.add_argument("--detach", action="store_true", help="start the run in the background")
-    if session:
-        g.add_argument(
-            "--session",
-            metavar="NAME",
-            help="a named session: the first run of NAME opens it, later ones continue it "
-            "(as acp-bridge send does, with the same agent)",
-        )
-    g.add_argument("--group", metavar="NAME", help="a group of runs sharing one budget")
-    add_budget_options(g, "run")
-    g.add_argument(
-        "--group-max-tokens",
-        type=count(1, _MAX_TOKENS),
-        metavar="N",
-        help="tokens the group may use in all",
-    )
-    g.add_argument(
-        "--group-max-cost", type=number(_MAX_COST), metavar="X", help="the group's total cost"
-    )
-
-
-def add_budget_options(g: Any, what: str) -> None:
-    """``--max-tokens`` and ``--max-cost`` of one ``what`` (a run, a turn)."""
-    g.add_argument(
-        "--max-tokens", type=count(1, _MAX_TOKENS), metavar="N", help=f"tokens this {what} may use"
-    )
-    g.add_argument(
-        "--max-cost", type=number(_MAX_COST), metavar="X", help=f"cost this {what} may reach"
-    )
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
@@ -160,14 +118,18 @@ def add_commands(commands: Any) -> None:
     )
     p.add_argument("id", metavar="ID", help="a run of the session (its latest turn is followed)")
     p.add_argument("text", metavar="TEXT", help="the follow-up prompt; '-' reads it from stdin")
-    p.add_argument("--detach", action="store_true", help="queue it and return at once")
     p.add_argument(
         "--timeout",
         type=seconds,
         metavar="S",
         help="seconds the turn may take (default: the profile's timeouts.run)",
     )
-    add_budget_options(p, "turn")
+    if isinstance(p, argparse.ArgumentParser):  # built: the command line names send, or all
+        # The run layer's flags come from its options model (pydantic): only for send.
+        from acp_bridge.cli._run_commands.entry_flags import add_run_layer_options
+
+        # A follow-up goes on in its session, and its group is the session's.
+        add_run_layer_options(p, without=FOLLOW_UP_INHERITS, detach="queue it and return at once")
     add_output_options(p)
     p.set_defaults(handler=cmd_send)
 

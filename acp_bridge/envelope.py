@@ -22,9 +22,13 @@ SUMMARY_LIMIT = 160
 BASH_RESULT_SCHEMA = "subtask.bash.result.v1"
 
 Status = Literal["done", "failed"]
+"""How a run ended: ``done``, or ``failed`` (``meta.error_code`` says why)."""
 OutputKind = Literal["text", "json"]
-# The three subtask entry paths, plus ``ask``: a host loop's own result in the same shape.
+"""What ``output`` holds: the worker's text, or JSON (an ``output_schema`` answer, ``bash``'s
+result)."""
 Entry = Literal["acp_spawn", "spawn", "bash", "ask"]
+"""The entry path that made an envelope: the three subtask entries, plus ``ask`` (a host
+loop's own result in the same shape)."""
 
 
 def new_task_id() -> str:

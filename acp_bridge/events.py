@@ -40,8 +40,12 @@ EventKind = Literal[
     "compaction",  # the agent compacted its context
     "subagent",  # a child session of the agent: announced, its state, usage, messages
 ]
+"""What an :class:`Event` reports (each kind's meaning is beside it)."""
 
 ObserveProfile = Literal["default", "long_shell", "web_extract", "verbose"]
+"""Which event kinds a run reports: ``default``, ``long_shell`` (plus command output),
+``web_extract`` (the answer, and only the tool calls that fetch, search or read),
+``verbose`` (every kind); the module docstring lists each one's kinds."""
 
 _DEFAULT: frozenset[str] = frozenset(
     {
@@ -89,6 +93,7 @@ class Event:
 
 
 EventHandler = Callable[[Event], None]
+"""A run's ``on_event`` callback: called with each reported event, as it happens."""
 
 
 class EventSink:

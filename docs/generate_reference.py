@@ -26,7 +26,7 @@ from acp_bridge.cli._parser import build_parser
 from acp_bridge.config import AgentProfile, Config
 
 sys.path.insert(0, str(Path(__file__).parent))
-from api_reference import api  # beside this script, not in a package
+from api_reference import FilingError, api  # beside this script, not in a package
 
 HERE = Path(__file__).parent / "reference"
 _MODEL_TYPES = (BaseModel,)
@@ -196,7 +196,11 @@ PAGES = {"config-keys.md": config_keys, "cli.md": cli, "api.md": lambda: api(_ty
 def main(argv: list[str]) -> int:
     stale = []
     for name, render in PAGES.items():
-        text = render()
+        try:
+            text = render()
+        except FilingError as exc:
+            print(f"cannot make {name}: {exc}", file=sys.stderr)
+            return 1
         path = HERE / name
         if "--check" in argv:
             if not path.exists() or path.read_text() != text:

@@ -20,7 +20,8 @@ import anyio
 import pytest
 from hypothesis import settings
 
-from acp_bridge._entries.acp_spawn.entry import acp_spawn
+from acp_bridge._entries.acp_spawn.entry import acp_spawn, acp_spawn_with_follow_ups
+from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge._os.process.environment import DEPTH_ENV, MAX_DEPTH_ENV
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
@@ -77,13 +78,24 @@ class AgentHarness:
         return self.config({"fault": {**command, **profile}})
 
     def run(
-        self, agent: str, task: str, config: LoadedConfig, *, guard: float = 30, **kwargs: Any
+        self,
+        agent: str,
+        task: str,
+        config: LoadedConfig,
+        *,
+        guard: float = 30,
+        follow_ups: FollowUps | None = None,
+        **kwargs: Any,
     ) -> SubtaskResult:
-        """acp_spawn under a hard deadline: a deadlock fails the test instead of hanging."""
+        """acp_spawn under a hard deadline: a deadlock fails the test instead of hanging.
+        Given ``follow_ups``, the run layer's form that keeps the session for further turns."""
 
         async def bounded() -> SubtaskResult:
+            kwargs.update(cwd=self.workspace, config=config)
             with anyio.fail_after(guard):
-                return await acp_spawn(agent, task, cwd=self.workspace, config=config, **kwargs)
+                if follow_ups is None:
+                    return await acp_spawn(agent, task, **kwargs)
+                return await acp_spawn_with_follow_ups(agent, task, follow_ups=follow_ups, **kwargs)
 
         return anyio.run(bounded)
 

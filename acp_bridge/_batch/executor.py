@@ -64,7 +64,16 @@ class Session(Protocol):
 
 
 class Executor(Protocol):
+    """Where a batch runs its tasks: :class:`LocalExecutor` (this process, the default),
+    :class:`~acp_bridge.RayExecutor` (a Ray cluster), or any class with these two members.
+
+    ``open`` is entered once per batch and yields a :class:`Session`, which runs one attempt
+    of a task at a time, concurrently, and reports the node each ran on (see the module
+    docstring).
+    """
+
     name: str
+    """What the command line calls this executor (``local``, ``ray``)."""
 
     def open(self, config: LoadedConfig | None) -> AbstractAsyncContextManager[Session]:
         """The executor, ready for one batch; :class:`~acp_bridge.ExecutorError` when it

@@ -34,8 +34,8 @@ NOT_FOR_COMPARE = (
 
 @with_config(ConfigDict(extra="forbid"))
 class CompareOptions(AcpSpawnOptions, total=False):
-    """The options of ``compare``: ``acp_spawn``'s for every attempt (but
-    :data:`NOT_FOR_COMPARE`), and these."""
+    """The options of ``compare``: ``acp_spawn``'s for every attempt (but those compare sets
+    for each attempt itself, :data:`NOT_FOR_COMPARE`), and these."""
 
     n: Annotated[
         int,

@@ -73,8 +73,8 @@ class EntryKind:
     """One row of the table."""
 
     # A plain class, not a dataclass: those compile their methods as every command starts.
-    __slots__ = ("_arguments", "acp_hooks", "default_timeout", "faces", "module", "name",
-                 "options", "rule")  # fmt: skip
+    __slots__ = ("_arguments", "acp_hooks", "called", "default_timeout", "faces", "module",
+                 "name", "options", "rule")  # fmt: skip
 
     def __init__(
         self,
@@ -86,6 +86,7 @@ class EntryKind:
         *,
         faces: frozenset[Face] = frozenset(),
         acp_hooks: bool = False,
+        called: str = "",
         rule: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.name = name
@@ -101,13 +102,17 @@ class EntryKind:
         self.acp_hooks = acp_hooks
         """Whether it answers an ACP agent's permission requests and questions (and keeps
         the agent for follow-up turns)."""
+        self.called = called or name
+        """The function a run calls: the entry function, or its internal form that takes
+        the hooks only the run layer gives (``follow_ups``)."""
         self.rule = rule
         """The rule between its options, checked after each option on its own."""
 
-    def function(self) -> Callable[..., Awaitable[SubtaskResult]]:
-        """The entry function (its module imported now, if it was not)."""
+    def function(self, name: str = "") -> Callable[..., Awaitable[SubtaskResult]]:
+        """The entry function, or another function of its module (the module imported now,
+        if it was not)."""
         found: Callable[..., Awaitable[SubtaskResult]] = getattr(
-            importlib.import_module(self.module), self.name
+            importlib.import_module(self.module), name or self.name
         )
         return found
 
@@ -116,7 +121,7 @@ class EntryKind:
         if not self.acp_hooks:
             hooks = {name: hook for name, hook in hooks.items() if name not in ACP_ONLY_HOOKS}
         positional, keywords = self._arguments(request)
-        return self.function()(*positional, **keywords, **hooks, **request.options)
+        return self.function(self.called)(*positional, **keywords, **hooks, **request.options)
 
 
 def _profile_timeout(loaded: LoadedConfig, agent: str | None) -> float:
@@ -134,6 +139,7 @@ ENTRY_TABLE: dict[str, EntryKind] = {
         _profile_timeout,
         faces=frozenset({"mcp", "start", "tool"}),
         acp_hooks=True,
+        called="acp_spawn_with_follow_ups",
         rule=_fork_needs_resume,
     ),
     "bash": EntryKind(

@@ -36,7 +36,7 @@ from acp_bridge.envelope import Entry, SubtaskResult
 from acp_bridge.events import EventHandler
 
 if TYPE_CHECKING:
-    # Only run_entry's signature names them: importing the ACP layer here would put its
+    # Only the signatures below name them: importing the ACP layer here would put its
     # wire schema on the path of every command that builds a request (run --detach, send).
     from acp_bridge._acp.services.elicitation import ElicitationHook
     from acp_bridge._acp.services.permissions import PermissionHook
@@ -186,13 +186,31 @@ async def run_entry(
     permission_hook: PermissionHook | None = None,
     elicitation_hook: ElicitationHook | None = None,
     abort: anyio.Event | None = None,
-    follow_ups: FollowUps | None = None,
 ) -> SubtaskResult:
     """Run ``request`` on its entry path; the envelope, whatever happens. The hooks answer an
     ACP agent's ``ask`` permission requests and questions to the user (other entries have no
     use for them). ``cancel`` ends it gracefully; ``abort`` (with or after ``cancel``) ends it
-    now: no graces, SIGKILL. ``follow_ups``: further turns in an ACP agent's session, while
-    its profile keeps the agent (see :func:`~acp_bridge.acp_spawn`)."""
+    now: no graces, SIGKILL."""
+    return await run_entry_with_follow_ups(
+        request, follow_ups=None, config=config, on_event=on_event, cancel=cancel,
+        permission_hook=permission_hook, elicitation_hook=elicitation_hook, abort=abort,
+    )  # fmt: skip
+
+
+async def run_entry_with_follow_ups(
+    request: EntryRequest,
+    *,
+    follow_ups: FollowUps | None,
+    config: LoadedConfig | None = None,
+    on_event: EventHandler | None = None,
+    cancel: anyio.Event | None = None,
+    permission_hook: PermissionHook | None = None,
+    elicitation_hook: ElicitationHook | None = None,
+    abort: anyio.Event | None = None,
+) -> SubtaskResult:
+    """:func:`run_entry`, and ``follow_ups``: further turns in an ACP agent's session while
+    its profile keeps the agent (the run layer's supervisor; see
+    :func:`~acp_bridge._entries.acp_spawn.entry.acp_spawn_with_follow_ups`)."""
     hooks: Hooks = {
         "on_event": on_event,
         "config": config,

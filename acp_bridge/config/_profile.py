@@ -44,6 +44,7 @@ ToolKind = Literal[
     "switch_mode",
     "other",
 ]
+"""The kinds of tool call an ACP agent declares, as permission rules name them."""
 PermissionMode = Literal["deny-all", "read-only", "workspace-write", "approve-all"]
 
 

@@ -1,0 +1,1 @@
+"""Real third-party ACP agents installed from PyPI and npm (``-m interop``)."""

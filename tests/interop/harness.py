@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_bridge._entries.acp_spawn.entry import acp_spawn
+from acp_bridge._entries.acp_spawn.entry import acp_spawn_with_follow_ups
 from acp_bridge._entries.acp_spawn.live_turns import FollowUps
 from acp_bridge.config import load_config
 from acp_bridge.envelope import SubtaskResult
@@ -93,7 +93,8 @@ def run(
     follow_ups: FollowUps | None = None,
     resume: str | None = None,
 ) -> Run:
-    """``acp_spawn`` of ``task`` on a profile named ``agent``; asserts no process is left."""
+    """``acp_spawn`` of ``task`` on a profile named ``agent`` (given ``follow_ups``, the run
+    layer's form that keeps the session for further turns); asserts no process is left."""
     marker = uuid.uuid4().hex
     profile = {
         "name": agent,
@@ -118,14 +119,14 @@ def run(
         # in the bridge fails the test instead of hanging it.
         with anyio.fail_after(deadline):
             results.append(
-                await acp_spawn(
+                await acp_spawn_with_follow_ups(
                     agent,
                     task,
+                    follow_ups=follow_ups,
                     cwd=workdir,
                     config=loaded,
                     timeout=timeout,
                     on_event=events.append,
-                    follow_ups=follow_ups,
                     resume=resume,
                 )
             )

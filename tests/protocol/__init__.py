@@ -1,0 +1,1 @@
+"""What the bridge sends, checked against the official ACP SDK's schema."""

@@ -1,4 +1,4 @@
-"""A real multi-node Ray cluster on this machine, for the ``ray`` tests.
+"""The Ray executor's tests (``-m ray -n 0``), on a real multi-node Ray cluster on this machine.
 
 ``ray.cluster_utils.Cluster``: a 1-CPU head (not a bridge worker: it offers no slot, so no
 task lands there) and two 1-CPU workers, each offering 4 slots and the ``demo`` agent.

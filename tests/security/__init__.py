@@ -1,0 +1,1 @@
+"""Escape attempts through files, terminals, the agent process and the state directory."""

@@ -400,6 +400,10 @@ class ToolCallUpdate(Wire):
 
 
 class PermissionOption(Wire):
+    """One answer the agent offers to a permission request: its ``option_id`` (what a
+    :data:`~acp_bridge.PermissionHook` returns to choose it), a ``name`` to show and a
+    ``kind`` (``allow_once``, ``allow_always``, ``reject_once``, ``reject_always``)."""
+
     option_id: str
     name: str = ""
     kind: str

@@ -44,7 +44,6 @@ async def acp_spawn(
     abort: anyio.Event | None = None,
     permission_hook: PermissionHook | None = None,
     elicitation_hook: ElicitationHook | None = None,
-    follow_ups: FollowUps | None = None,
     **options: Unpack[AcpSpawnOptions],
 ) -> SubtaskResult:
     """Run ``task`` on the ACP agent of profile ``agent``; always returns an envelope.
@@ -67,11 +66,34 @@ async def acp_spawn(
     follow-up of a worktree run does), its changes measured from where this run begins.
     The agent runs in the profile's OS sandbox (``sandbox:``; ``auto`` by default).
     ``task_id`` names the run (default: a fresh ``sub_…`` id).
+    """
+    return await acp_spawn_with_follow_ups(
+        agent, task, follow_ups=None, on_event=on_event, config=config, cancel=cancel,
+        abort=abort, permission_hook=permission_hook, elicitation_hook=elicitation_hook,
+        **options,
+    )  # fmt: skip
+
+
+async def acp_spawn_with_follow_ups(
+    agent: str,
+    task: str,
+    *,
+    follow_ups: FollowUps | None,
+    on_event: EventHandler | None = None,
+    config: LoadedConfig | None = None,
+    cancel: anyio.Event | None = None,
+    abort: anyio.Event | None = None,
+    permission_hook: PermissionHook | None = None,
+    elicitation_hook: ElicitationHook | None = None,
+    **options: Unpack[AcpSpawnOptions],
+) -> SubtaskResult:
+    """:func:`acp_spawn`, and ``follow_ups``: the run layer's hook for further turns in the
+    session, kept out of the public signature (its types are the run layer's, not the API's).
 
     ``follow_ups`` keeps the session for further turns when the profile's ``timeouts.idle``
     is above 0 (the run layer's supervisor uses it to serve ``acp-bridge send`` on the live
     agent): after each sound turn it gets the turn's envelope and may hand over the next
-    turn, a run of its own (see ``acp_turns.py``). The envelope returned is then the last
+    turn, a run of its own (see ``live_turns.py``). The envelope returned is then the last
     turn's. The caller records each turn itself: a run reporter records the first turn's id.
     """
     given, invalid = checked_or_error("acp_spawn", options)

@@ -13,6 +13,8 @@ from typing import Any, Literal, NamedTuple, cast
 from acp_bridge._os.process.proc import Identity
 
 RunStatus = Literal["queued", "running", "done", "failed", "cancelled", "lost"]
+"""Where a run stands: ``queued``, ``running``, then ``done``, ``failed``, ``cancelled`` or
+``lost`` (the process that ran it died without recording an envelope)."""
 ACTIVE: tuple[RunStatus, ...] = ("queued", "running")
 FINAL: tuple[RunStatus, ...] = ("done", "failed", "cancelled", "lost")
 

@@ -35,7 +35,7 @@ import pydantic
 from anyio.abc import TaskGroup
 
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
-from acp_bridge._entries.request import EntryRequest, run_entry
+from acp_bridge._entries.request import EntryRequest, run_entry_with_follow_ups
 from acp_bridge._os.process.proc import Identity
 from acp_bridge._os.process.procgroup import report_groups
 from acp_bridge._runs import foreground, unfinished
@@ -195,7 +195,7 @@ class EntryCall:
         except BridgeError as exc:
             return unfinished.run_failed(run, str(exc), exc.code)
         with foreground.carrying(run.id):
-            result = await run_entry(
+            result = await run_entry_with_follow_ups(
                 request, config=config, on_event=self._on_event, cancel=cancel,
                 follow_ups=self.follow_up,
             )  # fmt: skip

@@ -3,14 +3,18 @@ every key and code, and every relative link points at a file that exists."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from types import ModuleType
+from typing import Protocol
 
 import pytest
 
+import acp_bridge
 from acp_bridge.envelope import Meta
 from acp_bridge.errors import ErrorCode
 
@@ -26,6 +30,44 @@ def test_generated_references_are_current() -> None:
         timeout=60,
     )
     assert check.returncode == 0, check.stderr
+
+
+def _api_reference() -> ModuleType:
+    """docs/api_reference.py, which sits beside the generator, not in a package."""
+    spec = importlib.util.spec_from_file_location("api_reference", DOCS / "api_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_files_every_public_name_once_with_its_own_docstring() -> None:
+    assert _api_reference().filing_problems() == []
+
+
+def test_an_unfiled_or_unexported_name_fails_the_api_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reference = _api_reference()
+    exported = [name for name in acp_bridge.__all__ if name != "batch"]
+    monkeypatch.setattr(acp_bridge, "__all__", [*exported, "brand_new"])
+    assert reference.filing_problems() == [
+        "brand_new: exported but filed in no section",
+        "batch: filed but not exported",
+    ]
+    with pytest.raises(reference.FilingError, match="brand_new"):
+        reference.api(str)
+
+
+def test_an_inherited_docstring_is_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class without a docstring of its own would show its base's: a Protocol's is
+    "Base class for protocol classes."."""
+
+    class Undocumented(Protocol):
+        name: str
+
+    monkeypatch.setattr(acp_bridge, "Executor", Undocumented)
+    assert _api_reference().filing_problems() == ["Executor: no docstring of its own"]
 
 
 def test_the_envelope_reference_names_every_meta_key_and_error_code() -> None:

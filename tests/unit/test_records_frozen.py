@@ -1,6 +1,7 @@
 """The public records a host hook sees behave as the frozen dataclasses they were: the same
-constructor, equality, hash, repr and immutability (they are plain classes only because a
-dataclass compiles its methods as every command starts)."""
+constructor, equality, hash, repr and immutability (they are plain classes, on
+``_records/frozen.py``, only because a dataclass compiles its methods as every command
+starts)."""
 
 import dataclasses
 import inspect

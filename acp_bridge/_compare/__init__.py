@@ -14,5 +14,5 @@ Modules:
 - :mod:`.patches` — the caller's repository: its commit, whether it is clean, diff sizes,
   applying a diff;
 - :mod:`.compare_result` — the typed result (and the JSON document of ``acp-bridge compare``);
-- :mod:`.report` — the table people read (the CLI's stderr, the MCP tool's text).
+- :mod:`.table` — the table people read (the CLI's stderr, the MCP tool's text).
 """

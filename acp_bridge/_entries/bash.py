@@ -7,10 +7,11 @@ happens (exit 0 → done; N → failed; timeout → 124; cannot start → -1; ca
 caller's own level: it returns the bare :class:`CommandResult` (the same fields, no envelope)
 and raises typed errors like any library call.
 
-Either way the command runs under ``bash -c`` in its own process group (procgroup.py), with a
-constructed environment (never the whole host environment), stdin closed, each output
-stream kept as head and tail up to ``max_output_bytes``. When the command ends, times out or
-is cancelled, the whole group is ended, so background children never outlive it.
+Either way the command runs under ``bash -c`` in its own process group
+(``_os/process/procgroup.py``), with a constructed environment (never the whole host
+environment), stdin closed, each output stream kept as head and tail up to
+``max_output_bytes``. When the command ends, times out or is cancelled, the whole group is
+ended, so background children never outlive it.
 """
 
 from __future__ import annotations

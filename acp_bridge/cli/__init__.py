@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_command_line() -> int:
     """The ``acp-bridge`` process itself (its console script, ``python -m acp_bridge``): the
     command line in ``sys.argv``, then the process ends, without the interpreter's teardown
-    where nothing needs it (_exit.py); the exit code is returned only when it does not."""
+    where nothing needs it (_fast_exit.py); the exit code is returned only when it does not."""
     from acp_bridge.cli._fast_exit import end_process
 
     return end_process(_command(sys.argv[1:], own_process=True))
@@ -104,7 +104,8 @@ def _main(argv: list[str]) -> int:
     parser = build_parser(entry, every_option=command in OPTIONS_COMMANDS, command=command)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
-    if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)
+    # an entry command resumes once its entry path is loaded (``_run_commands/entry_commands.py``)
+    if entry is None:
         _garbage_collector.resume()
     try:
         try:

@@ -349,7 +349,8 @@ class TerminalIdParams(Wire):
 
 # --- session/update ----------------------------------------------------------------------
 # The update stream is the hot path: chunks are read straight from the dicts (see
-# session.py). These models serve the rare kinds, where readability beats microseconds.
+# ``_acp/turn/turn_collector.py``). These models serve the rare kinds, where readability beats
+# microseconds.
 
 
 class PlanEntry(Wire):

@@ -70,7 +70,7 @@ async def acp_spawn(
     ``follow_ups`` keeps the session for further turns when the profile's ``timeouts.idle``
     is above 0 (the run layer's supervisor uses it to serve ``acp-bridge send`` on the live
     agent): after each sound turn it gets the turn's envelope and may hand over the next
-    turn, a run of its own (see ``acp_turns.py``). The envelope returned is then the last
+    turn, a run of its own (see ``live_turns.py``). The envelope returned is then the last
     turn's. The caller records each turn itself: a run reporter records the first turn's id.
     """
     given, invalid = checked_or_error("acp_spawn", options)

@@ -8,7 +8,7 @@ may wait, and an event set if the agent goes away meanwhile. The hook answers wi
 turn (a :class:`FollowUp`: a run of its own, with its own task id, deadline and cancel) or
 None; then the run winds down as always. Every turn is bounded like a whole run: its
 timeout T counts from the moment the turn is handed over, and the wind-down after it keeps
-to END_GRACE (``acp_clock.py``). The hold itself is bounded by the idle time: the hook must
+to END_GRACE (clock.py). The hold itself is bounded by the idle time: the hook must
 answer by ``Held.until`` (or as soon as ``Held.gone`` is set).
 
 Each turn's envelope is its own: its answer, stop reason, tool calls, permissions, usage and

@@ -3,7 +3,7 @@
 These commands read the run store and never run an entry, so they start light: this module
 imports neither pydantic nor the entry code (the parser loads other command modules only
 when their handler runs). ``--detach``, ``--session`` and the budget options of ``run``,
-``bash`` and ``spawn`` are defined here too, and carried out by :mod:`._detach`, like
+``bash`` and ``spawn`` are defined here too, and carried out by :mod:`.detached_runs`, like
 ``send`` (which starts a run).
 """
 

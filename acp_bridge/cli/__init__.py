@@ -1,14 +1,17 @@
 """The ``acp-bridge`` command line: the only place that prints.
 
 Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
-130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
-spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (``--detach``
-and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
-events), ``_printing`` (every write to stdout and stderr), ``_safe_text`` (what text and
-JSON may carry to a terminal), ``_streams`` (closed, ASCII-only or unread standard streams),
-``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on), ``_collector``
-(no garbage collection while a command starts), ``_exit`` (the process's end without the
-interpreter's teardown, for :func:`run_command_line`, the ``acp-bridge`` script).
+130 interrupted. Modules: ``_parser`` (commands and options), and the commands in three
+rooms: ``_run_commands`` (run, bash, spawn, ask, tools, ``--detach`` and runs followed
+through the run store, wait, ps, show, logs, stop, prune, sessions, mcp, live events),
+``_agent_commands`` (profiles, agents, doctor), ``_batch_commands`` (batch and worker,
+compare, smoke). What every command shares: ``_printing`` (every write to stdout and
+stderr), ``_safe_text`` (what text and JSON may carry to a terminal), ``_streams`` (closed,
+ASCII-only or unread standard streams), ``_signals`` (Ctrl-C and friends, from the first
+line of :func:`main` on), ``_garbage_collector`` (no garbage collection while a command
+starts), ``_fast_exit`` (the process's end without the interpreter's teardown, for
+:func:`run_command_line`, the ``acp-bridge`` script), ``_argtypes`` (numbers checked as
+typed).
 
 This module imports nothing heavy at its top: the signal handlers are installed before the
 rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those

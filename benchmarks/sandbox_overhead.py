@@ -16,7 +16,7 @@ machine's load (printed); the CPU columns much less: user+sys of every process a
 made, from wait4, this process being a subreaper so that bwrap's namespace init (which
 makes the mounts, and which bwrap leaves to the system's init) is counted too. Printed:
 medians, the added milliseconds (median of the per-round differences) and the ratio to
-bare. Budget (DESIGN §6): the sandbox adds ≤ 30 ms to a cold run.
+bare. Budget: docs/explanation/performance.md (one sandboxed launch).
 """
 
 from __future__ import annotations

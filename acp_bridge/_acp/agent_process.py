@@ -1,5 +1,5 @@
 """The agent's OS process: its own process group, stderr always drained, and shut down for
-sure (DESIGN §4, shutdown).
+sure (docs/explanation/acp.md, ending for sure).
 
 Why drain stderr: an agent blocked writing to a full stderr pipe stops answering on stdout,
 so stderr is read continuously into a bounded tail.

@@ -1,4 +1,5 @@
-"""Batches (DESIGN §12): many entry requests, one envelope each, in the caller's order.
+"""Batches: many entry requests, one envelope each, in the caller's order
+(docs/explanation/batches.md).
 
 A batch runs any entry over many tasks on an *executor*: the local one (this process,
 bounded concurrency, the profiles' ``max_concurrent``) or :class:`RayExecutor` (a Ray

@@ -1,6 +1,6 @@
-"""Best of N (DESIGN §13): the same task on several agents, or several tries of one, each in
-its own git worktree; a verifier run on each attempt's changes; a winner picked, its diff
-applied on request.
+"""Best of N (docs/explanation/batches.md): the same task on several agents, or several tries of
+one, each in its own git worktree; a verifier run on each attempt's changes; a winner picked, its
+diff applied on request.
 
 Modules:
 

@@ -1,4 +1,5 @@
-"""The bash-direct entry path: one shell command, no model loop (DESIGN §1-§2).
+"""The bash-direct entry path: one shell command, no model loop
+(docs/explanation/envelope.md).
 
 ``bash(command)`` runs the command as a subtask: one level deeper (so the depth limit
 applies), observe profile ``long_shell``, and a ``subtask.bash.result.v1`` envelope whatever
@@ -109,7 +110,7 @@ class CommandResult:
         return None
 
     def envelope(self, *, task_id: str | None = None, meta: Meta | None = None) -> SubtaskResult:
-        """The ``subtask.bash.result.v1`` envelope (DESIGN §2)."""
+        """The ``subtask.bash.result.v1`` envelope (docs/reference/envelope.md)."""
         common: dict[str, Any] = {
             "output": self.to_output(),
             "output_kind": "json",

@@ -1,4 +1,5 @@
-"""The MCP server face (DESIGN §11): any MCP host delegates to acp-bridge's entries.
+"""The MCP server face: any MCP host delegates to acp-bridge's entries
+(docs/explanation/architecture.md, the MCP face).
 
 ``acp-bridge mcp`` serves the tools ``acp_spawn``, ``spawn`` and ``bash`` (synchronous: the
 SubtaskResult envelope as structured content plus a short text) and the run-control tools

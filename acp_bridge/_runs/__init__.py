@@ -1,4 +1,5 @@
-"""Durable runs (DESIGN §10): a SQLite run store, detached supervisors, lanes, budgets.
+"""Durable runs: a SQLite run store, detached supervisors, lanes, budgets
+(docs/explanation/runs.md).
 
 The layer sits above the entries (it runs an :class:`~acp_bridge.EntryRequest` through
 ``run_entry`` like any front end would) and below the smoke, MCP and CLI faces; it never
@@ -23,8 +24,6 @@ prints. Modules:
   between follow-up turns;
 - :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.process.proc` — wake-ups and process
   identity.
-
-How these fit together: docs/explanation/runs.md.
 
 Nothing is imported here, so ``python -m acp_bridge._runs.supervisor.main`` stays light.
 """

@@ -1,6 +1,6 @@
 """The ``acp-bridge`` command line: the only place that prints.
 
-Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
+Exit codes (docs/reference/envelope.md): 0 done, 1 failed, 2 usage or config error, 124 timeout,
 130 interrupted. Modules: ``_parser`` (commands and options), and the commands in three
 rooms: ``_run_commands`` (run, bash, spawn, ask, tools, ``--detach`` and runs followed
 through the run store, wait, ps, show, logs, stop, prune, sessions, mcp, live events),

@@ -1,4 +1,4 @@
-"""Configuration and agent profiles (DESIGN §3).
+"""Configuration and agent profiles (docs/explanation/configuration.md).
 
 One config file (``--config``, else ``$ACP_BRIDGE_CONFIG``, else ``./acp-bridge.yaml``, else
 ``$XDG_CONFIG_HOME/acp-bridge/config.yaml``) plus profile folders: the built-in ``profiles/``

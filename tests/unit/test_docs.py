@@ -143,6 +143,16 @@ def _prose(path: Path) -> list[tuple[int, str]]:
 ROLE = re.compile(r":(mod|func|class|meth|attr|data|exc|obj):`~?([\w.]+)(?:\(\))?`")
 FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.py)\b")
 DOTTED = re.compile(r"(?<![\w.])(acp_bridge(?:\.\w+)+)")
+PAGE = re.compile(r"(docs/[\w/.-]+\.md)(?:, ([^);:.]+))?")
+"""A page of the docs, and maybe its section: ``(docs/explanation/acp.md, ending for sure)``."""
+
+
+@cache
+def _headings(page: Path) -> tuple[str, ...]:
+    lines = page.read_text().splitlines()
+    return tuple(
+        line.lstrip("#").replace("`", "").strip().lower() for line in lines if line[:1] == "#"
+    )
 
 
 def _absolute(target: str, module: str) -> str:
@@ -171,12 +181,35 @@ def _dangling(path: Path) -> list[str]:
         for name in DOTTED.findall(text):
             if not _resolves(name, module_only=False):
                 found.append(f"{where}:{line}: {name}")
+        for page, section in PAGE.findall(" ".join(text.split())):
+            if not (ROOT / page).is_file():
+                found.append(f"{where}:{line}: {page}")
+            elif section and not any(h.startswith(section.lower()) for h in _headings(ROOT / page)):
+                found.append(f"{where}:{line}: {page}, {section}")
     return found
 
 
 def test_every_module_and_file_the_code_names_exists() -> None:
     """A docstring or comment that names a module (``:mod:`.store.lanes```,
-    ``acp_bridge._runs.caller.handle``), a name in one (``:func:`~.handle.wait_all```) or a
+    ``acp_bridge._runs.caller.handle``), a name in one (``:func:`~.handle.wait_all```), a
     file (``_os/process/procgroup.py``, relative to its own folder, the package or the
-    repository) names one that exists: a module moved or renamed takes its mentions along."""
+    repository) or a page of the docs and its section (``docs/explanation/acp.md, tolerance``)
+    names one that exists: a module moved or renamed takes its mentions along."""
     assert [d for path in sorted(PACKAGE.rglob("*.py")) for d in _dangling(path)] == []
+
+
+def test_nothing_points_to_a_design_document_outside_the_repository() -> None:
+    """The decisions the code relies on live in docs/explanation/; the code, the tests, the
+    benchmarks and the docs point there, never to a design brief kept elsewhere."""
+    outside = re.compile(r"\bDESIGN(?:\.md\b|'s\b|\s*§|:)")
+    files = [ROOT / "README.md", ROOT / "pyproject.toml"]
+    for folder in ("acp_bridge", "tests", "docs", "benchmarks", ".ci"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".toml", "")]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in files
+        if path.is_file() and path != Path(__file__).resolve()
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert found == []

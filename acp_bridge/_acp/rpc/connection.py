@@ -1,4 +1,5 @@
-"""Newline-delimited JSON-RPC 2.0 over a pair of byte streams (DESIGN §4, transport).
+"""Newline-delimited JSON-RPC 2.0 over a pair of byte streams
+(docs/explanation/acp.md, tolerance).
 
 - Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
   connection fails with ProtocolError instead of the process running out of memory). A

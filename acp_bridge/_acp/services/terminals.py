@@ -1,4 +1,5 @@
-"""The five ``terminal/*`` methods: commands we run for the agent (DESIGN §5).
+"""The five ``terminal/*`` methods: commands we run for the agent
+(docs/explanation/security.md, terminals).
 
 What a terminal gets: a cwd inside the roots (default: the session cwd); the constructed
 environment plus the request's ``env`` — which may change anything (PATH, LD_PRELOAD: the

@@ -1,5 +1,5 @@
 """One ACP session over a connection: handshake, auth, session setup (new, resume, load,
-fork), options, prompt turns, cancel, close (DESIGN §4).
+fork), options, prompt turns, cancel, close (docs/explanation/acp.md, one run).
 
 The update stream is gathered by ``_acp/turn/turn_collector.py``, the session's state by
 ``_acp/turn/session_state.py``, mode, model and options are set by session_options.py, auth
@@ -299,7 +299,8 @@ class AcpSession:
     ) -> TurnOutcome:
         """One prompt turn, sent and answered by ``deadline`` (``anyio.current_time()``). A
         timeout or ``cancel`` sends ``session/cancel`` and waits up to ``grace`` for the
-        agent's ``stopReason: cancelled`` (DESIGN §4); ``abort`` waits for nothing."""
+        agent's ``stopReason: cancelled`` (docs/explanation/acp.md, one run); ``abort`` waits for
+        nothing."""
         assert self.session_id is not None
         self.phase = "prompt"
         self.signals.cancelled = anyio.Event()  # the services hold self.signals; new per turn

@@ -1,4 +1,5 @@
-"""The ``session/update`` stream of one session, gathered for the envelope (DESIGN §4).
+"""The ``session/update`` stream of one session, gathered for the envelope
+(docs/explanation/acp.md, the answer).
 
 :class:`TurnCollector` reads the stream (the hot path: plain dict access, no models for
 message chunks). Message chunks are grouped by ``messageId``; an agent that sends none gets a

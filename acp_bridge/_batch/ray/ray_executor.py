@@ -1,4 +1,5 @@
-"""The Ray executor: a batch's tasks spread over the nodes of a Ray cluster (DESIGN §12).
+"""The Ray executor: a batch's tasks spread over the nodes of a Ray cluster
+(docs/explanation/batches.md).
 
 ::
 

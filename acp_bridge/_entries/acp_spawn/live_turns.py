@@ -1,4 +1,5 @@
-"""Follow-up turns in one live ACP session: how an agent is kept between turns (DESIGN §10).
+"""Follow-up turns in one live ACP session: how an agent is kept between turns
+(docs/explanation/runs.md, follow-up turns).
 
 A run of ``acp_spawn`` given ``follow_ups`` (the run layer's supervisor gives its holder, see
 ``acp_bridge/_runs/held_agents.py``) does not end after its turn when the profile's

@@ -1,4 +1,5 @@
-"""The OS sandbox around an agent process and the processes it starts (DESIGN §9).
+"""The OS sandbox around an agent process and the processes it starts
+(docs/explanation/security.md, the OS sandbox).
 
 ::
 

@@ -1,4 +1,4 @@
-"""The run store (DESIGN §10): one SQLite database shared by many processes.
+"""The run store (docs/explanation/runs.md): one SQLite database shared by many processes.
 
 ``run_store`` the database and its queries; ``migrations`` its schema; ``dbapi`` SQLite errors
 as library errors; ``run_records`` its rows as Python values; ``listing`` the ``ps --json``

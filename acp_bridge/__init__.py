@@ -6,9 +6,9 @@ demo agent (a submodule) starts without loading pydantic. No submodule is named 
 exported function, so ``acp_bridge.bash`` is always the function, whatever was imported
 before (private packages may: ``acp_bridge._entries.bash`` holds ``bash``).
 
-Every run of every entry is recorded in the run store (DESIGN §10): the entry functions
-exported here install the store's reporter when first looked up (``runs.record: false`` in the
-config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
+Every run of every entry is recorded in the run store (docs/explanation/runs.md): the entry
+functions exported here install the store's reporter when first looked up (``runs.record: false`` in
+the config turns it off). Detached runs: :func:`start_run` returns a :class:`RunHandle`.
 
 The package is layered (each layer imports only those below it): the list is
 ``pyproject.toml``'s import-linter contract, drawn in ``docs/explanation/architecture.md``.

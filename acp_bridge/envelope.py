@@ -1,4 +1,5 @@
-"""The SubtaskResult envelope: the one JSON object every entry path returns (DESIGN §2).
+"""The SubtaskResult envelope: the one JSON object every entry path returns
+(docs/explanation/envelope.md).
 
 The first seven keys are a stable contract (they match the Mistermorph envelope);
 ``meta`` is an open extension. What ``output_schema`` means (a JSON answer, validated) is in
@@ -151,7 +152,8 @@ class Meta(BaseModel):
     reported_changes: list[dict[str, Any]] | None = None
     reported_patch: str | None = None
     warnings: list[str] | None = None
-    # batches (DESIGN §12): where the task ran, why its node was lost, its place in the batch
+    # batches (docs/explanation/batches.md): where the task ran, why its node was lost, its
+    # place in the batch
     node: str | None = None
     lost_reason: Literal["node_died", "deadline"] | None = None
     batch: dict[str, Any] | None = None

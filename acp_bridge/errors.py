@@ -49,7 +49,8 @@ from typing import NamedTuple
 
 
 class ErrorCode(StrEnum):
-    """The vocabulary of ``meta.error_code`` (DESIGN §2). It may grow; it never shrinks."""
+    """The vocabulary of ``meta.error_code`` (docs/explanation/envelope.md, what is stable). It may
+    grow; it never shrinks."""
 
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
@@ -210,14 +211,16 @@ class TurnLimitError(BridgeError):
 
 class ExecutorError(BridgeError):
     """A batch executor cannot run a task at all: its cluster is unreachable, no live node
-    offers the task's agent, its runtime environment cannot be set up (DESIGN §12)."""
+    offers the task's agent, its runtime environment cannot be set up
+    (docs/explanation/batches.md)."""
 
     code = ErrorCode.EXECUTOR_ERROR
 
 
 class NodeLost(BridgeError):
     """The node a task ran on died, or stopped answering before the task's own deadline
-    plus a grace: whatever the task did there is unknown (DESIGN §12)."""
+    plus a grace: whatever the task did there is unknown (docs/explanation/batches.md,
+    a lost node)."""
 
     code = ErrorCode.NODE_LOST
 

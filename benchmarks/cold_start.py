@@ -12,7 +12,7 @@ The commands run in turn round after round (A B C A B C …) after one warm-up r
 - ``nosandbox``: the same with ``sandbox: {mode: off}``, and ``landlock``: with the sandbox
   forced to Landlock — so the sandbox's cost is a difference within the same rounds;
 - ``norecord``: the same with ``runs: {record: false}``: the cost of recording the run in the
-  run store (DESIGN §10) is ``bridge`` minus ``norecord``, in wall and in CPU time;
+  run store (docs/explanation/runs.md) is ``bridge`` minus ``norecord``, in wall and in CPU time;
 - ``acpx``: acpx (the Node ACP CLI) doing the same one-shot turn against the same demo agent:
   ``acpx --agent "<python> -m acp_bridge._demo.agent" --format quiet --approve-all exec …``;
 - ``sdk``: the official Python SDK doing the same (``sdk_client.py``: spawn, ``initialize``,
@@ -175,7 +175,8 @@ def main() -> int:
         for name, mode in (("nosandbox", "off"), ("landlock", "landlock")):
             configs[name] = work / f"{name}.yaml"
             configs[name].write_text(f"sandbox: {{mode: {mode}}}\n")
-        # The same run without its record in the run store (DESIGN §10): the record's cost.
+        # The same run without its record in the run store (docs/explanation/runs.md): the record's
+        # cost.
         configs["norecord"] = work / "norecord.yaml"
         configs["norecord"].write_text("runs: {record: false}\n")
         commands = {

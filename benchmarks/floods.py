@@ -1,5 +1,6 @@
 """Floods: the bridge's peak memory under each flood an agent can send, as a ratio to an
-idle run's (DESIGN §6: "every flood within 2x idle RSS"; issue 19, class 2).
+idle run's (docs/explanation/performance.md: every flood within 2x idle RSS;
+issue 19, class 2).
 
     .venv/bin/python benchmarks/floods.py [--rounds 1] [--only updates,answer,…] [--json out.json]
 

@@ -1,4 +1,5 @@
-"""Every ratio of the performance budgets (DESIGN §6, issue 24) in about a minute.
+"""Every ratio of the performance budgets (docs/explanation/performance.md; issue 24's targets)
+in about a minute.
 
     python benchmarks/quick.py [--base PATH] [--acpx PATH] [--only stream,cold,…]
 

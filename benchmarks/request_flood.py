@@ -1,6 +1,7 @@
 """Request flood: 20 000 agent→client requests in one burst, against an idle run.
 
-DESIGN §6: "bounded under abuse: … a 20 000-request flood … RSS within 2x of an idle run".
+Budget (docs/explanation/performance.md): every flood, a 20 000-request one included, within
+2x an idle run's peak RSS.
 Each run is a fresh worker process doing one ``acp_spawn`` against
 ``tests/agents/unruly_agent.py flood N``: the agent writes N requests without waiting
 (``fs/read_text_file`` of a small file, ``terminal/output`` of an unknown terminal, an

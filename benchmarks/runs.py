@@ -1,4 +1,4 @@
-"""Durable-runs benchmark (DESIGN §6, background runs): detach, wait, ps.
+"""Durable-runs benchmark (docs/explanation/performance.md): detach, wait, ps.
 
     python benchmarks/runs.py [--rounds 15] [--records 1000] [--json OUT]
 

@@ -5,8 +5,9 @@
 Two trivial commands — ``/bin/true`` and ``python -c pass`` (the interpreter acp-bridge runs
 on) — each started three ways, in turn round after round (bare, bwrap, landlock, bare, …)
 after a warm-up: bare; under bubblewrap (``RunSandbox.wrap``: system read-only, private
-/tmp, PID/IPC namespaces, secrets masked); under the Landlock shim (``python -I -S shim.py``:
-ruleset, subreaper, fork, exec). Each start is ``subprocess.run`` to exit, wall time.
+/tmp, PID/IPC namespaces, secrets masked); under the Landlock shim (``python -I -S -c``
+importing ``acp_bridge/_os/sandbox/landlock_shim.py``: ruleset, subreaper, fork, exec). Each
+start is ``subprocess.run`` to exit, wall time.
 
 Also measured: the bridge-side cost of ``wrap()`` itself (plan + argv), and the one-off
 cost of ``choose_mode(mode)`` in a fresh process (a cold CLI run pays it once: bwrap is
@@ -15,7 +16,7 @@ machine's load (printed); the CPU columns much less: user+sys of every process a
 made, from wait4, this process being a subreaper so that bwrap's namespace init (which
 makes the mounts, and which bwrap leaves to the system's init) is counted too. Printed:
 medians, the added milliseconds (median of the per-round differences) and the ratio to
-bare. Budget (DESIGN §6): the sandbox adds ≤ 30 ms to a cold run.
+bare. Budget: docs/explanation/performance.md (one sandboxed launch).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Which OS sandbox modes this machine offers, for the tests that need one (DESIGN §8).
+"""Which OS sandbox modes this machine offers, for the tests that need one
+(docs/explanation/architecture.md, how the suite is built).
 
 A test that needs a mode says so — ``@pytest.mark.sandbox_mode("bwrap")``, or a parameter
 named ``mode`` in tests/sandbox and tests/security — and is skipped, with the reason the

@@ -1,15 +1,15 @@
 """The agent's OS process: its own process group, stderr always drained, and shut down for
-sure (DESIGN §4, shutdown).
+sure (docs/explanation/acp.md, ending for sure).
 
 Why drain stderr: an agent blocked writing to a full stderr pipe stops answering on stdout,
 so stderr is read continuously into a bounded tail.
 
 Shutdown (:meth:`AgentProcess.end`): close stdin (a well-behaved agent exits on EOF) →
 wait ``grace`` → SIGTERM to the group → wait ``grace`` → SIGKILL to the group; then whatever
-outlived the agent (an MCP server, a daemon that left the group) is ended too — procgroup.py
-has the safety rule. All of it by one absolute deadline: the polite steps stop
-:data:`KILL_RESERVE` seconds before it (or at once when the caller hurries), and what is left
-is SIGKILLed, whatever the polite steps managed.
+outlived the agent (an MCP server, a daemon that left the group) is ended too —
+``_os/process/procgroup.py`` has the safety rule. All of it by one absolute deadline: the polite
+steps stop :data:`KILL_RESERVE` seconds before it (or at once when the caller hurries), and what is
+left is SIGKILLed, whatever the polite steps managed.
 """
 
 from __future__ import annotations

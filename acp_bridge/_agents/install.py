@@ -1,10 +1,10 @@
 """``acp-bridge agents install``: a profile's pinned package into the managed prefix.
 
 No global install and no sudo: each package version gets its own folder under the user's data
-directory (``agent_commands.install_dir``), built in place and stamped last: a folder without
-its stamp is never used (a failed install is removed; an interrupted one is started over).
-The package manager's own record is kept beside it: npm's ``package-lock.json`` (with the
-integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
+directory (:func:`acp_bridge._acp.agent_executable.install_dir`), built in place and stamped
+last: a folder without its stamp is never used (a failed install is removed; an interrupted one is
+started over). The package manager's own record is kept beside it: npm's ``package-lock.json`` (with
+the integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
 every distribution pip installed (from ``pip install --report``).
 
 An npm package that needs a newer Node than the one on ``PATH`` (``package.node``) gets that

@@ -1,4 +1,5 @@
-"""Batches (DESIGN §12): many entry requests, one envelope each, in the caller's order.
+"""Batches: many entry requests, one envelope each, in the caller's order
+(docs/explanation/batches.md).
 
 A batch runs any entry over many tasks on an *executor*: the local one (this process,
 bounded concurrency, the profiles' ``max_concurrent``) or :class:`RayExecutor` (a Ray
@@ -15,14 +16,14 @@ Modules:
 - :mod:`.executor` — what an executor does (:class:`~.executor.Executor`) and the local one;
 - :mod:`.batch_run` — :func:`~.batch_run.batch` / ``batch_sync``: order, retries, ``meta.batch``,
   records in the run store (:mod:`.store_records`);
-- :mod:`.ray_executor`, :mod:`.ray_node`, :mod:`.placement`, :mod:`.faults` — the Ray
-  executor: the driver side, the task body on a node, which node may run what, and what a
-  lost or frozen node gives;
-- :mod:`.results_file` — a resumable JSONL file of envelopes;
-- :mod:`.worker` — joining a cluster as a node that offers its ready agents.
+- :mod:`.ray` — the Ray executor: the driver side (:mod:`.ray.ray_executor`,
+  :mod:`.ray.attempts`), the task body on a node (:mod:`.ray.node_task`), which node may
+  run what (:mod:`.ray.placement`), what a lost or frozen node gives (:mod:`.ray.faults`),
+  and joining a cluster as a node that offers its ready agents (:mod:`.ray.worker`);
+- :mod:`.results_file` — a resumable JSONL file of envelopes.
 
 Nothing is imported here: Ray is imported only by the Ray modules, and only when a
-:class:`~.ray_executor.RayExecutor` connects.
+:class:`~.ray.ray_executor.RayExecutor` connects.
 """
 
 EXECUTORS: dict[str, str] = {

@@ -1,6 +1,6 @@
-"""Best of N (DESIGN §13): the same task on several agents, or several tries of one, each in
-its own git worktree; a verifier run on each attempt's changes; a winner picked, its diff
-applied on request.
+"""Best of N (docs/explanation/batches.md): the same task on several agents, or several tries of
+one, each in its own git worktree; a verifier run on each attempt's changes; a winner picked, its
+diff applied on request.
 
 Modules:
 
@@ -14,5 +14,5 @@ Modules:
 - :mod:`.patches` — the caller's repository: its commit, whether it is clean, diff sizes,
   applying a diff;
 - :mod:`.compare_result` — the typed result (and the JSON document of ``acp-bridge compare``);
-- :mod:`.report` — the table people read (the CLI's stderr, the MCP tool's text).
+- :mod:`.table` — the table people read (the CLI's stderr, the MCP tool's text).
 """

@@ -1,5 +1,6 @@
 """``compare``: the same task on several agents (or several tries of one), each attempt in a
-git worktree of its own, verified, ranked; the winner's diff applied on request (DESIGN §13).
+git worktree of its own, verified, ranked; the winner's diff applied on request
+(docs/explanation/batches.md, best of N).
 
 ::
 

@@ -1,4 +1,5 @@
-"""The bash-direct entry path: one shell command, no model loop (DESIGN §1-§2).
+"""The bash-direct entry path: one shell command, no model loop
+(docs/explanation/envelope.md).
 
 ``bash(command)`` runs the command as a subtask: one level deeper (so the depth limit
 applies), observe profile ``long_shell``, and a ``subtask.bash.result.v1`` envelope whatever
@@ -7,10 +8,11 @@ happens (exit 0 → done; N → failed; timeout → 124; cannot start → -1; ca
 caller's own level: it returns the bare :class:`CommandResult` (the same fields, no envelope)
 and raises typed errors like any library call.
 
-Either way the command runs under ``bash -c`` in its own process group (procgroup.py), with a
-constructed environment (never the whole host environment), stdin closed, each output
-stream kept as head and tail up to ``max_output_bytes``. When the command ends, times out or
-is cancelled, the whole group is ended, so background children never outlive it.
+Either way the command runs under ``bash -c`` in its own process group
+(``_os/process/procgroup.py``), with a constructed environment (never the whole host
+environment), stdin closed, each output stream kept as head and tail up to
+``max_output_bytes``. When the command ends, times out or is cancelled, the whole group is
+ended, so background children never outlive it.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ class CommandResult:
         return None
 
     def envelope(self, *, task_id: str | None = None, meta: Meta | None = None) -> SubtaskResult:
-        """The ``subtask.bash.result.v1`` envelope (DESIGN §2)."""
+        """The ``subtask.bash.result.v1`` envelope (docs/reference/envelope.md)."""
         common: dict[str, Any] = {
             "output": self.to_output(),
             "output_kind": "json",

@@ -1,5 +1,5 @@
 """One run's confinement: its OS sandbox, its own git worktree when asked, and the
-measurement of what it changed (DESIGN §9).
+measurement of what it changed (docs/explanation/security.md).
 
 :func:`confined` is entered before the agent starts and left after every process of the
 run ended. Entering picks the sandbox mode (``auto``: bubblewrap, else Landlock, else a

@@ -1,4 +1,5 @@
-"""Subtask levels: one depth limit shared by every entry path (DESIGN §1).
+"""Subtask levels: one depth limit shared by every entry path
+(docs/explanation/envelope.md, one depth limit).
 
 A host runs at level 0; each subtask runs one level deeper; a run that would go past
 ``subtasks.max_depth`` fails with ``depth_limit``. The level travels in-process in a context

@@ -1,5 +1,5 @@
 """One options model per entry: every option's type, default, description, checks and the
-rules between options, declared once (DESIGN §7).
+rules between options, declared once (docs/explanation/architecture.md, one of each).
 
 Each entry's options are a :class:`~typing_extensions.TypedDict` whose members carry their
 pydantic ``Field`` (default, bounds, description) and an :class:`Offer` (which faces offer

@@ -6,11 +6,11 @@ is loaded (a blocking call the runner makes in a worker thread, beside the run, 
 stays off the run's critical path), then ``ended`` with the final envelope, or ``abandoned``
 when the caller's own scope cancelled the run and no envelope exists.
 
-Why a hook and not an import: the run store sits above the entries (it runs them detached,
-DESIGN §7), so the entries cannot import it; the store plugs itself in from above
-(``acp_bridge._runs.foreground.install``: the CLI, smoke, the supervisor and the public entry
-functions of ``acp_bridge`` install it). A reporter must never fail a run: its methods swallow
-and log their own errors.
+Why a hook and not an import: the run store sits above the entries (it runs them detached:
+docs/explanation/architecture.md, layers), so the entries cannot import it; the store plugs itself
+in from above (``acp_bridge._runs.foreground.install``: the CLI, smoke, the supervisor and the
+public entry functions of ``acp_bridge`` install it). A reporter must never fail a run: its methods
+swallow and log their own errors.
 """
 
 from typing import NamedTuple, Protocol

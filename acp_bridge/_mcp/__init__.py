@@ -1,4 +1,5 @@
-"""The MCP server face (DESIGN §11): any MCP host delegates to acp-bridge's entries.
+"""The MCP server face: any MCP host delegates to acp-bridge's entries
+(docs/explanation/architecture.md, the MCP face).
 
 ``acp-bridge mcp`` serves the tools ``acp_spawn``, ``spawn`` and ``bash`` (synchronous: the
 SubtaskResult envelope as structured content plus a short text) and the run-control tools
@@ -11,7 +12,7 @@ Modules, bottom up:
 
 - :mod:`.arguments` — each tool's arguments as a pydantic model, and the
   :class:`~acp_bridge.EntryRequest` they make; errors name the field;
-- :mod:`.catalog` — the tools as MCP lists them: input schemas (ready profiles as an enum),
+- :mod:`.tool_catalog` — the tools as MCP lists them: input schemas (ready profiles as an enum),
   output schemas (the envelope), the ``--tools`` allowlist;
 - :mod:`.progress` — live events as one-line progress messages;
 - :mod:`.tool_runs` — a synchronous tool's run, owned by the server rather than by the request
@@ -24,14 +25,16 @@ Modules, bottom up:
 - :mod:`.logs` — the bridge's log lines, routed to the run they belong to;
 - :mod:`.run_control` — the run-control tools, the one adapter over
   :mod:`acp_bridge._runs.caller.handle`;
+- :mod:`.compare_tool` — ``compare`` as a tool (its arguments from compare's options model);
 - :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
-- :mod:`.stdio_repair` — host lines on stdio the SDK could not read: mended, or answered with an
-  error, never dropped without a word;
-- :mod:`.listen` — where an HTTP server may listen and with which token (no SDK import);
-- :mod:`.connections` — HTTP connections that must send a request's headers in time;
-- :mod:`.transports` — the transports: stdio, and streamable HTTP behind a bearer token, each
-  request's headers and body due within a deadline.
+- :mod:`.transport` — how the server is reached: :mod:`.transport.serving` (stdio, and
+  streamable HTTP behind a bearer token, each request's headers and body due within a
+  deadline), :mod:`.transport.stdio_repair` (host lines on stdio the SDK could not read:
+  mended, or answered with an error, never dropped without a word),
+  :mod:`.transport.listen` (where an HTTP server may listen and with which token; no SDK
+  import), :mod:`.transport.connections` (HTTP connections that must send a request's
+  headers in time).
 
-Nothing is imported here: the CLI imports :mod:`.transports` only when ``acp-bridge mcp`` runs, so
-other commands never pay for the SDK.
+Nothing is imported here: the CLI imports :mod:`.transport.serving` only when ``acp-bridge
+mcp`` runs, so other commands never pay for the SDK.
 """

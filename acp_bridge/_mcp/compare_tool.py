@@ -1,4 +1,5 @@
-"""The ``compare`` tool: best of N for a host agent in one call (DESIGN §13).
+"""The ``compare`` tool: best of N for a host agent in one call
+(docs/explanation/batches.md, best of N).
 
 The host names the agents, the task and compare's options (:class:`~.arguments.CompareArgs`,
 derived from compare's options model); the call runs the whole comparison in this server's

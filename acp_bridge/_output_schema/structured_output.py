@@ -1,6 +1,6 @@
-"""What ``output_schema`` means (DESIGN §2): the worker answers with one JSON value, which is
-taken out of surrounding whitespace and a Markdown code fence, parsed, and — when the label
-maps to a JSON Schema file the operator registered — validated.
+"""What ``output_schema`` means (docs/explanation/envelope.md, output_schema): the worker answers
+with one JSON value, which is taken out of surrounding whitespace and a Markdown code fence, parsed,
+and — when the label maps to a JSON Schema file the operator registered — validated.
 
 The answer is hostile input. It is parsed here by a bounded parser: ``NaN`` and
 ``Infinity`` are not JSON, a float that overflows or an integer of more than

@@ -1,4 +1,5 @@
-"""Foreground runs in the run store: the reporter every entry reports to (DESIGN §10).
+"""Foreground runs in the run store: the reporter every entry reports to
+(docs/explanation/runs.md, the run store).
 
 A run whose caller waits for its envelope (``acp-bridge run`` without ``--detach``, a host
 calling ``acp_bridge.acp_spawn``, a smoke case, a tool call inside ``ask``) is recorded

@@ -51,7 +51,7 @@ def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
 
 def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecord]:
     """:func:`check` every active run (or the given ones); the runs found lost. Holds of
-    dead supervisors are released too (see :mod:`.followups.holds`)."""
+    dead supervisors are released too (see :mod:`.held_agents`)."""
     found = []
     for run in store.active() if runs is None else runs:
         checked = check(store, run)

@@ -1,10 +1,10 @@
 """A run's live events, written to the store in batches.
 
-``on_event`` is called on the event loop for every event and must be quick (DESIGN: the
-message stream is the hot path), so :meth:`EventRecorder.add` only encodes and appends to a
-list; :meth:`EventRecorder.run` writes what gathered once per ``FLUSH_DELAY`` in one
-transaction and then rings the run's doorbells (``logs -f`` follows within ~50 ms). Batching,
-not a timer: the flusher sleeps on an event until something arrives.
+``on_event`` is called on the event loop for every event and must be quick (the
+message stream is the hot path: docs/explanation/performance.md), so :meth:`EventRecorder.add` only
+encodes and appends to a list; :meth:`EventRecorder.run` writes what gathered once per
+``FLUSH_DELAY`` in one transaction and then rings the run's doorbells (``logs -f`` follows within
+~50 ms). Batching, not a timer: the flusher sleeps on an event until something arrives.
 
 Bounded: a run keeps at most ``max_events`` events (the store setting ``max_events``, default
 10 000); the last one kept is a ``warning`` saying the log is full, later ones are counted in

@@ -4,8 +4,8 @@ Most envelopes come from the entry a supervisor ran. These are for runs the entr
 finished: lost (the supervisor died), stopped while queued, refused by a group budget before
 starting, or over budget after the fact. They are real
 :class:`~acp_bridge.envelope.SubtaskResult` envelopes, built by the envelope module's own
-``failed`` (DESIGN §2): ``meta`` with ``entry``, ``agent`` and ``error_code``, and for
-``bash`` the ``subtask.bash.result.v1`` output (exit code -1: no exit status is known).
+``failed`` (docs/explanation/envelope.md): ``meta`` with ``entry``, ``agent`` and ``error_code``,
+and for ``bash`` the ``subtask.bash.result.v1`` output (exit code -1: no exit status is known).
 
 Importing this module loads pydantic (~0.1 s): the readers that may have to write such an
 envelope (``ps``, ``wait`` finding a lost run, ``stop`` of a queued run) import it only then.

@@ -1,14 +1,17 @@
 """The ``acp-bridge`` command line: the only place that prints.
 
-Exit codes (DESIGN §7): 0 done, 1 failed, 2 usage or config error, 124 timeout,
-130 interrupted. Modules: ``_parser`` (commands and options), ``_entries`` (run, bash,
-spawn, ask, tools), ``_runs`` (wait, ps, show, logs, stop, prune), ``_detach`` (``--detach``
-and runs followed through the run store), ``_profiles``, ``_smoke``, ``_progress`` (live
-events), ``_printing`` (every write to stdout and stderr), ``_safe_text`` (what text and
-JSON may carry to a terminal), ``_streams`` (closed, ASCII-only or unread standard streams),
-``_signals`` (Ctrl-C and friends, from the first line of :func:`main` on), ``_collector``
-(no garbage collection while a command starts), ``_exit`` (the process's end without the
-interpreter's teardown, for :func:`run_command_line`, the ``acp-bridge`` script).
+Exit codes (docs/reference/envelope.md): 0 done, 1 failed, 2 usage or config error, 124 timeout,
+130 interrupted. Modules: ``_parser`` (commands and options), and the commands in three
+rooms: ``_run_commands`` (run, bash, spawn, ask, tools, ``--detach`` and runs followed
+through the run store, wait, ps, show, logs, stop, prune, sessions, mcp, live events),
+``_agent_commands`` (profiles, agents, doctor), ``_batch_commands`` (batch and worker,
+compare, smoke). What every command shares: ``_printing`` (every write to stdout and
+stderr), ``_safe_text`` (what text and JSON may carry to a terminal), ``_streams`` (closed,
+ASCII-only or unread standard streams), ``_signals`` (Ctrl-C and friends, from the first
+line of :func:`main` on), ``_garbage_collector`` (no garbage collection while a command
+starts), ``_fast_exit`` (the process's end without the interpreter's teardown, for
+:func:`run_command_line`, the ``acp-bridge`` script), ``_argtypes`` (numbers checked as
+typed).
 
 This module imports nothing heavy at its top: the signal handlers are installed before the
 rest of the CLI (pydantic, anyio, the entry paths) is imported, so a Ctrl-C during those
@@ -59,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_command_line() -> int:
     """The ``acp-bridge`` process itself (its console script, ``python -m acp_bridge``): the
     command line in ``sys.argv``, then the process ends, without the interpreter's teardown
-    where nothing needs it (_exit.py); the exit code is returned only when it does not."""
+    where nothing needs it (_fast_exit.py); the exit code is returned only when it does not."""
     from acp_bridge.cli._fast_exit import end_process
 
     return end_process(_command(sys.argv[1:], own_process=True))
@@ -104,7 +107,8 @@ def _main(argv: list[str]) -> int:
     parser = build_parser(entry, every_option=command in OPTIONS_COMMANDS, command=command)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
-    if entry is None:  # an entry command resumes once its entry path is loaded (_entries.py)
+    # an entry command resumes once its entry path is loaded (``_run_commands/entry_commands.py``)
+    if entry is None:
         _garbage_collector.resume()
     try:
         try:

@@ -192,8 +192,8 @@ def refuse_error(
 
 
 def exit_code_for(result: SubtaskResult, *, interrupted: bool = True) -> int:
-    """The process exit code for an envelope (DESIGN §7). ``cancelled`` is 130 only when
-    this process was interrupted: an agent that cancels its own turn is a failure (1)."""
+    """The process exit code for an envelope (docs/reference/envelope.md). ``cancelled`` is 130 only
+    when this process was interrupted: an agent that cancels its own turn is a failure (1)."""
     return exit_code_of(result.status, result.meta.error_code, interrupted=interrupted)
 
 

@@ -1,4 +1,4 @@
-"""Configuration and agent profiles (DESIGN §3).
+"""Configuration and agent profiles (docs/explanation/configuration.md).
 
 One config file (``--config``, else ``$ACP_BRIDGE_CONFIG``, else ``./acp-bridge.yaml``, else
 ``$XDG_CONFIG_HOME/acp-bridge/config.yaml``) plus profile folders: the built-in ``profiles/``
@@ -11,9 +11,11 @@ and ``acp-bridge profiles show`` can say where each value came from. Unknown key
 ``${VAR}`` (and ``${VAR:-default}``, ``$$`` for a dollar) expands from the environment at load;
 an unset variable is an error for the profile that uses it, not for the others.
 
-Modules: ``_profile`` (the profile models), ``_settings`` (the rest of the file), ``_yaml``
-(positions), ``_expand`` (variables and paths), ``_layers`` (merging, provenance),
-``_catalog`` (every profile by name), ``_load`` (the file search and loading), ``_schema``.
+Modules: ``_profile`` (the profile models), ``_settings`` (the rest of the file),
+``_sandbox_section``, ``_package`` and ``_fields`` (parts both share), ``_yaml`` (positions,
+bounds, the parse cache), ``_expand`` (variables and paths), ``_layers`` (merging,
+provenance), ``_catalog`` (every profile by name), ``_load`` (the file search and loading),
+``_reuse`` (what stays valid while its files are unchanged), ``_json_schema``.
 """
 
 from acp_bridge._os.limits import MAX_BYTES, MAX_CONCURRENT, MAX_SECONDS

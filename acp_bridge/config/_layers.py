@@ -175,14 +175,14 @@ class _Merged:
 
 
 _RESOLVED: Remembered[ResolvedProfile] = Remembered()
-"""Resolved profiles by the layers they came from (reuse.py)."""
+"""Resolved profiles by the layers they came from (_reuse.py)."""
 
 
 def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> ResolvedProfile:
     """Merge ``layers``, expand variables, resolve paths and validate: the usable profile.
 
     Within a process, the result for the same documents, environment and filesystem facts
-    is the one resolved before (reuse.py)."""
+    is the one resolved before (_reuse.py)."""
     key = tuple((id(layer.doc), layer.prefix, layer.origin) for layer in layers)
     known = _RESOLVED.get(key, environ)
     if known is not None:

@@ -80,7 +80,7 @@ class LoadedConfig:
 
 
 _SETTINGS: Remembered[Config] = Remembered()
-"""Settings by the config document they came from (reuse.py)."""
+"""Settings by the config document they came from (_reuse.py)."""
 
 
 def _config_doc_settings(doc: YamlDocument, environ: Mapping[str, str]) -> Config:

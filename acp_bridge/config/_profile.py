@@ -1,4 +1,5 @@
-"""Agent profiles: how to start one external ACP agent and what it may touch (DESIGN §3).
+"""Agent profiles: how to start one external ACP agent and what it may touch
+(docs/explanation/configuration.md).
 
 Every model is strict (unknown keys are errors) and every number has a documented maximum
 (``MAX_SECONDS`` for times, ``MAX_BYTES`` for sizes, ``MAX_COUNT`` for counts): a value that

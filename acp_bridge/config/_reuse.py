@@ -8,7 +8,7 @@ everything it was made from is the same, checked on every use —
 
 - the YAML documents: :func:`~acp_bridge.config._yaml.located.load_yaml` reads every file each time
   and hands back the same document object only while the file's bytes are the same
-  (yamlcache.py), so a document's identity stands for its content;
+  (``_yaml/cache.py``), so a document's identity stands for its content;
 - the environment the ``${VAR}``\\ s expand from, compared whole;
 - the filesystem the path fields were resolved in (:class:`PathFacts`): each path field is
   resolved again (symlinks followed) and compared, and the kind of each path the models

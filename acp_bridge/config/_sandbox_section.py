@@ -1,4 +1,5 @@
-"""The ``sandbox:`` section: how a run's agent process is confined by the OS (DESIGN §9).
+"""The ``sandbox:`` section: how a run's agent process is confined by the OS
+(docs/explanation/security.md, the OS sandbox).
 
 A profile's section is laid over the config file's (``sandbox:`` at the top level, the
 default for every profile and for the ``bash`` entry): ``mode`` and ``network`` are taken

@@ -1,4 +1,5 @@
-"""The config file's settings: tools, models, subtasks, transcripts, runs (DESIGN §3)."""
+"""The config file's settings: tools, models, subtasks, transcripts, runs
+(docs/explanation/configuration.md)."""
 
 import re
 from pathlib import Path
@@ -192,7 +193,8 @@ class RetentionSettings(StrictModel):
 
 
 class RunsSettings(StrictModel):
-    """The run store (DESIGN §10): what is recorded, how many detached runs run at once."""
+    """The run store: what is recorded, how many detached runs run at once
+    (docs/explanation/runs.md)."""
 
     record: bool = Field(
         True,

@@ -97,8 +97,9 @@ def test_message_events_carry_each_chunk() -> None:
 
 
 def test_memory_held_grows_with_the_text_not_with_the_number_of_chunks() -> None:
-    """A long stream of token-sized chunks must not cost an object per chunk (DESIGN §6:
-    RSS flat in the number of updates); the answer's text itself is all that may grow."""
+    """A long stream of token-sized chunks must not cost an object per chunk
+    (docs/explanation/performance.md: RSS flat in the number of updates); the answer's text itself
+    is all that may grow."""
     texts = [f"t{i} " for i in range(50_000)]
     lines = [json.dumps(chunk(text)).encode() for text in texts]  # parsed inside, as on the wire
     text_bytes = sum(map(len, texts))

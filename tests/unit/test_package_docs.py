@@ -1,13 +1,18 @@
 """The docs cannot rot: generated references are current, the envelope reference names
-every key and code, and every relative link points at a file that exists."""
+every key and code, every relative link points at a file that exists, and every module or
+file a docstring or comment names exists."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import io
 import re
 import subprocess
 import sys
+import tokenize
 import tomllib
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
@@ -119,3 +124,134 @@ def test_every_module_has_a_row_in_the_architecture_page() -> None:
         if path.name not in ("__init__.py", "__main__.py", "_version.py")
     }
     assert sorted(m for m in modules if f"`{m}`" not in page) == []
+
+
+PACKAGE = ROOT / "acp_bridge"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+@cache
+def _names_in(module: str) -> frozenset[str]:
+    """Every name ``module`` binds anywhere (definitions, imports, assignments), and the string
+    keys of its dicts (the lazily exported names of ``acp_bridge/__init__.py``)."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Dict):
+            found.update(k.value for k in node.keys if isinstance(k, ast.Constant))
+    return frozenset(n for n in found if isinstance(n, str))
+
+
+def _resolves(target: str, *, module_only: bool) -> bool:
+    """``acp_bridge.x.y`` is a module, or (unless ``module_only``) a name in one."""
+    parts = target.split(".")
+    for end in range(len(parts), 0, -1):
+        module = ".".join(parts[:end])
+        if module in MODULES:
+            rest = parts[end:]
+            return not rest if module_only else not rest or rest[0] in _names_in(module)
+    return False
+
+
+def _prose(path: Path) -> list[tuple[int, str]]:
+    """The docstrings (a string standing as a statement) and comments of ``path``."""
+    source = path.read_text()
+    found = [
+        (node.lineno, node.value.value)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ]
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    found += [(t.start[0], t.string) for t in tokens if t.type == tokenize.COMMENT]
+    return found
+
+
+ROLE = re.compile(r":(mod|func|class|meth|attr|data|exc|obj):`~?([\w.]+)(?:\(\))?`")
+FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.py)\b")
+DOTTED = re.compile(r"(?<![\w.])(acp_bridge(?:\.\w+)+)")
+PAGE = re.compile(r"(docs/[\w/.-]+\.md)(?:, ([^);:.]+))?")
+"""A page of the docs, and maybe its section: ``(docs/explanation/acp.md, ending for sure)``."""
+
+
+@cache
+def _headings(page: Path) -> tuple[str, ...]:
+    lines = page.read_text().splitlines()
+    return tuple(
+        line.lstrip("#").replace("`", "").strip().lower() for line in lines if line[:1] == "#"
+    )
+
+
+def _absolute(target: str, module: str) -> str:
+    """A Sphinx-style relative target (``.x``, ``..x``) made absolute from ``module``."""
+    if not target.startswith("."):
+        return target
+    dots = len(target) - len(target.lstrip("."))
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(dots - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{target[dots:]}".rstrip(".")
+
+
+def _dangling(path: Path) -> list[str]:
+    module = _module_name(path)
+    where = path.relative_to(ROOT)
+    found = []
+    for line, text in _prose(path):
+        for role, target in ROLE.findall(text):
+            name = _absolute(target, module)
+            if name.startswith("acp_bridge") and not _resolves(name, module_only=role == "mod"):
+                found.append(f"{where}:{line}: :{role}:`{target}`")
+        for name in FILE.findall(text):
+            if not any((base / name).exists() for base in (path.parent, PACKAGE, ROOT)):
+                found.append(f"{where}:{line}: {name}")
+        for name in DOTTED.findall(text):
+            if not _resolves(name, module_only=False):
+                found.append(f"{where}:{line}: {name}")
+        for page, section in PAGE.findall(" ".join(text.split())):
+            if not (ROOT / page).is_file():
+                found.append(f"{where}:{line}: {page}")
+            elif section and not any(h.startswith(section.lower()) for h in _headings(ROOT / page)):
+                found.append(f"{where}:{line}: {page}, {section}")
+    return found
+
+
+def test_every_module_and_file_the_code_names_exists() -> None:
+    """A docstring or comment that names a module (``:mod:`.store.lanes```,
+    ``acp_bridge._runs.caller.handle``), a name in one (``:func:`~.handle.wait_all```), a
+    file (``_os/process/procgroup.py``, relative to its own folder, the package or the
+    repository) or a page of the docs and its section (``docs/explanation/acp.md, tolerance``)
+    names one that exists: a module moved or renamed takes its mentions along."""
+    assert [d for path in sorted(PACKAGE.rglob("*.py")) for d in _dangling(path)] == []
+
+
+def test_nothing_points_to_a_design_document_outside_the_repository() -> None:
+    """The decisions the code relies on live in docs/explanation/; the code, the tests, the
+    benchmarks and the docs point there, never to a design brief kept elsewhere."""
+    outside = re.compile(r"\bDESIGN(?:\.md\b|'s\b|\s*§|:)")
+    files = [ROOT / "README.md", ROOT / "pyproject.toml"]
+    for folder in ("acp_bridge", "tests", "docs", "benchmarks", ".ci"):
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".toml", "")]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in files
+        if path.is_file() and path != Path(__file__).resolve()
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert found == []

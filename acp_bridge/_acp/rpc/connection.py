@@ -1,18 +1,19 @@
-"""Newline-delimited JSON-RPC 2.0 over a pair of byte streams (DESIGN §4, transport).
+"""Newline-delimited JSON-RPC 2.0 over a pair of byte streams
+(docs/explanation/acp.md, tolerance).
 
 - Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
   connection fails with ProtocolError instead of the process running out of memory). A
   line that is not JSON (a log line on stdout) is skipped as it streams, whatever its
   length: past :data:`NOISE_PROBE` bytes only its head is kept, for the sample.
-- Everything the agent writes goes through the one parse boundary (inbound.py) before
+- Everything the agent writes goes through the one parse boundary (``_acp/wire/inbound.py``) before
   anything here looks at it: what does not fit is skipped and counted in :attr:`stats`.
 - Our requests get integer ids; replies are matched by id (a reply to an id we never used,
   or to one already answered, is counted and ignored). The agent's own request ids may be
   integers or strings and overlap ours: a message is classified by its keys, never its id.
 - Agent→client requests are answered by the :class:`Router` (router.py), concurrently but
   boundedly (request_pool.py): a flood slows the agent down instead of growing tasks.
-- Everything we write goes through the :class:`Outbox` (outbox.py): one writer, a queue
-  bounded in bytes, each write under the current phase deadline (:meth:`set_deadline`).
+- Everything we write goes through the :class:`Outbox` (``_acp/wire/outbox.py``): one writer, a
+  queue bounded in bytes, each write under the current phase deadline (:meth:`set_deadline`).
 - ``session/update`` notifications bypass the router: they go straight to a synchronous
   callback. They are the hot path (100 000s per second).
 - ``$/cancel_request`` works both ways. The agent's cancels the handler of that request

@@ -9,7 +9,8 @@ else is held (else it would wait forever).
 Why not one task per request: an agent can send requests faster than they are answered
 (20 000 in a burst took one task each, 130 MB, and starved the reader so that an answer
 sent in time was read too late). Why concurrency at all: a blocking
-``terminal/wait_for_exit`` must not stall a ``fs/read_text_file`` (DESIGN §4).
+``terminal/wait_for_exit`` must not stall a ``fs/read_text_file`` (docs/explanation/acp.md,
+tolerance).
 
 Workers are started on demand and end when the backlog is empty, so an idle connection
 holds no task. No handler waits for the reader (none sends a request to the agent), so a

@@ -7,7 +7,7 @@ dicts. jsonrpcserver (the project's dispatcher) looks the method up (-32601), ca
 builds the reply; its method table is built once per connection, on the first request
 (importing it costs ~0.2 s, and many turns never see an agent→client request). The JSON-RPC
 shape of a request (id, method, params an object) was already checked at the parse boundary
-(inbound.py), so jsonrpcserver's own JSON Schema pass is not run a second time: its
+(``_acp/wire/inbound.py``), so jsonrpcserver's own JSON Schema pass is not run a second time: its
 ``validator`` is the identity (~0.2 ms a request saved, which matters under a flood).
 
 Handlers raise library errors; :func:`rpc_error` maps them: a sandbox refusal or a limit is

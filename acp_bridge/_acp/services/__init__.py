@@ -1,1 +1,2 @@
-"""What the bridge serves to an agent: permission decisions, files, terminals (DESIGN §5)."""
+"""What the bridge serves to an agent: permission decisions, files, terminals
+(docs/explanation/security.md)."""

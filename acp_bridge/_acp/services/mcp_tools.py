@@ -1,4 +1,5 @@
-"""The bridge's files and terminals offered to the agent as MCP tools (DESIGN §4).
+"""The bridge's files and terminals offered to the agent as MCP tools
+(docs/explanation/acp.md, two wire versions, one turn model).
 
 ACP v2 has no ``fs/*`` or ``terminal/*``: what a client offers the agent, it offers as an
 MCP server in the session's ``mcpServers``. This is that server, for v2 and, with the

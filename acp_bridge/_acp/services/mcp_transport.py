@@ -1,5 +1,5 @@
 """How the agent reaches the bridge's files-and-terminals MCP server (mcp_tools.py), whatever
-its sandbox allows (DESIGN §4, §9).
+its sandbox allows (docs/explanation/acp.md, two wire versions, one turn model; security.md).
 
 The server runs in the bridge — decisions and the ledger stay there — and the agent reaches
 it by a transport it advertised, chosen by what its sandbox lets through:

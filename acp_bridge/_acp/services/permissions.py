@@ -3,13 +3,13 @@
 Order of decision: the profile's rules, first match wins (by tool kind, a case-insensitive
 glob on the title, and the leading words of its *parsed* command); then the mode. A
 request's tool call is judged whole: the services lay it over what the turn announced for
-its id first (toolcalls.py). The command of a tool call is ``rawInput.command`` (a line or an
-argv), else an ``execute`` call's title; it is read by ``_os/cmdline.py``, never globbed raw:
-an ``allow`` rule (by ``command``, or by ``title`` on an ``execute`` call) never matches a
-line of several commands unless it says ``compound: true`` (and then only when every command
-of the line matches it, and the line has no ``$(…)``, backticks, subshell or assignment); a
-``reject`` or ``ask`` rule matches when any command of the line does, those inside ``$(…)``
-included. The locations a tool call names are its ``locations``,
+its id first (``_acp/turn/tool_calls.py``). The command of a tool call is
+``rawInput.command`` (a line or an argv), else an ``execute`` call's title; it is read by
+``_os/cmdline.py``, never globbed raw: an ``allow`` rule (by ``command``, or by ``title`` on an
+``execute`` call) never matches a line of several commands unless it says ``compound: true`` (and
+then only when every command of the line matches it, and the line has no ``$(…)``, backticks,
+subshell or assignment); a ``reject`` or ``ask`` rule matches when any command of the line does,
+those inside ``$(…)`` included. The locations a tool call names are its ``locations``,
 the paths of its ``diff`` content, and path-like fields of its ``rawInput`` (``path``,
 ``file_path``, … — agents such as fast-agent name the file only there); relative ones are
 taken from the session cwd.
@@ -45,7 +45,7 @@ The same policy judges what the bridge *serves*, whether or not the agent asked 
 (:meth:`PermissionPolicy.judge_served`): a file read is a ``read`` of its path, a write an
 ``edit`` of its path, ``terminal/create`` an ``execute`` of its command. An agent that skips
 ``session/request_permission`` gains nothing. A permission request and the served request it
-leads to are one decision (linked.py): a served request about the command or path a request
+leads to are one decision (decisions.py): a served request about the command or path a request
 was decided for gets that decision (so a host is not asked twice, and a title rule that
 matched the request cannot be dodged by the terminal's different text).
 """
@@ -264,7 +264,7 @@ class PermissionPolicy:
         self.ledger = ledger or PermissionLedger()
         self.cwd = cwd
         self.decisions = Decisions()
-        """Decided permission requests, for the served requests they lead to (linked.py)."""
+        """Decided permission requests, for the served requests they lead to (decisions.py)."""
 
     def static_verdict(self, question: PermissionQuestion) -> tuple[Decision, str]:
         """Rules, then the mode: allow, reject, or ask (the hook is not called here)."""

@@ -1,9 +1,10 @@
-"""The five ``terminal/*`` methods: commands we run for the agent (DESIGN §5).
+"""The five ``terminal/*`` methods: commands we run for the agent
+(docs/explanation/security.md, terminals).
 
 What a terminal gets: a cwd inside the roots (default: the session cwd); the constructed
 environment plus the request's ``env`` — which may change anything (PATH, LD_PRELOAD: the
 command line could do the same) except ``ACP_BRIDGE_DEPTH`` and the group marker, which the
-bridge sets last; no stdin; its own process group (procgroup.py).
+bridge sets last; no stdin; its own process group (``_os/process/procgroup.py``).
 
 Output (stdout and stderr merged) goes into a :class:`TailBuffer`, which keeps the *last*
 ``outputByteLimit`` bytes (the smaller of the request's and the profile's) and hands them out
@@ -12,7 +13,8 @@ killed. Output stays readable after exit or kill until ``terminal/release``; eve
 of a session is released when the session ends.
 
 Killing: SIGTERM to the group, then SIGKILL; then whatever still carries the group's marker
-(children that left the group with ``setsid``) — see procgroup.py for the safety rule.
+(children that left the group with ``setsid``) — see ``_os/process/procgroup.py`` for the safety
+rule.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """One ACP session over a connection: handshake, auth, session setup (new, resume, load,
-fork), options, prompt turns, cancel, close (DESIGN §4).
+fork), options, prompt turns, cancel, close (docs/explanation/acp.md, one run).
 
-The update stream is gathered by updates.py, the session's state by session_state.py, mode,
-model and options are set by session_options.py, auth choices are in auth.py, and what a turn
-shares with the services is in turn.py. Methods used outside a run (list, delete, logout) are
+The update stream is gathered by ``_acp/turn/turn_collector.py``, the session's state by
+``_acp/turn/session_state.py``, mode, model and options are set by session_options.py, auth
+choices are in auth.py, and what a turn shares with the services is in
+``_acp/turn/prompt_turn.py``. Methods used outside a run (list, delete, logout) are
 in session_methods.py.
 
 Every method is called only when the agent advertises it. Continuing an earlier session
@@ -12,8 +13,8 @@ the conversation first, which the collector keeps out of this turn's answer); wh
 offers neither it is an error, never a silent ``session/new``.
 
 Deadlines: the caller gives each step its deadline (the connection's writes run under it,
-see outbox.py). The prompt is *sent* under the run's deadline, not before it: a 2 MiB prompt
-to an agent that does not read is a timeout like any other. ``session/cancel`` gets
+see ``_acp/wire/outbox.py``). The prompt is *sent* under the run's deadline, not before it: a 2 MiB
+prompt to an agent that does not read is a timeout like any other. ``session/cancel`` gets
 :data:`CANCEL_WRITE` seconds to be written; when it is not out by then the agent is not
 reading, so there is no point waiting for its ``stopReason: cancelled``: the turn ends at
 once and the caller goes on to the kill.
@@ -134,7 +135,7 @@ class AcpSession:
     # --- handshake ------------------------------------------------------------------------
 
     async def initialize(self) -> InitializeResult:
-        """``initialize``, negotiating the wire version (protocol_versions.py)."""
+        """``initialize``, negotiating the wire version (``_acp/wire/versions.py``)."""
         self.phase = "initialize"
         setting = self.profile.protocol
         params = initialize_params(setting, self.capabilities, self.client_info)
@@ -298,7 +299,8 @@ class AcpSession:
     ) -> TurnOutcome:
         """One prompt turn, sent and answered by ``deadline`` (``anyio.current_time()``). A
         timeout or ``cancel`` sends ``session/cancel`` and waits up to ``grace`` for the
-        agent's ``stopReason: cancelled`` (DESIGN §4); ``abort`` waits for nothing."""
+        agent's ``stopReason: cancelled`` (docs/explanation/acp.md, one run); ``abort`` waits for
+        nothing."""
         assert self.session_id is not None
         self.phase = "prompt"
         self.signals.cancelled = anyio.Event()  # the services hold self.signals; new per turn

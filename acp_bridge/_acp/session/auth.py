@@ -1,4 +1,5 @@
-"""Which advertised auth method a headless bridge can use, and why not (DESIGN §4, auth).
+"""Which advertised auth method a headless bridge can use, and why not
+(docs/explanation/acp.md, what is advertised).
 
 A method of type ``terminal`` needs a person at a terminal: never attempted, the error says
 the command to run. An ``env_var`` method needs its variables in the agent's environment.

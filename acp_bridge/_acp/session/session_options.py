@@ -1,4 +1,5 @@
-"""Setting a session's mode, model and config options (DESIGN §4: each only if advertised).
+"""Setting a session's mode, model and config options (each only if advertised:
+docs/explanation/acp.md, mode, model and config options).
 
 Two sources, one rule each:
 

@@ -1,18 +1,19 @@
-"""The ``session/update`` stream of one session, gathered for the envelope (DESIGN §4).
+"""The ``session/update`` stream of one session, gathered for the envelope
+(docs/explanation/acp.md, the answer).
 
 :class:`TurnCollector` reads the stream (the hot path: plain dict access, no models for
 message chunks). Message chunks are grouped by ``messageId``; an agent that sends none gets a
 new message after every tool call. The answer of a turn is its **last** agent message:
 narration before tool calls is not the answer. A message's chunks are joined into blocks as
-they come (turn_messages.py), so its memory grows with its text, not with its chunks.
+they come (messages.py), so its memory grows with its text, not with its chunks.
 
 One turn model for both wire versions: every stable v1 update kind (to schema 1.34) and
 every v2 one feed it. Message and thought chunks; v2's whole-message upserts
 (``agent_message``: content missing = unchanged, null = cleared); tool calls (v1
 ``tool_call``, and ``tool_call_update`` creating an unknown id as v2 wants, explicit nulls
 resetting a field, ``tool_call_content_chunk`` appending content); plans (plans.py);
-``usage_update`` (turn_usage.py); notices and compaction (notices.py); v2's ``state_update``
-lifecycle (turn_state.py); child sessions (subagents.py: their updates never reach this turn's
+``usage_update`` (usage.py); notices and compaction (notices.py); v2's ``state_update``
+lifecycle (lifecycle.py); child sessions (subagents.py: their updates never reach this turn's
 answer); the file changes tool calls report (file_changes.py); and the session's state
 (session_state.py). User messages are counted only.
 

@@ -1,9 +1,8 @@
 """Lean ACP (protocol v1) wire types: only the subset the bridge sends and reads.
 
-Why not ``acp.schema`` from the official SDK at run time: importing it costs ~0.6 s (over
-half the cold-start budget), and it rejects update kinds and stop reasons newer agents send.
-The SDK stays our test oracle instead: every message built here is validated against it in
-the tests, and golden messages from real agents must parse here.
+Why our own models and not ``acp.schema`` from the official SDK at run time (its import
+cost, the update kinds and stop reasons it rejects), and how the SDK stays the test oracle:
+docs/explanation/acp.md, our own wire types.
 
 Reading is tolerant: unknown fields are kept (``extra="allow"``), unknown variants are not
 errors. Writing is exact: camelCase keys, nothing that is None.
@@ -349,7 +348,8 @@ class TerminalIdParams(Wire):
 
 # --- session/update ----------------------------------------------------------------------
 # The update stream is the hot path: chunks are read straight from the dicts (see
-# session.py). These models serve the rare kinds, where readability beats microseconds.
+# ``_acp/turn/turn_collector.py``). These models serve the rare kinds, where readability beats
+# microseconds.
 
 
 class PlanEntry(Wire):

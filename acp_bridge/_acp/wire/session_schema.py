@@ -2,8 +2,8 @@
 (unstable), delete, logout, and the older ``session/set_model``.
 
 Same rules as schema.py (whose :class:`Wire` base these share): tolerant reading, exact
-writing. Each method is called only when the agent advertises it (session.py and
-session_methods.py check the capabilities first).
+writing. Each method is called only when the agent advertises it (``_acp/session/acp_session.py``
+and ``_acp/session/session_methods.py`` check the capabilities first).
 """
 
 from typing import Any

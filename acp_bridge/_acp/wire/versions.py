@@ -1,4 +1,5 @@
-"""Which ACP wire version a connection speaks: v1, or the v2 Preview (DESIGN §4).
+"""Which ACP wire version a connection speaks: v1, or the v2 Preview
+(docs/explanation/acp.md, two wire versions, one turn model).
 
 Negotiation is the spec's rule, the same in both versions: the client's ``initialize``
 names the latest version it speaks; the agent answers with that version when it speaks it,

@@ -1,7 +1,7 @@
 """Following one attempt of a task on a Ray node, phase by phase, under our own deadlines.
 
 The node reports ``accepted`` → ``running`` → ``measuring`` → ``result``
-(:mod:`.ray_node`). Each phase but the first has a bound here, on the submitting side,
+(:mod:`.node_task`). Each phase but the first has a bound here, on the submitting side,
 because a frozen or cut-off node tells nothing and Ray notices only much later:
 
 - ``accepted`` → ``running``: the executor's ``setup_timeout`` (making the workspace);

@@ -1,11 +1,12 @@
-"""The Ray executor: a batch's tasks spread over the nodes of a Ray cluster (DESIGN §12).
+"""The Ray executor: a batch's tasks spread over the nodes of a Ray cluster
+(docs/explanation/batches.md).
 
 ::
 
     results = await batch(tasks, executor=RayExecutor(address="10.0.0.5:6379"), retries=1)
 
 This process joins the cluster as a driver (it must run on a node of it, like any Ray
-driver), and each task becomes one Ray task (:mod:`.ray_node`) that asks for the custom
+driver), and each task becomes one Ray task (:mod:`.node_task`) that asks for the custom
 resources of :mod:`.placement`, with Ray's own retries off: the bridge decides what runs
 again. Opening the executor checks, within seconds, what would otherwise hang: the address
 must answer (``ray.init`` itself retries an unreachable one for minutes), and a runtime

@@ -1,4 +1,5 @@
-"""The ``acp_spawn`` entry: an external ACP agent, from spawn to envelope (DESIGN §4).
+"""The ``acp_spawn`` entry: an external ACP agent, from spawn to envelope
+(docs/explanation/acp.md).
 
 ``entry`` holds the entry function; ``run`` one run's mechanics up to its agent's start
 (and its envelope); ``session_phases`` what the run does with its started agent; ``clock``

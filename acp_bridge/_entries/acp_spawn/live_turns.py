@@ -1,4 +1,5 @@
-"""Follow-up turns in one live ACP session: how an agent is kept between turns (DESIGN §10).
+"""Follow-up turns in one live ACP session: how an agent is kept between turns
+(docs/explanation/runs.md, follow-up turns).
 
 A run of ``acp_spawn`` given ``follow_ups`` (the run layer's supervisor gives its holder, see
 ``acp_bridge/_runs/held_agents.py``) does not end after its turn when the profile's
@@ -8,7 +9,7 @@ may wait, and an event set if the agent goes away meanwhile. The hook answers wi
 turn (a :class:`FollowUp`: a run of its own, with its own task id, deadline and cancel) or
 None; then the run winds down as always. Every turn is bounded like a whole run: its
 timeout T counts from the moment the turn is handed over, and the wind-down after it keeps
-to END_GRACE (``acp_clock.py``). The hold itself is bounded by the idle time: the hook must
+to END_GRACE (clock.py). The hold itself is bounded by the idle time: the hook must
 answer by ``Held.until`` (or as soon as ``Held.gone`` is set).
 
 Each turn's envelope is its own: its answer, stop reason, tool calls, permissions, usage and

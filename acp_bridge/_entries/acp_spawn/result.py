@@ -94,7 +94,7 @@ class AcpResult:
 
     def next_turn(self, output_schema: str) -> None:
         """A follow-up turn in the same session begins: it gathers its own answer, tool
-        calls, plan, usage and records (see acp_turns.py); the session's state stays."""
+        calls, plan, usage and records (see live_turns.py); the session's state stays."""
         self.output_schema = output_schema
         self.outcome, self.error = None, None
         collector = self.collector

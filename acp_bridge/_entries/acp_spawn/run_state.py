@@ -56,7 +56,7 @@ class RunState:
         origin: str = "",
         follow_ups: FollowUps | None = None,
     ) -> None:
-        """``options`` checked (:func:`~acp_bridge._entries.options.check_options`)."""
+        """``options`` checked (:func:`~acp_bridge._entries.entry_table.check_options`)."""
         worktree = options.get("worktree")
         self.profile = profile
         self.options = options

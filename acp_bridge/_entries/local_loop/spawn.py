@@ -1,4 +1,5 @@
-"""The ``spawn`` entry path: a local inner model loop limited to named tools (DESIGN §1).
+"""The ``spawn`` entry path: a local inner model loop limited to named tools
+(docs/explanation/envelope.md, entry paths).
 
 ``spawn(task, tools)`` runs one level deeper (the shared depth limit applies) a model loop
 whose tool set holds only ``tools``, taken from the parent registry: unknown names are

@@ -1,6 +1,6 @@
 """Where an HTTP server may listen, and with which token: checked before the SDK loads.
 
-Kept apart from :mod:`.transports` (which imports the MCP SDK, over a second) so a refused
+Kept apart from :mod:`.serving` (which imports the MCP SDK, over a second) so a refused
 ``--http`` fails at once. The token comes from ``--token-file`` or ``$ACP_BRIDGE_MCP_TOKEN``,
 never from the command line, where every user of the machine can read it (``ps``).
 """

@@ -1,4 +1,5 @@
-"""Filesystem roots and confined path resolution beneath them (DESIGN §5).
+"""Filesystem roots and confined path resolution beneath them
+(docs/explanation/security.md, files).
 
 File requests are resolved by :meth:`Roots.resolve`, one component at a time, relative to an
 open directory (``openat``-style, ``dir_fd=``), never by handing a whole path to the kernel:

@@ -1,4 +1,5 @@
-"""Constructed environments: what a process we start sees of ours (DESIGN §5).
+"""Constructed environments: what a process we start sees of ours
+(docs/explanation/security.md, the environment of agents and terminals).
 
 Agents, terminals and commands never get the whole host environment (it holds the host's
 secrets): only a small base list, the profile's explicit variables, the host variables it

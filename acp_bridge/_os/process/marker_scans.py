@@ -2,11 +2,11 @@
 asking at once.
 
 Why: every process group the bridge ends is swept for what outlived its leader — the
-processes that carry its marker (reaper.py, procgroup.py). Finding them reads every
+processes that carry its marker (marked_processes.py, procgroup.py). Finding them reads every
 process's environment. Runs that end together (a fan-out of 64 agents) each paid a pass
 over every process of the machine, their own agents included, in a worker thread holding
 the GIL the event loop needed: 64 passes where one would do. Now the groups asking at once
-share a pass (``shared_thread.py``), which always begins after the question, so it sees
+share a pass (``_os/shared_thread.py``), which always begins after the question, so it sees
 every process alive when it was asked. A marker found is then swept the full way
 (``reaper.kill_marked``: signals, rescans for children forked meanwhile, waits), as before;
 the usual answer is "none".

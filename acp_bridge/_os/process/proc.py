@@ -16,7 +16,7 @@ so the number cannot be handed to somebody else between check and signal while t
 lives; and while any member of a group lives (or its leader is an unreaped zombie) the kernel
 never reuses the group's id. A group whose leader has exited and been reaped is left alone,
 because nothing then proves the id still names our group: that gap is what the PID-namespace
-sandbox closes (DESIGN §9).
+sandbox closes (docs/explanation/security.md, the OS sandbox).
 
 Linux only.
 """

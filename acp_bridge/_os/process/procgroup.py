@@ -11,7 +11,7 @@ may in principle be reused by a new, unrelated group, so the group is **never si
 id after that**. What is left of it (children that outlived their leader, or left the group
 with ``setsid``) is found by the marker every process of ours inherits in its environment
 (``ACP_BRIDGE_MARKER``, unique per group) and signalled through pidfds opened before the
-marker is checked again (see reaper.py), so a reused pid is never signalled either.
+marker is checked again (see marked_processes.py), so a reused pid is never signalled either.
 
 What this cannot reach: a process that scrubbed its environment (``env -i``) after leaving
 the group. The OS sandbox (a PID namespace) closes that gap; see docs/explanation/security.md.

@@ -6,7 +6,7 @@ which the constructed environment (environment.py) was meant to keep from it —
 debugger to the bridge. ``prctl(PR_SET_DUMPABLE, 0)`` closes both: the kernel then lets only
 root look into the bridge's ``/proc`` entries (``environ``, ``mem``, ``fd``…) or ptrace it.
 It also means no core dumps of the bridge. Children are unaffected: ``execve`` makes every
-program it starts dumpable again, so the leftover scan (reaper.py) still reads them.
+program it starts dumpable again, so the leftover scan (marked_processes.py) still reads them.
 
 Linux only; elsewhere, or where prctl is refused, nothing changes (docs/explanation/
 security.md says what remains readable: ``/proc/<pid>/cmdline`` and ``status`` stay open).

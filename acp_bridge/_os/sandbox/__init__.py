@@ -1,4 +1,5 @@
-"""The OS sandbox around an agent process and the processes it starts (DESIGN §9).
+"""The OS sandbox around an agent process and the processes it starts
+(docs/explanation/security.md, the OS sandbox).
 
 ::
 
@@ -10,8 +11,9 @@
     meta["sandbox"] = box.meta()
 
 Modules: ``spec`` (policy), ``plan`` (the one path policy both modes share), ``bwrap`` and
-``landlock`` + ``shim`` (the two launchers), ``probe`` and ``choose`` (which mode, why),
-``launch`` (one run's sandbox).
+``landlock`` + ``landlock_shim`` (the two launchers), ``probe``, ``probe_ahead`` and
+``choose`` (which mode, why), ``needed`` (what a command needs to see), ``denials`` (what a
+failed agent's stderr says the sandbox hid), ``run_sandbox`` (one run's sandbox).
 """
 
 from acp_bridge._os.sandbox.choose import SandboxChoice, SandboxUnavailable, choose_mode

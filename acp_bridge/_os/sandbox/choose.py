@@ -1,9 +1,9 @@
 """Pick the sandbox mode for a run, and say why (``meta.sandbox``).
 
 ``auto`` takes the strongest mode that works here: bubblewrap (mount, PID, IPC namespaces:
-everything in DESIGN §9), else Landlock (files and, with ABI ≥ 4, TCP; processes kept by the
-shim), else it refuses with the fix. ``off`` is only ever chosen explicitly. A mode that was
-asked for by name and does not work is an error too, never a silent downgrade.
+everything docs/explanation/security.md describes), else Landlock (files and, with ABI ≥ 4, TCP;
+processes kept by the shim), else it refuses with the fix. ``off`` is only ever chosen explicitly. A
+mode that was asked for by name and does not work is an error too, never a silent downgrade.
 
 ``$ACP_BRIDGE_SANDBOX`` (``bwrap`` | ``landlock``) names the mode ``auto`` stands for on this
 machine, where no profile or config file names one: an operator (or CI proving the Landlock

@@ -197,7 +197,7 @@ class RunSandbox:
             return Launched(command, out_env, where)
         # A graceful stop signals the command inside, not bwrap (which would take the whole
         # namespace with it); bwrap_argv always passes --die-with-parent: no setpriv before it
-        # (procgroup.py).
+        # (``_os/process/procgroup.py``).
         return Launched(command, out_env, where, signal_command, handoff, dies_with_parent=True)
 
     @property

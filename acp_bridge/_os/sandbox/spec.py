@@ -1,4 +1,5 @@
-"""What a run's OS sandbox must allow and hide (DESIGN §9), independent of how it is built.
+"""What a run's OS sandbox must allow and hide, independent of how it is built
+(docs/explanation/security.md).
 
 A :class:`SandboxSpec` is the whole policy: the mode to use, the write roots, the paths that
 must stay visible, the paths that must be hidden, network on or off, a private ``/tmp``. The

@@ -1,6 +1,6 @@
 """Queueing a detached run: the request checked, recorded in the store and handed to a
 supervisor process (a live one of this environment, else a new one). What starts a run
-(:mod:`.start`) and what sends a follow-up (:mod:`.followups.send`) both queue through here.
+(:mod:`.start`) and what sends a follow-up (:mod:`.send`) both queue through here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def queue_run(
     session_name: str | None = None,
 ) -> str:
     """Queue ``request`` (following run ``follows``, when given) and hand it to a supervisor:
-    a live one of this environment, else a new one (:mod:`.store.supervisors`); its run id."""
+    a live one of this environment, else a new one
+    (:mod:`acp_bridge._runs.store.supervisors`); its run id."""
     if request.entry == "acp_spawn":
         assert request.agent is not None  # EntryRequest requires it
         loaded.profiles.get(request.agent)  # unknown or broken: an error now, not later
@@ -72,7 +73,7 @@ def queue_run(
 
 def _hand_over(store: Store, run: NewRun, loaded: LoadedConfig, options: RunOptions) -> None:
     """Record ``run`` for a live runner of its environment, else start a supervisor for it
-    (see :mod:`.store.supervisors`)."""
+    (see :mod:`acp_bridge._runs.store.supervisors`)."""
     record = functools.partial(
         store.create,
         run,

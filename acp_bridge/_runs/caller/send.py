@@ -4,10 +4,10 @@
 A follow-up is a new detached run (its own id, envelope, events, budget) that continues the
 ACP session of run ``ID``: it follows the latest run of that session (a second ``send`` to
 the same id comes after the first), and waits while that run is still queued or running.
-Then, in this order (see :mod:`acp_bridge._runs.followups`): the supervisor still holding the agent
-takes it and prompts the same live session; else it starts as a run of its own and continues
-the session through ``session/resume`` or ``session/load``; else the run fails with a clear
-refusal, never a silent fresh session.
+Then, in this order (docs/explanation/runs.md, follow-up turns): the supervisor still
+holding the agent takes it and prompts the same live session; else it starts as a run of
+its own and continues the session through ``session/resume`` or ``session/load``; else the
+run fails with a clear refusal, never a silent fresh session.
 
 What is checked before anything starts: the run exists, is an ``acp_spawn`` run, and has a
 session to continue (or may still open one: it has not ended). What the follow-up inherits

@@ -9,11 +9,12 @@ run later: the request itself, the config (loaded like an entry would: ``config`
 usual search from the current directory) and, for ``acp_spawn``, that the profile exists and
 is usable; the options. What the run inherits: this process's environment and working
 directory (relative ``cwd`` is made absolute now). The config's ``runs:`` section and the
-profile's ``max_concurrent`` are written into the store with the run (see :mod:`.store.rules`).
+profile's ``max_concurrent`` are written into the store with the run (see
+:mod:`acp_bridge._runs.store.rules`).
 
 A run of a named session (``RunOptions.session``, ``run --session NAME``) follows the latest
-run of that name and continues its ACP session (:mod:`.followups.chain`); the first run of a
-name opens the session. Follow-ups by run id are :mod:`.followups.send`'s.
+run of that name and continues its ACP session (:mod:`acp_bridge._runs.store.session_chains`);
+the first run of a name opens the session. Follow-ups by run id are :mod:`.send`'s.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""The run store (DESIGN §10): one SQLite database shared by many processes.
+"""The run store (docs/explanation/runs.md): one SQLite database shared by many processes.
 
-``store`` the database and its queries; ``migrations`` its schema; ``dbapi`` SQLite errors as
-library errors; ``records`` its rows as Python values; ``retention`` pruning; ``foreground``
-runs whose caller waits, recorded; ``recorder`` a run's events in batches; ``rules`` what the
-config says about runs, as the store keeps it.
+``run_store`` the database and its queries; ``migrations`` its schema; ``dbapi`` SQLite errors
+as library errors; ``run_records`` its rows as Python values; ``listing`` the ``ps --json``
+rows kept as text; ``retention`` pruning; ``rules`` what the config says about runs, as the
+store keeps it; and what is decided inside its transactions: ``lanes`` (who starts next),
+``session_chains`` (which run a turn follows), ``supervisors`` (which process a new detached
+run is handed to).
 """

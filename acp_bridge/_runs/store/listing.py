@@ -7,14 +7,14 @@ made once, in the transaction that ends it (:func:`write_listing`, column ``list
 
 A stored text is exactly what ``ps`` would make of the row now, or there is none:
 
-- it is :func:`~.records.row_to_dict` of the row through ``json.dumps`` (compact, UTF-8 kept),
-  which writes what the CLI's encoder (orjson) writes, character for character — except a
+- it is :func:`~.run_records.row_to_dict` of the row through ``json.dumps`` (compact, UTF-8
+  kept), which writes what the CLI's encoder (orjson) writes, character for character — except a
   float under 1e-4 (``1e-05`` against ``0.00001``) or one that is not finite: a row holding
   such a float gets no stored text (a test checks the two encoders agree on the rest);
 - a later change to any column it shows clears it (the trigger ``runs_listing_stale`` of
-  migration v5, on the columns of :data:`~.records.DICT_COLUMNS`): a hold released, a late
-  event count. A row without a stored text (queued and running runs, those) is made live
-  through the caller's encoder, in the same read transaction as the stored ones.
+  migration v5, on the columns of :data:`~.run_records.DICT_COLUMNS`): a hold released, a
+  late event count. A row without a stored text (queued and running runs, those) is made
+  live through the caller's encoder, in the same read transaction as the stored ones.
 
 What a terminal must not receive is escaped in the whole output, as before
 (``cli/_safe_text.py``): the stored text is plain JSON.
@@ -72,7 +72,7 @@ def json_texts(
     limit: int | None = None,
 ) -> list[str]:
     """Each run's ``ps --json`` object as JSON text, newest first: the stored text, else the
-    row's :func:`~.records.row_to_dict` through ``encode``."""
+    row's :func:`~.run_records.row_to_dict` through ``encode``."""
     where = f" WHERE {_ACTIVE}" if active_only else ""
     bound = "" if limit is None else f" LIMIT {int(limit)}"
     db.execute("BEGIN")  # one snapshot for both reads: the live rows are the ones without

@@ -100,10 +100,10 @@ _V2 = """
 ALTER TABLE runs ADD COLUMN detached INTEGER NOT NULL DEFAULT 1;
 """
 
-# v3: follow-up turns (see turns.py). A run may continue another run's ACP session
-# (``follows``: `acp-bridge send`), belong to a named session (``run --session NAME``), and
-# keep its agent alive after its turn for the next one (``held_until``: its supervisor holds
-# the agent process, and the lane slot, until then).
+# v3: follow-up turns (see session_chains.py and ``_runs/held_agents.py``). A run may
+# continue another run's ACP session (``follows``: `acp-bridge send`), belong to a named
+# session (``run --session NAME``), and keep its agent alive after its turn for the next one
+# (``held_until``: its supervisor holds the agent process, and the lane slot, until then).
 _V3 = """
 ALTER TABLE runs ADD COLUMN follows TEXT;
 ALTER TABLE runs ADD COLUMN session_name TEXT;
@@ -116,7 +116,7 @@ CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
 # v4: runners (issue 24). A supervisor carries several detached runs of one environment at
 # once; while it takes new ones it is listed here, and a starter hands it a run in the
 # insert's own transaction, only while the row stands. The supervisor leaves the table in the
-# transaction that finds nothing of its own queued, running or held (see runners.py).
+# transaction that finds nothing of its own queued, running or held (see supervisors.py).
 # And the active runs in queue order straight from an index: every look at the lanes (each
 # run's end, each claim), ``ps`` and the liveness check read them, and with the old index
 # (lane first) SQLite scanned the whole table instead — 10 000 ended runs, envelopes and all.

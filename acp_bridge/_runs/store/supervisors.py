@@ -1,8 +1,9 @@
 """Runners: which process carries a new detached run.
 
-A detached run is carried by a supervisor process (:mod:`.supervisor.main`). One supervisor
-carries several runs at once: every run started from its environment (the same variables
-and working directory, :func:`~.supervisor.detach.env_key`) while it takes new ones. So a
+A detached run is carried by a supervisor process (:mod:`acp_bridge._runs.supervisor.main`).
+One supervisor carries several runs at once: every run started from its environment (the
+same variables and working directory,
+:func:`~acp_bridge._runs.supervisor.start_detached.env_key`) while it takes new ones. So a
 fan-out of detached runs pays one interpreter start and one import of the entry code
 (~0.3 s of CPU), not one per run. A supervisor that takes new runs is a *runner*, listed in
 the store's ``runners`` table under its environment.
@@ -23,7 +24,7 @@ Both are ``BEGIN IMMEDIATE`` transactions, so one of them comes first: either th
 sees the new run and carries it, or the starter finds the runner gone and starts another. A
 runner that was killed stays listed until a starter finds its process gone (the row is
 removed then); its runs are ``lost`` like any other run whose supervisor died
-(:mod:`.liveness`).
+(:mod:`acp_bridge._runs.liveness`).
 
 Standard library only: the queued supervisor uses it.
 """

@@ -12,7 +12,7 @@ gracefully, or cuts off this call (and no other) after ``HARD_GRACE``, its envel
 written here. Runs the entry opens itself (a tool call inside ``spawn``) are recorded by
 the reporter (:mod:`~acp_bridge._runs.foreground`), like any foreground run.
 
-Follow-ups (:mod:`~acp_bridge._runs.followups`): a run that follows an earlier one continues
+Follow-ups (docs/explanation/runs.md, follow-up turns): a run that follows an earlier one continues
 its ACP session — through ``session/resume`` or ``session/load`` when it is carried as a
 call of its own (a refusal, never a fresh session, when the agent offers neither). And an
 ``acp_spawn`` run of a profile with ``timeouts.idle`` hands its envelope over while its agent

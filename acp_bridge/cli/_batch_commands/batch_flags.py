@@ -1,5 +1,5 @@
 """The options of ``acp-bridge batch`` and ``acp-bridge worker``, and the executor options
-``smoke`` shares with ``batch``. Light: the handlers (:mod:`._batch_cli`) load the batch code,
+``smoke`` shares with ``batch``. Light: the handlers (:mod:`.batch_command`) load the batch code,
 and Ray only on the Ray path."""
 
 from __future__ import annotations

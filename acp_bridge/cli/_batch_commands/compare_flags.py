@@ -1,6 +1,6 @@
 """The options of ``acp-bridge compare``. Light: its flags come from compare's options model
 (pydantic), loaded only when the command line runs ``compare`` (or the whole parser is
-built, for ``--help`` and the reference); its handler is :mod:`._compare`."""
+built, for ``--help`` and the reference); its handler is :mod:`.compare_command`."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ entries table, like every other front end. A broken config is an envelope too (a
 answers with one), its problems listed on stderr. Ctrl-C (or SIGTERM, SIGHUP) cancels the run
 gracefully — the ACP agent is told and may answer, a command or model loop is stopped — and
 the envelope says ``cancelled``; a second one ends it at once (no grace, SIGKILL), still with
-the full envelope of what was gathered (_signals.py).
+the full envelope of what was gathered (``cli/_signals.py``).
 """
 
 from __future__ import annotations
@@ -51,10 +51,10 @@ def run_request(
     hooks: tuple[PermissionHook | None, ElicitationHook | None] = (None, None),
 ) -> int:
     """Run ``request`` with the options every entry command shares; print the envelope.
-    ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see _prompts.py)."""
+    ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see terminal_prompts.py)."""
     if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
         _garbage_collector.resume()
-        # It has its own supervisor and its own Ctrl-C handling (_detach.py): the usual
+        # It has its own supervisor and its own Ctrl-C handling (detached_runs.py): the usual
         # handlers come back, and a signal that came during start-up means "don't start".
         interrupts.restore()
         if interrupts.count:
@@ -126,7 +126,7 @@ async def _every(seconds: float, call: Callable[[], None]) -> None:
 
 def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:
     """The terminal's answers to ``ask`` permissions and questions. A run the run layer
-    carries is headless (_detach.py refuses --yes); so is a run with nobody at a terminal
+    carries is headless (detached_runs.py refuses --yes); so is a run with nobody at a terminal
     and no fixed answer. Both skip importing the prompts (issue 24: a cold headless run)."""
     if wants_run_layer(args) or not (args.yes or args.no or is_interactive()):
         return None, None

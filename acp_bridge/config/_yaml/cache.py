@@ -12,7 +12,7 @@ it": the cache never changes what a load returns, only how long it takes.
 
 Within one process the documents themselves are kept too (:func:`remembered`): a file read
 again with the same bytes gives the same document object, so what is computed from a
-document (settings, a resolved profile: reuse.py) can be reused by its identity.
+document (settings, a resolved profile: ``config/_reuse.py``) can be reused by its identity.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 from acp_bridge._os.fs.private_files import write_private
 from acp_bridge.errors import SourceLocation, StateDirError
 
-FORMAT = 2  # 2: documents parsed under the limits of _yamlbounds.py
+FORMAT = 2  # 2: documents parsed under the limits of bounds.py
 Positions = dict[tuple[str | int, ...], SourceLocation]
 MAX_REMEMBERED = 256
 """Documents kept in memory (the least recently read go first)."""

@@ -5,7 +5,7 @@ spot. :func:`load_yaml` parses with ruamel.yaml (YAML 1.2: ``yes`` stays a strin
 the tree into plain Python data and keeps a position index beside it;
 :func:`problems_from_validation` maps pydantic's errors back onto that index and words them
 for people (``must be a positive number, got "ten"``). Every input is held to the limits of
-_yamlbounds.py (regular files only, size, depth, alias expansion, tags).
+bounds.py (regular files only, size, depth, alias expansion, tags).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class YamlDocument:
 def load_yaml(path: Path) -> YamlDocument:
     """Parse ``path``; a read or syntax error becomes a :class:`ConfigError` with position.
 
-    An unchanged file is served from the parse cache (see yamlcache.py); within a process,
+    An unchanged file is served from the parse cache (see cache.py); within a process,
     as the same document object (which nobody changes)."""
     try:
         content = read_yaml_bytes(path)
@@ -167,7 +167,7 @@ def parse_yaml(text: str, path: Path) -> YamlDocument:
 
 def _plain(node: Any, path: DataPath, doc: YamlDocument, budget: YamlSizeBudget) -> Any:
     """ruamel's round-trip node as plain Python data, recording positions on the way;
-    within the budget of _yamlbounds.py (depth, values, tags)."""
+    within the budget of bounds.py (depth, values, tags)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 
     def at(position: Any) -> SourceLocation:

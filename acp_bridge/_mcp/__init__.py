@@ -25,7 +25,7 @@ Modules, bottom up:
 - :mod:`.run_control` — the run-control tools, the one adapter over
   :mod:`acp_bridge._runs.caller.handle`;
 - :mod:`.server` — the MCP server itself (``tools/list``, ``tools/call``);
-- :mod:`.stdio_repair` — host lines on stdio the SDK could not read: mended, or answered with an
+- :mod:`.stdio_repair` — host lines on stdio the SDK could not read: repaired, or answered with an
   error, never dropped without a word;
 - :mod:`.listen` — where an HTTP server may listen and with which token (no SDK import);
 - :mod:`.connections` — HTTP connections that must send a request's headers in time;

@@ -7,12 +7,12 @@ prints. Modules:
 - :mod:`.start` — :func:`~.start.start_run` / ``start_run_sync`` and ``RunOptions``;
   :mod:`.handle` — :class:`~.handle.RunHandle` (``wait``, ``stop``, ``events``, ``status``,
   ``record``), ``wait_all``, ``stop_run``, ``list_runs``, ``open_run``;
-- :mod:`.store.foreground` — every foreground run of every entry, recorded (the runner's hook);
+- :mod:`.store.foreground` — every foreground run of every entry, recorded (the entries' reporter);
 - :mod:`.store.store`, :mod:`.store.records`, :mod:`.store.migrations`, :mod:`.store.dbapi` — the
   SQLite store, what it holds, its migrations, its errors;
 - :mod:`.supervisor.main` (``python -m acp_bridge._runs.supervisor.main``),
   :mod:`.supervisor.running`, :mod:`.supervisor.detach`, :mod:`.store.recorder`, :mod:`.envelopes` —
-  the detached process that carries runs;
+  the detached process that runs them;
 - :mod:`.lanes`, :mod:`.budget`, :mod:`.liveness`, :mod:`.store.retention`, :mod:`.store.rules`,
   :mod:`.followups` — follow-up turns (the chain of a session, held agents, ``send``);
 - :mod:`.wakeups`, :mod:`.watch`, :mod:`~acp_bridge._os.process.proc` — wake-ups and process

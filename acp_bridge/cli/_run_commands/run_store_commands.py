@@ -48,7 +48,7 @@ def add_detach_options(p: argparse.ArgumentParser, *, session: bool = False) -> 
     ``session``: ``--session`` too (``run``: an ACP agent's session)."""
     g = p.add_argument_group(
         "detached runs",
-        "--detach prints {task_id, status} and returns at once; a supervisor process carries "
+        "--detach prints {task_id, status} and returns at once; a supervisor process runs "
         "the run (see: acp-bridge wait, ps, logs, stop, send). The other options here make a "
         "run go through the run layer: without --detach it is followed until it ends.",
     )
@@ -250,7 +250,7 @@ def cmd_ps(args: argparse.Namespace) -> int:
     for row in rows:
         out("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]))
     if any(not run.detached for run in runs):
-        out("(* a foreground run, carried by its caller's process)")
+        out("(* a foreground run, run by its caller's process)")
     return EXIT_OK
 
 

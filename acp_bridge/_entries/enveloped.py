@@ -1,4 +1,4 @@
-"""The one runner every entry path goes through: the contract they all keep (DESIGN §1-§2).
+"""The one wrapper every entry path goes through: the contract they all keep (DESIGN §1-§2).
 
 :func:`run_enveloped` wraps an entry's body: it loads the config (when the caller gave none)
 inside the guarded region, enters one subtask level (or stays at the caller's, for a host

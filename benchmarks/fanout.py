@@ -12,8 +12,8 @@ acp_bridge._demo.agent``) and the task ``Reply with exactly OK``:
 - ``bridge``: N concurrent ``acp_bridge.acp_spawn("demo", …)`` in one anyio task group, as
   a host calls them: the defaults (the OS sandbox ``auto``, transcripts, the run record);
 - ``detached``: N ``start_run_sync`` (as ``acp-bridge run --detach`` does: the runs go to
-  one supervisor process of this environment, which carries them at once) then
-  ``wait_all_sync`` for all of them; ``supervisors`` says how many processes carried them.
+  one supervisor process of this environment, which runs them at once) then
+  ``wait_all_sync`` for all of them; ``supervisors`` says how many processes ran them.
 
 - ``sdk-sandboxed`` (only when named): the SDK as in ``sdk``, each agent started in the
   bridge's sandbox exactly as the bridge starts the demo agent (``confined()`` with the demo
@@ -172,7 +172,7 @@ def run_detached(n: int, cwd: str) -> None:
         envelope = run.envelope or {}
         ok += envelope.get("status") == "done" and envelope.get("output") == "OK"
     # The supervisors are not our children: their CPU is not in ``cpu``.
-    supervisors = len({run.supervisor for run in runs})  # processes that carried the runs
+    supervisors = len({run.supervisor for run in runs})  # processes that ran the runs
     _report("detached", n, ok, wall, cpu, start_s=started, supervisors=supervisors)
 
 
@@ -245,8 +245,8 @@ def main() -> int:
     if "bridge" in clients and rounds[0]["bridge"].get("sandbox"):
         print(f"sandbox: {rounds[0]['bridge']['sandbox']}")
     if "detached" in clients:
-        carriers = [r["detached"]["supervisors"] for r in rounds]
-        print(f"detached runs carried by {carriers} supervisor process(es) per round")
+        counts = [r["detached"]["supervisors"] for r in rounds]
+        print(f"detached runs ran in {counts} supervisor process(es) per round")
     print()
     for a, b, target in (("bridge", "sdk", 1.3), ("detached", "bridge", 3.0)):
         if a in clients and b in clients:

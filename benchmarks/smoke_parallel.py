@@ -1,4 +1,4 @@
-"""Smoke runner concurrency: 20 cases against the demo agent, serially and at --parallel 4.
+"""Smoke suite concurrency: 20 cases against the demo agent, serially and at --parallel 4.
 
     python benchmarks/smoke_parallel.py [--rounds 3] [--cases 20] [--parallel 4]
 

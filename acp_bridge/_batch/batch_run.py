@@ -15,7 +15,7 @@ The promises, whatever the executor does:
   ``meta.batch = {key, index, node, attempts}``; a task's failure is its envelope, never an
   exception (a malformed task is a :class:`~acp_bridge.ConfigError` before anything runs);
 - no silent re-run: an attempt whose node was lost (``node_lost``, or ``lost``: the process
-  carrying it died) runs again elsewhere only when ``retries`` allows, and
+  running it died) runs again elsewhere only when ``retries`` allows, and
   ``meta.batch.attempts`` counts; any other failure is the task's own result;
 - an executor that cannot run anything (an unreachable cluster) gives every task an
   ``executor_error`` envelope saying why;
@@ -45,7 +45,7 @@ from acp_bridge.errors import ErrorCode, ExecutorError
 
 RETRIED = frozenset({ErrorCode.NODE_LOST, ErrorCode.LOST})
 """Error codes of attempts the batch may run again (when ``retries`` allows): the task's
-node or carrying process was lost, so its own result is unknown."""
+node or the process running it was lost, so its own result is unknown."""
 
 ResultHook = Callable[[SubtaskResult], None]
 Progress = Callable[[str, Keyed, "str | None", "SubtaskResult | None"], None]

@@ -145,9 +145,9 @@ class _LocalSession:
         for limiter in limiters:
             await limiter.acquire()
         try:
-            # The batch records the task itself, with where it ran: the runner's reporter
-            # leaves this one out.
-            with foreground.carrying(task_id):
+            # The batch records the task itself, with where it ran: the entry wrapper's
+            # reporter leaves this one out.
+            with foreground.recorded_elsewhere(task_id):
                 guard = effective_timeout(task.request, self.config) + GUARD_MARGIN
                 raced = await race(
                     lambda: run_task_here(

@@ -1,6 +1,6 @@
 """Batch tasks in the submitting machine's run store, wherever they ran.
 
-Each task is one run row, carried by the batch's own process (so if that process dies, the
+Each task is one run row, recorded by the batch's own process (so if that process dies, the
 readers find the task ``lost``, like any foreground run): ``running`` from when its node
 starts it, then its final envelope — with ``meta.node`` and ``meta.batch`` — committed
 before the batch hands it on. ``ps``, ``show`` and ``wait`` work on it from any process.

@@ -72,16 +72,16 @@ class Prepared:
     """A workspace made for one task: run the task in :attr:`path`."""
 
     path: Path
-    holder: Path
+    temp_dir: Path
     """The temporary directory around it (removed at the end unless kept)."""
     worktree_of: Path | None = None
     notes: list[str] = field(default_factory=list)
 
 
 async def _make(spec: Workspace, task_id: str, upload: bytes | None) -> Prepared:
-    holder = Path(tempfile.mkdtemp(prefix=f"acp-bridge-{task_id}-"))
-    path = holder / "work"
-    prepared = Prepared(path, holder)
+    temp_dir = Path(tempfile.mkdtemp(prefix=f"acp-bridge-{task_id}-"))
+    path = temp_dir / "work"
+    prepared = Prepared(path, temp_dir)
     try:
         if spec.git is not None:
             await _git_workspace(spec.git, spec.ref, prepared)
@@ -124,7 +124,7 @@ async def _git_workspace(repo: str, ref: str, prepared: Prepared) -> None:
             return
         if "://" not in repo and not repo.endswith(".git"):
             raise ConfigError(f"workspace git {repo!r}: no such repository on this node")
-        await git("clone", "--quiet", repo, str(path), cwd=prepared.holder, timeout=GIT_TIMEOUT)
+        await git("clone", "--quiet", repo, str(path), cwd=prepared.temp_dir, timeout=GIT_TIMEOUT)
         await git("checkout", "--quiet", "--detach", ref, cwd=path)
     except GitError as exc:
         raise ConfigError(f"workspace git {repo!r} at {ref!r}: {exc}") from None
@@ -139,7 +139,7 @@ async def _remove(prepared: Prepared) -> None:
                 )
             except GitError as exc:
                 prepared.notes.append(f"worktree not removed: {exc}")
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(prepared.holder, ignore_errors=True))
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(prepared.temp_dir, ignore_errors=True))
 
 
 @dataclass
@@ -173,7 +173,7 @@ class Measured:
     def __init__(self, prepared: Prepared, task_id: str) -> None:
         self.prepared = prepared
         self.task_id = task_id
-        self.scratch = prepared.holder / "baseline"
+        self.scratch = prepared.temp_dir / "baseline"
 
     async def __aenter__(self) -> Measured:
         self.baseline = await take_baseline([self.prepared.path], workdir=self.scratch)

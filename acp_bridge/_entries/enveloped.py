@@ -1,4 +1,4 @@
-"""The one runner every entry path goes through: the contract they all keep
+"""The one wrapper every entry path goes through: the contract they all keep
 (docs/explanation/envelope.md).
 
 :func:`run_enveloped` wraps an entry's body: it loads the config (when the caller gave none)

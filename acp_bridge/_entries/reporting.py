@@ -1,8 +1,8 @@
-"""The run reporter hook: where the runner reports every run as it starts and as it ends.
+"""The run reporter hook: where the entry wrapper reports every run as it starts and ends.
 
 Every entry path goes through :func:`~acp_bridge._entries.enveloped.run_enveloped`; when a
 reporter is installed, each run there gets a :class:`RunReport`: ``begin`` once the config
-is loaded (a blocking call the runner makes in a worker thread, beside the run, so its cost
+is loaded (a blocking call the wrapper makes in a worker thread, beside the run, so its cost
 stays off the run's critical path), then ``ended`` with the final envelope, or ``abandoned``
 when the caller's own scope cancelled the run and no envelope exists.
 
@@ -35,7 +35,7 @@ class RunReport(Protocol):
     """One run as its reporter follows it."""
 
     def begin(self, config: LoadedConfig | None) -> None:
-        """Record the run as running (blocking I/O; the runner calls it in a worker
+        """Record the run as running (blocking I/O; the wrapper calls it in a worker
         thread). ``config``: the run's config, None when it could not be loaded."""
 
     def ended(self, result: SubtaskResult) -> None:

@@ -30,7 +30,7 @@ Modules, bottom up:
 - :mod:`.transport` — how the server is reached: :mod:`.transport.serving` (stdio, and
   streamable HTTP behind a bearer token, each request's headers and body due within a
   deadline), :mod:`.transport.stdio_repair` (host lines on stdio the SDK could not read:
-  mended, or answered with an error, never dropped without a word),
+  repaired, or answered with an error, never dropped without a word),
   :mod:`.transport.listen` (where an HTTP server may listen and with which token; no SDK
   import), :mod:`.transport.connections` (HTTP connections that must send a request's
   headers in time).

@@ -26,7 +26,7 @@ import mcp.types as types
 from anyio.abc import TaskGroup
 
 from acp_bridge._mcp.host import Host
-from acp_bridge._mcp.tool_runs import Item, Landed, LogLine, Progress, Question, ToolRun
+from acp_bridge._mcp.tool_runs import Finished, Item, LogLine, Progress, Question, ToolRun
 from acp_bridge.envelope import SubtaskResult
 
 STOP_GRACE = 30.0
@@ -53,15 +53,15 @@ async def follow(tool_run: ToolRun, host: Host) -> types.CallToolResult | types.
     return envelope_result(outcome.result)
 
 
-async def _relay(tool_run: ToolRun, host: Host) -> Landed | list[Question]:
-    """Deliver the tool run's items until it lands, or (2026-07-28) it has questions."""
-    outcome: Landed | list[Question] | None = None
+async def _relay(tool_run: ToolRun, host: Host) -> Finished | list[Question]:
+    """Deliver the tool run's items until it finishes, or (2026-07-28) it has questions."""
+    outcome: Finished | list[Question] | None = None
     tool_run.following = True
     try:
         async with anyio.create_task_group() as asking:
             while outcome is None:
                 outcome = await _deliver(tool_run, host, await tool_run.take(), asking)
-            asking.cancel_scope.cancel()  # questions still open when it landed are moot
+            asking.cancel_scope.cancel()  # questions still open when it finished are moot
     finally:
         tool_run.following = False
     assert outcome is not None  # the loop ends only with one; a cancel raises instead
@@ -70,7 +70,7 @@ async def _relay(tool_run: ToolRun, host: Host) -> Landed | list[Question]:
 
 async def _deliver(
     tool_run: ToolRun, host: Host, items: list[Item], asking: TaskGroup
-) -> Landed | list[Question] | None:
+) -> Finished | list[Question] | None:
     """Deliver ``items``; how the call ends, if they end it."""
     questions: list[Question] = []
     for item in items:
@@ -79,7 +79,7 @@ async def _deliver(
             await host.progress(tool_run.progress, item.text)
         elif isinstance(item, LogLine):
             await host.log(item)
-        elif isinstance(item, Landed):
+        elif isinstance(item, Finished):
             return item
         elif not item.answered.is_set():  # a question, not timed out meanwhile
             if host.can_request:
@@ -99,7 +99,7 @@ async def _host_cancelled(tool_run: ToolRun, host: Host) -> None:
     tool_run.cancel.set()
     with anyio.CancelScope(shield=True):
         with anyio.move_on_after(STOP_GRACE):
-            await tool_run.landed.wait()
+            await tool_run.finished.wait()
         tool_run.collected.set()
         result = tool_run.result
         text = (

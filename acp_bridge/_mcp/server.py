@@ -183,7 +183,7 @@ class BridgeServer:
                 elicitation_hook=hooks[1],
             )
 
-        tool_runs.launch(tool_run, run)
+        tool_runs.start(tool_run, run)
         return await follow(tool_run, host)
 
     async def _compare(

@@ -11,9 +11,9 @@ handshake protocols one request follows the tool run from start to end.
 
 Bounds: events queue up to ``MAX_QUEUED`` items (message chunks merge into one line; beyond
 that, progress lines are dropped and counted, never questions or the envelope); a question
-waits ``ask_timeout`` seconds for its answer, then takes the headless decision; a landed
-tool_run nobody came back for is forgotten after ``KEEP`` seconds. On shutdown every tool run is
-cancelled the graceful way and given ``SHUTDOWN_GRACE`` seconds to land.
+waits ``ask_timeout`` seconds for its answer, then takes the headless decision; a finished
+tool run nobody came back for is forgotten after ``KEEP`` seconds. On shutdown every tool run is
+cancelled the graceful way and given ``SHUTDOWN_GRACE`` seconds to finish.
 """
 
 from __future__ import annotations
@@ -75,21 +75,21 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Landed:
+class Finished:
     result: SubtaskResult
 
 
-Item = Progress | LogLine | Question | Landed
+Item = Progress | LogLine | Question | Finished
 
 
 class ToolRun:
     """One run and what it has to tell whoever follows it."""
 
     def __init__(self, *, ask_timeout: float) -> None:
-        self.id = f"flight_{secrets.token_hex(16)}"  # unguessable: it is the request_state
+        self.id = f"toolrun_{secrets.token_hex(16)}"  # unguessable: it is the request_state
         self.ask_timeout = ask_timeout
         self.cancel = anyio.Event()
-        self.landed = anyio.Event()
+        self.finished = anyio.Event()
         self.collected = anyio.Event()
         self.result: SubtaskResult | None = None
         self.progress = 0
@@ -141,14 +141,14 @@ class ToolRun:
             del self.questions[question.key]
         return question.answer
 
-    def land(self, result: SubtaskResult) -> None:
+    def finish(self, result: SubtaskResult) -> None:
         self.result = result
         if self.dropped:  # past the bound, but the host should know it missed some
             self._items.append(
                 Progress(f"({self.dropped} progress lines dropped: read too slowly)")
             )
-        self._push(Landed(result))
-        self.landed.set()
+        self._push(Finished(result))
+        self.finished.set()
 
     # --- the follower's side -----------------------------------------------------------
 
@@ -175,7 +175,7 @@ class ToolRun:
 
 Run = Callable[[ToolRun], Awaitable[SubtaskResult]]
 
-CURRENT: ContextVar[ToolRun | None] = ContextVar("acp_bridge_mcp_flight", default=None)
+CURRENT: ContextVar[ToolRun | None] = ContextVar("acp_bridge_mcp_tool_run", default=None)
 """The tool run whose run this code is part of (log lines go to its host)."""
 
 
@@ -184,36 +184,36 @@ class ToolRuns:
 
     def __init__(self, tg: TaskGroup) -> None:
         self._tg = tg
-        self._flying: dict[str, ToolRun] = {}
+        self._running: dict[str, ToolRun] = {}
 
-    def launch(self, tool_run: ToolRun, run: Run) -> None:
-        self._flying[tool_run.id] = tool_run
-        self._tg.start_soon(self._fly, tool_run, run)
+    def start(self, tool_run: ToolRun, run: Run) -> None:
+        self._running[tool_run.id] = tool_run
+        self._tg.start_soon(self._run, tool_run, run)
 
-    def find(self, flight_id: str) -> ToolRun | None:
-        return self._flying.get(flight_id)
+    def find(self, tool_run_id: str) -> ToolRun | None:
+        return self._running.get(tool_run_id)
 
-    async def _fly(self, tool_run: ToolRun, run: Run) -> None:
+    async def _run(self, tool_run: ToolRun, run: Run) -> None:
         CURRENT.set(tool_run)  # this task's own context: the run's tasks inherit it
         try:
             result = await run(tool_run)
         except anyio.get_cancelled_exc_class():
-            tool_run.land(_cancelled("the MCP server shut down"))
-            self._flying.pop(tool_run.id, None)
+            tool_run.finish(_cancelled("the MCP server shut down"))
+            self._running.pop(tool_run.id, None)
             raise
-        tool_run.land(result)
+        tool_run.finish(result)
         # A host on 2026-07-28 rounds may still come back for the envelope.
         with anyio.move_on_after(KEEP):
             await tool_run.collected.wait()
-        self._flying.pop(tool_run.id, None)
+        self._running.pop(tool_run.id, None)
 
-    async def land_all(self) -> None:
-        """Cancel every tool run gracefully and wait (bounded) for them to land."""
+    async def cancel_all(self) -> None:
+        """Cancel every tool run gracefully and wait (bounded) for them to finish."""
         with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_GRACE):
-            for tool_run in list(self._flying.values()):
+            for tool_run in list(self._running.values()):
                 tool_run.cancel.set()
-            for tool_run in list(self._flying.values()):
-                await tool_run.landed.wait()
+            for tool_run in list(self._running.values()):
+                await tool_run.finished.wait()
 
 
 def _cancelled(why: str) -> SubtaskResult:
@@ -228,5 +228,5 @@ async def tool_runs_lifespan(_server: Any) -> AsyncIterator[ToolRuns]:
         try:
             yield tool_runs
         finally:
-            await tool_runs.land_all()
+            await tool_runs.cancel_all()
             tg.cancel_scope.cancel()

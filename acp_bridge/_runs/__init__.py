@@ -11,14 +11,14 @@ prints. Modules:
   ``wait_all``, ``stop_run``, ``list_runs``, ``open_run``, and ``send``
   (:mod:`.caller.send`); :mod:`.run_options` — ``RunOptions``, what the run layer adds to a
   request;
-- :mod:`.foreground` — every foreground run of every entry, recorded (the runner's hook);
+- :mod:`.foreground` — every foreground run of every entry, recorded (the entries' reporter);
 - :mod:`.store` — the SQLite store (:mod:`.store.run_store`), what it holds
   (:mod:`.store.run_records`), its migrations and errors, lanes (:mod:`.store.lanes`),
   retention, the config's rules, a session as a chain of runs
   (:mod:`.store.session_chains`), and which supervisor a new run goes to
   (:mod:`.store.supervisors`);
 - :mod:`.supervisor` (``python -m acp_bridge._runs.supervisor.main``), :mod:`.recorder`,
-  :mod:`.unfinished` — the detached process that carries runs, its event writer, the
+  :mod:`.unfinished` — the detached process that runs them, its event writer, the
   envelopes of runs the entry never finished;
 - :mod:`.budget`, :mod:`.liveness`, :mod:`.held_agents` — budgets, lost runs, an agent held
   between follow-up turns;

@@ -3,13 +3,13 @@
 
 A run whose caller waits for its envelope (``acp-bridge run`` without ``--detach``, a host
 calling ``acp_bridge.acp_spawn``, a smoke case, a tool call inside ``ask``) is recorded
-here: a row, ``running`` and carried by the caller's own process, written from a worker
-thread beside the run (:mod:`acp_bridge._entries.reporting`); then its envelope, committed
-before the caller gets it, and the doorbells of anyone waiting on it rung. So ``ps`` lists
+here: a row, ``running`` in the caller's own process, written from a worker thread beside
+the run (:mod:`acp_bridge._entries.reporting`); then its envelope, committed before the
+caller gets it, and anyone waiting on it woken. So ``ps`` lists
 it, ``wait`` and ``show`` work on it from any process, and if the caller is killed the run is
 found ``lost`` like any other. What a foreground record does not have: its events (``logs``
 is for detached runs), a stop from elsewhere (its caller owns it: Ctrl-C there), lanes and
-budgets (they belong to runs the run layer carries).
+budgets (they belong to runs of the run layer).
 
 Cost, measured with ``benchmarks/cold_start.py``: the thread does the SQLite import, the
 store's opening and the insert while the agent starts up; the caller waits only for the
@@ -42,18 +42,21 @@ if TYPE_CHECKING:  # imported on first use: SQLite is the begin thread's cost, n
 
 log = logging.getLogger("acp_bridge.runs")
 
-_carried: ContextVar[str | None] = ContextVar("acp_bridge_carried_run", default=None)
+_recorded_elsewhere: ContextVar[str | None] = ContextVar(
+    "acp_bridge_run_recorded_elsewhere", default=None
+)
 
 
 @contextlib.contextmanager
-def carrying(run_id: str) -> Iterator[None]:
-    """Inside: the run ``run_id`` is carried by this process's supervisor, which records it
-    itself (the reporter leaves that one run out; runs it opens are recorded as usual)."""
-    token = _carried.set(run_id)
+def recorded_elsewhere(run_id: str) -> Iterator[None]:
+    """Inside: the run ``run_id`` is recorded by whoever runs it in this process (a
+    supervisor, a batch), not by the reporter, which leaves that one run out; runs it opens
+    are recorded as usual."""
+    token = _recorded_elsewhere.set(run_id)
     try:
         yield
     finally:
-        _carried.reset(token)
+        _recorded_elsewhere.reset(token)
 
 
 class StoreReporter:
@@ -64,13 +67,13 @@ class StoreReporter:
         self.lock = threading.Lock()
         self._stores: dict[tuple[int, Path], Store] = {}
         self._unwritten: list[_Record] = []
-        """Records whose ``begin`` is waiting for :attr:`lock`: the next holder writes them
-        all (guarded by :attr:`_queue_lock`, which is never held while writing)."""
+        """Records whose ``begin`` is waiting for :attr:`lock`: the next thread to take it
+        writes them all (guarded by :attr:`_queue_lock`, never held while writing)."""
         self._queue_lock = threading.Lock()
         self._writing = False
 
     def record(self, run: RunStart) -> _Record | None:
-        if run.task_id == _carried.get():
+        if run.task_id == _recorded_elsewhere.get():
             return None
         return _Record(self, run)
 
@@ -230,7 +233,7 @@ _identity: tuple[int, Identity] | None = None
 
 def _own_identity() -> Identity:
     """This process's identity (pid, start time, boot), read once per process (a forked
-    child reads its own): every record carries it, twice."""
+    child reads its own): every record has it, twice."""
     global _identity
     from acp_bridge._os.process import proc
 
@@ -244,8 +247,9 @@ _reporter = StoreReporter()
 
 
 def record_run(run: RunStart) -> _Record:
-    """A record of ``run`` in the run store, reporter installed or not, carried or not: a
-    batch records each of its tasks itself, with where it ran (see ``acp_bridge._batch``)."""
+    """A record of ``run`` in the run store, whether the reporter is installed or leaves the
+    run out: a batch records each of its tasks itself, with where it ran (see
+    ``acp_bridge._batch``)."""
     return _Record(_reporter, run)
 
 

@@ -4,15 +4,16 @@ After a detached ``acp_spawn`` turn that left its session sound, when the profil
 agent (``timeouts.idle`` above 0), the supervisor commits the run's envelope and, in the same
 transaction, marks the run held until the idle time ends (``lanes.finish``); the waiter of
 the run learns it ended as usual. A held run keeps its lane slot (``max_concurrent`` bounds
-live agent processes), and a queued follow-up of it is reserved for its holder. Then the
-holder waits, on the held run's doorbell, for a follow-up to claim
-(:func:`wait_for_follow_up`): whoever queues a follow-up of the run rings it, so does
-``acp-bridge stop`` (which lets go of the hold, :func:`let_go`). A claimed follow-up becomes
-the next turn of the same live session; otherwise — the idle time over, the agent gone, the
-hold let go, the supervisor asked to stop — the hold is released and the runs the slot lets
-start are rung. Every wait here is bounded by the idle time; a hold past its time counts for
-nothing; a holder that died is released by the next look at the store (:func:`dead_holders`,
-by ``liveness``: any look at such a run, and ``reap``; what it started is ended too).
+live agent processes), and a queued follow-up of it is reserved for the supervisor holding
+its agent. Then that supervisor waits, on the held run's wakeup, for a follow-up to claim
+(:func:`wait_for_follow_up`): whoever queues a follow-up of the run wakes it, so does
+``acp-bridge stop`` (which ends the hold, :func:`end_hold`). A claimed follow-up becomes the
+next turn of the same live session; otherwise — the idle time over, the agent gone, the
+hold ended, the supervisor asked to stop — the hold is released and the runs the slot lets
+start are woken. Every wait here is bounded by the idle time; a hold past its time counts
+for nothing; the hold of a supervisor that died is released by the next look at the store
+(:func:`held_by_dead_supervisors`, by ``liveness``: any look at such a run, and ``reap``;
+what it started is ended too).
 
 A follow-up queued just as the hold ends is never stranded: claiming and releasing are each
 one transaction, a follow-up can only be claimed while the hold stands, and once it is
@@ -54,7 +55,7 @@ def holding(run: RunRecord, now: float | None = None) -> bool:
 
 def hold(store: Store, run_id: str, me: Identity, until: float | None) -> bool:
     """Hold (``until``: Unix time) or release (None) the agent of ``run_id``, which this
-    process carried. Whether it was set (the run is still ours)."""
+    process ran. Whether it was set (the run is still ours)."""
     with store.write() as db:
         changed = db.execute(
             "UPDATE runs SET held_until = ? WHERE id = ? AND supervisor_pid = ?"
@@ -74,10 +75,10 @@ def holds(store: Store, run_id: str, me: Identity) -> bool:
     return row is not None
 
 
-def let_go(store: Store, run_id: str) -> bool:
+def end_hold(store: Store, run_id: str) -> bool:
     """End the hold of ``run_id``'s agent now (``acp-bridge stop`` on a held run); whether
-    it was held. The caller rings the run's bells: its holder wakes, closes the agent and
-    releases the slot."""
+    it was held. The caller wakes the run's waiters: the supervisor holding the agent
+    closes it and releases the slot."""
     now = time.time()
     with store.write() as db:
         changed = db.execute(
@@ -91,8 +92,8 @@ class OtherSettings(Exception):
 
 
 def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
-    """In the holder of ``run_id``: take its oldest queued follow-up (not asked to stop),
-    moving the hold's lane slot to it. Its id, or None (then the hold stays). Raises
+    """In the supervisor holding ``run_id``'s agent: take its oldest queued follow-up (not
+    asked to stop), moving the hold's lane slot to it. Its id, or None (then the hold stays). Raises
     :class:`OtherSettings` (nothing taken) for a follow-up with other session settings (a
     ``run --session NAME`` with another mode, say): the held agent cannot serve it as
     asked; once the hold is released it starts on its own, resuming the session."""
@@ -125,9 +126,10 @@ def claim_follow_up(store: Store, run_id: str, me: Identity) -> str | None:
         return str(row[0])
 
 
-def dead_holders(store: Store) -> list[RunRecord]:
+def held_by_dead_supervisors(store: Store) -> list[RunRecord]:
     """The held runs whose supervisors died (their holds are released by
-    ``liveness.release_dead_holder``: the slots and reserved follow-ups go free)."""
+    ``liveness.release_hold_of_dead_supervisor``: the slots and reserved follow-ups go
+    free)."""
     now = time.time()
     rows = store.db.execute(
         f"SELECT {LIST_COLUMNS} FROM runs WHERE held_until > ?", (now,)
@@ -145,15 +147,15 @@ def _spec(text: str | None) -> dict[str, Any] | None:
 
 
 LOOK = 1.0
-"""Seconds between looks for a follow-up when no doorbell rang (a missed ring)."""
+"""Seconds between looks for a follow-up when no wakeup came (a missed one)."""
 
 
 async def wait_for_follow_up(
     store: Store, me: Identity, run_id: str, wakeup: Wakeup, held: Held, stopped: anyio.Event
 ) -> str | None:
     """The follow-up of ``run_id`` this process claimed while holding its agent, or None
-    when the hold ended first (then it is released here). ``wakeup`` rings for ``run_id`` and
-    was listening before the hold was committed, so no ring is missed."""
+    when the hold ended first (then it is released here). ``wakeup`` is woken for ``run_id``
+    and was listening before the hold was committed, so no wake-up is missed."""
     import anyio  # the supervisor's heavy half has it already; the store side never needs it
 
     from acp_bridge._os.race import race
@@ -179,6 +181,6 @@ async def wait_for_follow_up(
 
 
 def release(store: Store, run_id: str, me: Identity) -> None:
-    """End this process's hold of ``run_id``'s agent; ring the runs its slot lets start."""
+    """End this process's hold of ``run_id``'s agent; wake the runs its slot lets start."""
     if hold(store, run_id, me, None):
         wake(store, lanes.heads(store))

@@ -1,6 +1,6 @@
 """Lost runs: a run whose supervisor died is never left ``queued`` or ``running``.
 
-Every run records the identity of the process carrying it (pid, start time, boot id: see
+Every run records the identity of the process running it (pid, start time, boot id: see
 :mod:`~acp_bridge._os.process.proc`). Any reader that looks at an active run (``wait``, ``ps``,
 ``show``, ``logs``, a supervisor waiting in the same lane) checks that identity first; if the
 process is gone, or the pid now belongs to another process, or the host rebooted, the reader ends
@@ -35,13 +35,13 @@ def check(store: Store, run: RunRecord) -> RunRecord:
     if proc.alive(run.supervisor):
         return run
     if run.finished:
-        return release_dead_holder(store, run)
+        return release_hold_of_dead_supervisor(store, run)
     return mark_lost(store, run)
 
 
-def release_dead_holder(store: Store, run: RunRecord) -> RunRecord:
+def release_hold_of_dead_supervisor(store: Store, run: RunRecord) -> RunRecord:
     """Release the hold of ``run``'s dead supervisor (if it is still recorded): what it held
-    is killed, and the runs its slot lets start (a follow-up that waited for it) are rung."""
+    is killed, and the runs its slot lets start (a follow-up that waited for it) are woken."""
     assert run.supervisor is not None
     if held_agents.hold(store, run.id, run.supervisor, None):
         end_processes(store, run.id)  # the held agent's own children outlive it (pdeathsig)
@@ -58,21 +58,21 @@ def reap(store: Store, runs: Iterable[RunRecord] | None = None) -> list[RunRecor
         if checked.status == "lost" and not run.finished:
             found.append(checked)
     if runs is None:
-        for held in held_agents.dead_holders(store):
-            release_dead_holder(store, held)
+        for held in held_agents.held_by_dead_supervisors(store):
+            release_hold_of_dead_supervisor(store, held)
     return found
 
 
 def mark_lost(store: Store, run: RunRecord) -> RunRecord:
-    """End ``run`` as lost, if it is still carried by the supervisor recorded in ``run``."""
+    """End ``run`` as lost, if it is still run by the supervisor recorded in ``run``."""
     # Imported here: it loads pydantic, which a reader pays only when it finds a lost run.
     from acp_bridge._runs.unfinished import ended
     from acp_bridge.errors import ErrorCode
 
     assert run.supervisor is not None
-    carried_by = "supervisor" if run.detached else "caller (a foreground run)"
+    ran_in = "supervisor" if run.detached else "caller (a foreground run)"
     error = (
-        f"the run was lost: its {carried_by}, pid {run.supervisor.pid}, ended without "
+        f"the run was lost: its {ran_in}, pid {run.supervisor.pid}, ended without "
         "recording a result (killed, crashed, or the host restarted)"
     )
     outcome = ended(run, error, ErrorCode.LOST)

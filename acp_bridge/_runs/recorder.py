@@ -1,10 +1,10 @@
 """A run's live events, written to the store in batches.
 
-``on_event`` is called on the event loop for every event and must be quick (the
-message stream is the hot path: docs/explanation/performance.md), so :meth:`EventRecorder.add` only
+``on_event`` is called on the event loop for every event and must be quick (the message
+stream is the hot path: docs/explanation/performance.md), so :meth:`EventRecorder.add` only
 encodes and appends to a list; :meth:`EventRecorder.run` writes what gathered once per
-``FLUSH_DELAY`` in one transaction and then rings the run's doorbells (``logs -f`` follows within
-~50 ms). Batching, not a timer: the flusher sleeps on an event until something arrives.
+``FLUSH_DELAY`` in one transaction and then wakes the run's waiters (``logs -f`` follows
+within ~50 ms). Batching, not a timer: the flusher sleeps on an event until something arrives.
 
 Bounded: a run keeps at most ``max_events`` events (the store setting ``max_events``, default
 10 000); the last one kept is a ``warning`` saying the log is full, later ones are counted in
@@ -64,7 +64,7 @@ class EventRecorder:
         self._pending: list[str] = []
         self._dropped = 0
         self._progress: dict[str, Any] = {}
-        self._bell_name = wakeup_name  # our own wakeup: no need to wake ourselves
+        self._own_wakeup = wakeup_name  # no need to wake ourselves
         self._arrived = anyio.Event()
 
     def add(self, data: dict[str, Any]) -> None:
@@ -100,7 +100,7 @@ class EventRecorder:
         events, dropped, progress = self._pending, self._dropped, self._progress
         self._pending, self._dropped, self._progress = [], 0, {}
         self._store.add_events(self.run_id, events, dropped, **progress)
-        wake(self._store, [self.run_id], besides=self._bell_name)
+        wake(self._store, [self.run_id], besides=self._own_wakeup)
 
     async def run(self) -> None:
         """Flush batches until cancelled (then flush once more yourself)."""

@@ -130,7 +130,7 @@ def _check_name(name: str, what: str) -> None:
 
 def run_config(run: RunRecord) -> LoadedConfig:
     """The config ``run`` was started with: its file, else what its caller's directory found
-    (the supervisor carries it with this, and a follow-up continues with it, wherever it is
+    (the supervisor runs it with this, and a follow-up continues with it, wherever it is
     sent from)."""
     path = Path(run.config_path) if run.config_path else None
     return load_config(path, cwd=Path(run.caller_cwd))

@@ -123,7 +123,7 @@ def ended(run: RunRecord, error: str, code: ErrorCode, *, stopped: bool = False)
 
 
 def end_runs(store: Store, me: Identity, run_ids: list[str], why: str, *, stopped: bool) -> None:
-    """Record ``run_ids`` (ours, their entries not carried to the end) as ended: cancelled
+    """Record ``run_ids`` (ours, their entries not run to the end) as ended: cancelled
     when ``stopped``, else failed with ``internal_error``."""
     code = ErrorCode.CANCELLED if stopped else ErrorCode.INTERNAL_ERROR
     written = []

@@ -1,20 +1,20 @@
-"""Doorbells: how a process waiting on a run learns, at once, that the run changed.
+"""Wakeups: how a process waiting on a run learns, at once, that the run changed.
 
 A waiter (``wait``, ``logs -f``, a supervisor waiting for its lane or for a stop request)
 binds a unix datagram socket in the Linux abstract namespace under a random name, and records
-that name in the store's ``bells`` table for the runs it watches. Whoever changes a run
+that name in the store's ``wakeups`` table for the runs it watches. Whoever changes a run
 (envelope committed, run claimed, stop requested, events flushed, run found lost) commits
-first and then sends one byte to every wakeup of that run. The byte carries nothing: the waiter
+first and then sends one byte to every wakeup of that run. The byte means nothing: the waiter
 wakes and reads the store again. The order makes wake-ups impossible to miss: a waiter records
-its wakeup before it reads the run, a changer commits before it reads the bells, so either the
-changer sees the wakeup or the waiter sees the change.
+its wakeup before it reads the run, a changer commits before it reads the wakeups, so either
+the changer sees the wakeup or the waiter sees the change.
 
 Why this and not a poll: ``wait`` must return within 100 ms of the end, and fifty supervisors
 waiting for a lane must not each query SQLite ten times a second. Why not a named pipe or a
 socket file: no file to clean up after a crash, no path length limit (108 bytes). An abstract
-socket has no permissions; anyone on the host can ring a wakeup, which costs the waiter one
-extra read of the store and tells nobody anything. A wakeup left by a process that died is
-found when ringing it fails, and removed.
+socket has no permissions; anyone on the host can send to a wakeup, which costs the waiter
+one extra read of the store and tells nobody anything. A wakeup left by a process that died
+is found when sending to it fails, and removed.
 
 Waiting also watches pidfds (a supervisor's death makes its pidfd readable), so a waiter
 notices a SIGKILLed supervisor at once rather than at its next fallback look.
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _datagram_socket() -> socket.socket:
-    # Imported here: ``ps`` and ``show`` import this module but ring nobody unless they find
+    # Imported here: ``ps`` and ``show`` import this module but wake nobody unless they find
     # a run lost (the module costs a few ms of their start-up).
     import socket
 
@@ -49,7 +49,7 @@ def _address(name: str) -> bytes:
 
 
 class Wakeup:
-    """A doorbell for some runs; a context manager (the record is removed on exit)."""
+    """A wakeup for some runs; a context manager (the record is removed on exit)."""
 
     def __init__(self, store: Store, run_ids: Iterable[str] = ()) -> None:
         self._store = store
@@ -63,7 +63,7 @@ class Wakeup:
             raise
 
     def watch(self, run_ids: Iterable[str]) -> None:
-        """Ring for these runs too."""
+        """Wake for these runs too."""
         ids = list(run_ids)
         if ids:
             _record(self._store, self.name, ids)
@@ -92,7 +92,7 @@ class Wakeup:
                 pass
 
     def wait_sync(self, timeout: float, fds: Sequence[int] = ()) -> bool:
-        """Block until the wakeup rings, one of ``fds`` is readable, or ``timeout`` passes;
+        """Block until the wakeup is woken, one of ``fds`` is readable, or ``timeout`` passes;
         whether anything woke it before the timeout."""
         poller = select.poll()
         for fd in (self._sock.fileno(), *fds):
@@ -140,13 +140,13 @@ def wake(store: Store, run_ids: Iterable[str], *, besides: str = "") -> None:
         _forget(store, dead)
 
 
-# --- the store's ``bells`` table: which doorbells ring for which runs ----------------------
+# --- the store's ``wakeups`` table: which wakeups are woken for which runs -----------------
 
 
 def _record(store: Store, name: str, run_ids: list[str]) -> None:
     with store.write() as db:
         db.executemany(
-            "INSERT OR IGNORE INTO bells (name, run_id, pid) VALUES (?, ?, ?)",
+            "INSERT OR IGNORE INTO wakeups (name, run_id, pid) VALUES (?, ?, ?)",
             [(name, run_id, os.getpid()) for run_id in run_ids],
         )
 
@@ -154,7 +154,7 @@ def _record(store: Store, name: str, run_ids: list[str]) -> None:
 def _forget(store: Store, names: list[str]) -> None:
     if names:
         with store.write() as db:
-            db.executemany("DELETE FROM bells WHERE name = ?", [(n,) for n in names])
+            db.executemany("DELETE FROM wakeups WHERE name = ?", [(n,) for n in names])
 
 
 def _names(store: Store, run_ids: Iterable[str]) -> set[str]:
@@ -162,5 +162,5 @@ def _names(store: Store, run_ids: Iterable[str]) -> set[str]:
     if not ids:
         return set()
     marks = ", ".join("?" * len(ids))
-    rows = store.db.execute(f"SELECT name FROM bells WHERE run_id IN ({marks})", ids)
+    rows = store.db.execute(f"SELECT name FROM wakeups WHERE run_id IN ({marks})", ids)
     return {name for (name,) in rows}

@@ -1,7 +1,7 @@
 """Watching runs from any process: fresh state, lost runs found, and a wake-up on change.
 
 A :class:`Watch` reads its runs from the store (each checked by :mod:`.liveness`), and waits
-for the next change: its doorbell (rung after every commit that concerns the runs) or the
+for the next change: its wakeup (woken after every commit that concerns the runs) or the
 death of a run's supervisor (a pidfd per active run), with a look at least every
 ``FALLBACK`` seconds as a safety net. So ``wait`` returns within milliseconds of the envelope's
 commit, and notices a SIGKILLed supervisor at once.
@@ -23,8 +23,8 @@ from acp_bridge._runs.wakeups import Wakeup
 from acp_bridge.errors import ConfigError
 
 FALLBACK = 1.0
-"""Seconds between looks when nothing woke the watcher (a ring can only be missed if the
-ringer died between its commit and its ring)."""
+"""Seconds between looks when nothing woke the watcher (a wake-up can only be missed if
+whoever changed a run died between its commit and the wake-up)."""
 
 
 class UnknownRunError(ConfigError):

@@ -183,7 +183,7 @@ class SafeStderr(io.TextIOBase):
 
 def typed_text(text: str) -> str:
     """``text`` from argv or stdin as the person typed it (see the module docstring);
-    bytes that are not UTF-8 stay lone surrogates (the runner refuses them, clearly)."""
+    bytes that are not UTF-8 stay lone surrogates (the entry wrapper refuses them, clearly)."""
     if text.isascii():
         return text
     try:

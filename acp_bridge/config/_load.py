@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from acp_bridge._os.process.environment import host_environ
 from acp_bridge.config._catalog import (
@@ -42,6 +44,9 @@ _CONFIG_PATH_FIELDS: tuple[DataPath, ...] = (
     ("sandbox", "hidden", "*"),
 )
 _CONFIG_KEYS = frozenset(Config.model_fields)
+RENAMED_KEYS: dict[DataPath, str] = {("runs", "runner_idle"): "supervisor_idle"}
+"""Config keys that were renamed, by their old path: the new name. A file with the old name
+still works, with a ``FutureWarning`` at its line naming the new one."""
 
 
 def _with_builtin_vars(environ: Mapping[str, str]) -> dict[str, str]:
@@ -104,14 +109,51 @@ def _config_doc_settings(doc: YamlDocument, environ: Mapping[str, str]) -> Confi
         raise ConfigError(problems)
     if "acp" in raw:
         data["acp"] = raw["acp"]
+    written_as = _read_renamed_keys(doc, data)
 
     def locate(path: DataPath, at_key: bool) -> tuple[SourceLocation, str]:
+        for new, old in written_as.items():  # a renamed key: where the file has it
+            if path[: len(new)] == new:
+                path = old + path[len(new) :]
         return (doc.locate_key(path) if at_key else doc.locate(path)), field_name(path)
 
     settings: Config = validate_located(Config, data, locate)
     facts.observe()
     _SETTINGS.put(id(doc), settings, environ, facts, (doc,))
     return settings
+
+
+def _read_renamed_keys(doc: YamlDocument, data: dict[str, Any]) -> dict[DataPath, DataPath]:
+    """Move every key of ``data`` written under an old name (:data:`RENAMED_KEYS`) to its
+    new name, warning at its line; the new paths moved, each with the old one. Both names
+    set at once is a problem: which value was meant is not for us to guess."""
+    moved: dict[DataPath, DataPath] = {}
+    problems = []
+    for old_path, new in RENAMED_KEYS.items():
+        *parents, old = old_path
+        section: Any = data
+        for key in parents:
+            section = section.get(key) if isinstance(section, dict) else None
+        if not isinstance(section, dict) or old not in section:
+            continue
+        new_path = (*parents, new)
+        if new in section:
+            message = f"the old name of {field_name(new_path)}, which is set too: keep only {new}"
+            problems.append(doc.problem(old_path, message, at_key=True))
+            continue
+        section[new] = section.pop(old)
+        moved[new_path] = old_path
+        where = doc.locate_key(old_path)
+        warnings.warn_explicit(
+            f"{field_name(old_path)} is deprecated: it was renamed {field_name(new_path)} "
+            "(the same setting)",
+            FutureWarning,
+            str(where.path),
+            where.line,
+        )
+    if problems:
+        raise ConfigError(problems)
+    return moved
 
 
 def load_config(

@@ -177,7 +177,7 @@ class TranscriptSettings(StrictModel):
 MAX_EVENTS = 1_000_000
 """The most events one run may keep in the run store (each is up to 64 KiB of JSON)."""
 MAX_RETENTION_DAYS = 36_500.0
-MAX_RUNNER_IDLE = 3600.0
+MAX_SUPERVISOR_IDLE = 3600.0
 
 
 class RetentionSettings(StrictModel):
@@ -210,13 +210,13 @@ class RunsSettings(StrictModel):
     max_events: int = Field(
         10_000, ge=2, le=MAX_EVENTS, description="live events a detached run keeps for logs"
     )
-    runner_idle: float = Field(
+    supervisor_idle: float = Field(
         2,
         ge=0,
-        le=MAX_RUNNER_IDLE,
+        le=MAX_SUPERVISOR_IDLE,
         description="seconds a supervisor of detached runs waits for more runs from the same "
         "environment once it has none left (they then start without a new process); 0: it "
-        "exits as its last run ends",
+        "exits as its last run ends; formerly runner_idle (still read, with a warning)",
     )
     retention: RetentionSettings = Field(
         default_factory=instance_of(RetentionSettings),

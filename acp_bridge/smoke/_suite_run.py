@@ -68,7 +68,7 @@ class SmokeSettings:
     """Where the cases run (default: :class:`~acp_bridge.LocalExecutor`, this process)."""
 
 
-class SmokeRunner:
+class SuiteRun:
     def __init__(
         self, config: LoadedConfig, settings: SmokeSettings, progress: Progress | None = None
     ) -> None:

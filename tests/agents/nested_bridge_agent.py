@@ -21,7 +21,7 @@ def send(message: dict[str, Any]) -> None:
 
 
 def request(method: str, params: dict[str, Any]) -> Any:
-    """Send a request to the client and wait for its result (nothing else is in flight)."""
+    """Send a request to the client and wait for its result (nothing else is pending)."""
     global _next_id
     _next_id += 1
     send({"id": _next_id, "method": method, "params": params})

@@ -122,11 +122,11 @@ class Bridge:
              "command": sys.executable, "args": [str(AGENTS / "unruly_agent.py"), "chatty", "2000"],
              **marker, **grace},
         ]  # fmt: skip
-        # runner_idle: the background runs' supervisors leave soon after (each test waits
+        # supervisor_idle: the background runs' supervisors leave soon after (each test waits
         # for them to, and the default wait for more runs is 2 s).
         data = {
             "transcripts": {"dir": str(self.root / "transcripts")},
-            "runs": {"runner_idle": 0.25},
+            "runs": {"supervisor_idle": 0.25},
             "acp": {"agents": agents},
         }
         self.config.write_text(json.dumps(data))  # JSON is YAML

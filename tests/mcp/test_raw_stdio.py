@@ -57,7 +57,7 @@ def _replies(bridge: Bridge, lines: list[bytes], expected: int) -> dict[Any, dic
     return replies
 
 
-def test_a_line_the_sdk_cannot_parse_is_mended_or_answered(bridge: Bridge) -> None:
+def test_a_line_the_sdk_cannot_parse_is_repaired_or_answered(bridge: Bridge) -> None:
     # JSON.stringify writes half an emoji as a lone surrogate escape: sound JSON that the
     # SDK's strict parser refuses (the request was dropped, its host left waiting).
     clipped = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash",'

@@ -1,5 +1,5 @@
 """acp_spawn's follow-up turns (``follow_ups``): one live session, several runs, each turn
-with its own envelope and deadline (the run layer's holder builds on this)."""
+with its own envelope and deadline (the run layer's held agents build on this)."""
 
 from __future__ import annotations
 

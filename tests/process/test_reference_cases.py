@@ -3,7 +3,7 @@ tool calls each prompt asks for, through a real host loop, real subtasks and rea
 
 The cases are the smoke suites examples/smoke/reference.yaml (verbatim prompts, for a real
 model) and reference-offline.yaml (their directive versions); the suites' own expectations
-are checked too, with the smoke runner's checker."""
+are checked too, with the smoke suite's checker."""
 
 from __future__ import annotations
 

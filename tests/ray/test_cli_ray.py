@@ -184,7 +184,7 @@ def test_an_interrupted_batch_cancels_its_tasks_on_their_nodes(
         assert slow["meta"]["error_code"] == "cancelled", slow["error"]
         assert slow["meta"]["batch"]["interrupted"] is True
         assert slow["meta"]["node"]  # it had started there, and ended there
-        # ended by its node's runner (depth is its stamp), not force-cancelled from here
+        # ended by the entry wrapper on its node (depth is its stamp), not force-cancelled here
         assert slow["meta"].get("depth") == 1, (slow["error"], slow["meta"])
 
 

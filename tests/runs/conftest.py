@@ -33,8 +33,8 @@ from acp_bridge.config import LoadedConfig, load_config
 from tests.conftest import MARKER_VAR, processes_with
 
 USAGE_AGENT = Path(__file__).parent / "usage_agent.py"
-RUNNER_IDLE = 0.25
-"""``runs.runner_idle`` in these tests, unless one sets its own: every test ends by waiting for
+SUPERVISOR_IDLE = 0.25
+"""``runs.supervisor_idle`` in these tests, unless one sets its own: every test ends by waiting for
 its supervisors to leave, and the default 2 s wait for more runs cost ~2 s a test (the
 supervisor's waiting is tested on its own, in test_runners.py)."""
 
@@ -86,7 +86,7 @@ class RunsEnv:
             {"name": name, "timeouts": {"shutdown_grace": 1, "cancel_grace": 1}, **profile}
             for name, profile in (agents or {}).items()
         ]
-        path = self.write_config({"runner_idle": RUNNER_IDLE, **runs}, entries)
+        path = self.write_config({"supervisor_idle": SUPERVISOR_IDLE, **runs}, entries)
         self.loaded = load_config(path)
         return self.loaded
 
@@ -119,7 +119,7 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(env.db))
     monkeypatch.setenv(MARKER_VAR, env.marker)  # every supervisor inherits it
-    env.write_config({"runner_idle": RUNNER_IDLE}, [])  # found from the cwd by every start
+    env.write_config({"supervisor_idle": SUPERVISOR_IDLE}, [])  # found from the cwd by every start
     yield env
     _clean_up(env)
 
@@ -140,9 +140,9 @@ def _clean_up(env: RunsEnv) -> None:
         while store.active() and time.monotonic() < deadline:
             time.sleep(0.05)
         leftover_runs = store.active()
-    # A supervisor waits runs.runner_idle seconds for more runs before it exits (a test may
+    # A supervisor waits runs.supervisor_idle seconds for more runs before it exits (a test may
     # have set the default, or up to 30 s, and ended its supervisor itself).
-    deadline = time.monotonic() + 5 + max(supervisors.IDLE, RUNNER_IDLE)
+    deadline = time.monotonic() + 5 + max(supervisors.IDLE, SUPERVISOR_IDLE)
     while (alive := processes_with(env.marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in alive:

@@ -1,4 +1,4 @@
-"""Detached runs from Python: real entries, carried by real supervisor processes."""
+"""Detached runs from Python: real entries, run by real supervisor processes."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_reading_runs_stays_light(runs: RunsEnv) -> None:
 
 
 def test_detaching_skips_the_acp_layer(runs: RunsEnv) -> None:
-    # run --detach validates its request and config (pydantic) but carries nothing itself:
+    # run --detach validates its request and config (pydantic) but runs nothing itself:
     # the ACP layer's rooms (wire schema, connection, session, turn, services) and the terminal
     # prompts are the supervisor's to import; where a profile's command is (_acp's own) is not.
     code = (

@@ -1,5 +1,6 @@
-"""Follow-up turns, the store side: named sessions, holds, reserved follow-ups, dead holders
-(no supervisor processes: identities are this process's own, or one that never existed)."""
+"""Follow-up turns, the store side: named sessions, holds, reserved follow-ups, holds of dead
+supervisors (no supervisor processes: identities are this process's own, or one that never
+existed)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def new_run(run_id: str, follows: str | None = None, session: str | None = None)
 
 
 def ended_and_held(store: Store, run_id: str, who: proc.Identity) -> None:
-    """Record ``run_id`` as carried by ``who`` and done, its agent held for a minute."""
+    """Record ``run_id`` as run by ``who`` and done, its agent held for a minute."""
     store.create(new_run(run_id, session="fix"), who)
     with store.write() as db:
         db.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
@@ -42,7 +43,7 @@ def ended_and_held(store: Store, run_id: str, who: proc.Identity) -> None:
     assert held_agents.hold(store, run_id, who, time.time() + 60)
 
 
-def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
+def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_its_supervisor(
     tmp_path: Path,
 ) -> None:
     store = Store(tmp_path / "runs.db")
@@ -50,7 +51,8 @@ def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
     ended_and_held(store, "sub_000000000001", ME)
     store.create(new_run("sub_000000000002", follows="sub_000000000001", session="fix"), ME)
     store.create(new_run("sub_000000000003"), ME)
-    # The follow-up is the holder's; the other run waits for the slot the hold keeps.
+    # The follow-up is for the supervisor holding the agent; the other run waits for the slot
+    # the hold keeps.
     assert lanes.heads(store) == []
     assert session_chains.named_tail(store.db, "fix").id == "sub_000000000002"  # type: ignore[union-attr]
     assert held_agents.claim_follow_up(store, "sub_000000000001", ME) == "sub_000000000002"
@@ -62,7 +64,7 @@ def test_a_held_agent_keeps_its_slot_and_its_follow_up_waits_for_the_holder(
     store.close()
 
 
-def test_a_dead_holders_hold_is_released_and_its_follow_up_starts_on_its_own(
+def test_a_dead_supervisors_hold_is_released_and_its_follow_up_starts_on_its_own(
     tmp_path: Path,
 ) -> None:
     store = Store(tmp_path / "runs.db")
@@ -126,15 +128,15 @@ def test_stop_lets_a_held_agent_go(tmp_path: Path) -> None:
     store.set_limit("agent:demo", 1)
     ended_and_held(store, "sub_000000000001", ME)
     assert held_agents.holds(store, "sub_000000000001", ME)
-    assert held_agents.let_go(store, "sub_000000000001")
+    assert held_agents.end_hold(store, "sub_000000000001")
     assert not held_agents.holds(store, "sub_000000000001", ME)
-    assert not held_agents.let_go(store, "sub_000000000001")  # nothing held any more
+    assert not held_agents.end_hold(store, "sub_000000000001")  # nothing held any more
     store.create(new_run("sub_000000000002"), ME)
     assert lanes.heads(store) == ["sub_000000000002"]  # the slot is free at once
     store.close()
 
 
-def test_a_holder_whose_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
+def test_a_supervisor_whose_held_agent_is_gone_claims_nothing(tmp_path: Path) -> None:
     """The agent exited while held and a follow-up came at the same moment: the follow-up is
     not handed to the dead agent (it would fail), it starts on its own and resumes."""
     store = Store(tmp_path / "runs.db")
@@ -172,7 +174,7 @@ def test_a_held_run_is_not_pruned_and_a_pruned_one_is_not_followed(tmp_path: Pat
 def test_a_stop_that_came_as_the_turn_ended_keeps_the_agent_from_being_held(
     tmp_path: Path,
 ) -> None:
-    """``stop`` saw the run running and asked it to stop just after its holder last looked:
+    """``stop`` saw the run running and asked it to stop just after its supervisor last looked:
     the run ends as it was about to, and its agent is not held."""
     store = Store(tmp_path / "runs.db")
     store.create(new_run("sub_000000000001"), ME)

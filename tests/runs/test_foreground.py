@@ -27,7 +27,7 @@ def test_a_public_entry_call_is_recorded_under_its_task_id(runs: RunsEnv) -> Non
     record = open_run("fg-1").record()
     assert record.entry == "bash" and record.task == "echo fg" and not record.detached
     assert record.status == "done" and record.envelope == result.to_dict()
-    assert record.supervisor == proc.own_identity()  # carried by the caller itself
+    assert record.supervisor == proc.own_identity()  # run by the caller itself
     assert open_run("fg-1").wait_sync(timeout=1) == result
 
     agent = acp_bridge.acp_spawn_sync("demo", "Reply with exactly OK")

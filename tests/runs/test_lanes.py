@@ -36,13 +36,13 @@ def test_fifty_demo_agent_runs_through_a_profile_lane_of_four(runs: RunsEnv) -> 
     assert starts == sorted(starts)
     # Warm supervisors adopt the next run of their lane: far fewer than 50 interpreters
     # paid for importing the entry code.
-    carriers = {
+    supervisor_pids = {
         item.event.data["supervisor_pid"]
         for handle in handles
         for item in handle.events_sync()
         if item.event.data.get("phase") == "running"
     }
-    assert len(carriers) < 25, len(carriers)
+    assert len(supervisor_pids) < 25, len(supervisor_pids)
 
 
 def supervisor_pid(handle: RunHandle) -> int:

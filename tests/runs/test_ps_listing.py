@@ -142,6 +142,10 @@ def test_a_store_from_before_the_texts_gets_them_when_it_migrates(
     store.db.execute("UPDATE runs SET listing = NULL")
     store.db.execute("DROP TRIGGER runs_listing_stale")
     store.db.execute("ALTER TABLE runs DROP COLUMN listing")
+    store.db.execute("DROP INDEX accepting_supervisors_env")  # and v6's renames undone
+    store.db.execute("ALTER TABLE accepting_supervisors RENAME TO runners")
+    store.db.execute("CREATE INDEX runners_env ON runners (env_key)")
+    store.db.execute("ALTER TABLE wakeups RENAME TO bells")
     store.db.execute("PRAGMA user_version = 4")
     store.close()
     close_stores()

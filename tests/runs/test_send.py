@@ -61,8 +61,8 @@ def test_a_follow_up_is_served_by_the_held_agent(runs: RunsEnv) -> None:
     assert answer.meta.session_method == "session/new"
     assert answer.meta.session_id == told.meta.session_id
     assert answer.meta.transcript == told.meta.transcript  # one connection, one transcript
-    carried = second.record()
-    assert carried.follows == first.id and carried.supervisor == first.record().supervisor
+    record = second.record()
+    assert record.follows == first.id and record.supervisor == first.record().supervisor
     phases = [e.event.data.get("phase") for e in second.events_sync() if e.event.kind == "status"]
     assert phases[:3] == ["running", "session", "prompting"], phases  # no starting, initialized
     assert {e.event.task_id for e in second.events_sync()} == {second.id}
@@ -143,17 +143,17 @@ def test_a_prune_spares_the_run_a_waiting_follow_up_continues(runs: RunsEnv) -> 
     assert set(retention.prune(runs.store(), keep=0)) == {told.id, busy.id, follow_up.id}
 
 
-def test_a_killed_holder_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
+def test_a_killed_supervisor_holds_nothing_at_the_next_look(runs: RunsEnv) -> None:
     runs.config({"demo": {"timeouts": {**GRACES, "idle": 60}}})
     first = runs.demo("remember LIME")
     assert ended(first).status == "done"
-    holder = first.record().supervisor
-    assert holder is not None and first.record().held_until is not None
+    supervisor = first.record().supervisor
+    assert supervisor is not None and first.record().held_until is not None
     agents = runs.store().groups(first.id)
     assert agents and all(proc.alive(agent) for agent in agents)
-    os.kill(holder.pid, signal.SIGKILL)
+    os.kill(supervisor.pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
-    while proc.alive(holder) and time.monotonic() < deadline:
+    while proc.alive(supervisor) and time.monotonic() < deadline:
         time.sleep(0.02)
     # No ps, no waiting supervisor: the run itself, looked at, is no longer held.
     assert first.record().held_until is None

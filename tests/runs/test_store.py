@@ -16,7 +16,7 @@ from acp_bridge._runs import liveness, unfinished
 from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
 from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
 from acp_bridge._runs.store import lanes, retention, rules, supervisors
-from acp_bridge._runs.store.migrations import VERSION
+from acp_bridge._runs.store.migrations import MIGRATIONS, VERSION
 from acp_bridge._runs.store.run_records import NewRun, RunRecord
 from acp_bridge._runs.store.run_store import Store
 from acp_bridge.config import load_config
@@ -56,6 +56,32 @@ def test_a_store_from_a_newer_version_is_refused(tmp_path: Path) -> None:
         db.execute(f"PRAGMA user_version = {VERSION + 1}")
     with pytest.raises(ConfigError, match="newer than this acp-bridge"):
         Store(path)
+
+
+def test_a_v5_store_keeps_its_rows_through_the_v6_renames(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    me, gone = proc.own_identity(), proc.Identity(1 << 22, 1, "no-such-boot")
+    with sqlite3.connect(path, isolation_level=None) as db:  # a store as v5 left it
+        for script in MIGRATIONS[:5]:
+            for statement in script.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("PRAGMA user_version = 5")
+        rows = [(*me, "env-a"), (*gone, "env-b")]
+        db.executemany("INSERT INTO runners (pid, start, boot, env_key) VALUES (?, ?, ?, ?)", rows)
+        db.execute("INSERT INTO bells (name, run_id, pid) VALUES ('acp-bridge/ab', 'sub_1', 7)")
+        db.execute("INSERT INTO settings (key, value) VALUES ('runner_idle', '0.5')")
+    db.close()
+    store = Store(path)  # migrates
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION == 6
+    tables = {name for (name,) in store.db.execute("SELECT name FROM sqlite_schema")}
+    assert {"accepting_supervisors", "accepting_supervisors_env", "wakeups"} <= tables
+    assert not {"runners", "runners_env", "bells"} & tables
+    assert supervisors.find(store, "env-a") == me  # the rows are read under the new names
+    assert supervisors.find(store, "env-b") is None  # (and a dead one's row removed)
+    assert store.db.execute("SELECT * FROM wakeups").fetchall() == [("acp-bridge/ab", "sub_1", 7)]
+    assert store.setting("supervisor_idle") == "0.5" and store.setting("runner_idle") is None
+    store.close()
 
 
 def test_finish_is_a_compare_and_set_on_the_supervisor(tmp_path: Path) -> None:

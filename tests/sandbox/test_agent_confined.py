@@ -44,7 +44,7 @@ def write_config(scene: Scene, mode: str) -> Path:
 def run_bridge(
     scene: Scene, config: Path, *, detach: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``acp-bridge run hostile`` as a separate process (or ``--detach``ed, carried by a
+    """``acp-bridge run hostile`` as a separate process (or ``--detach``ed, run by a
     supervisor, then waited for); (envelope, the agent's report)."""
     env = {
         "PATH": os.environ["PATH"],

@@ -50,5 +50,5 @@ def test_typed_text_reads_utf8_bytes_that_an_ascii_locale_decoded() -> None:
     as_ascii_locale = typed.decode("ascii", "surrogateescape")  # how Python got argv
     assert typed_text(as_ascii_locale) == "héllo ✓ 😀"
     latin = "héllo".encode("latin-1").decode("utf-8", "surrogateescape")  # not UTF-8
-    assert typed_text(latin) == latin  # left for the runner to refuse, clearly
+    assert typed_text(latin) == latin  # left for the entry wrapper to refuse, clearly
     assert typed_text("plain") == "plain"

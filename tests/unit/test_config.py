@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -124,6 +125,47 @@ def test_no_config_file_means_builtin_profiles_and_defaults(tmp_path: Path) -> N
 def test_explicit_missing_config_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read file: No such file"):
         load_config(tmp_path / "nope.yaml", environ={})
+
+
+# --- renamed keys ------------------------------------------------------------------------------
+
+
+def test_a_renamed_key_still_works_under_its_old_name_with_a_warning_at_its_line(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "old.yaml", "runs:\n  max_events: 100\n  runner_idle: 5\n")
+    with pytest.warns(FutureWarning) as caught:
+        loaded = load_config(path, environ={})
+    assert loaded.config.runs.supervisor_idle == 5
+    [warning] = caught
+    assert (warning.filename, warning.lineno) == (str(path), 3)
+    assert str(warning.message) == (
+        "runs.runner_idle is deprecated: it was renamed runs.supervisor_idle (the same setting)"
+    )
+
+
+def test_a_renamed_keys_bad_value_is_reported_where_the_file_has_it(tmp_path: Path) -> None:
+    path = write(tmp_path / "old.yaml", "runs:\n  runner_idle: -1\n")
+    with pytest.warns(FutureWarning), pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    [problem] = caught.value.problems
+    assert problem.location is not None and problem.location.line == 2
+    assert problem.field == "runs.runner_idle" and "at least 0" in problem.message
+
+
+def test_a_renamed_key_set_under_both_names_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "both.yaml", "runs:\n  supervisor_idle: 1\n  runner_idle: 2\n")
+    with pytest.raises(ConfigError, match="keep only supervisor_idle") as caught:
+        load_config(path, environ={})
+    [problem] = caught.value.problems
+    assert problem.location is not None and problem.location.line == 3
+
+
+def test_the_new_name_loads_without_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path / "new.yaml", "runs:\n  supervisor_idle: 0.5\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_config(path, environ={}).config.runs.supervisor_idle == 0.5
 
 
 # --- layering and provenance ------------------------------------------------------------------

@@ -10,7 +10,7 @@ Ray says                      ``error_code``       meaning for the caller
 ============================  ===================  =========================================
 ``NodeDiedError``             ``node_lost``        the node died (``lost_reason: node_died``)
 (the bridge's deadline)       ``node_lost``        the node stopped answering (``deadline``)
-``WorkerCrashedError``,       ``lost``             the process carrying the task died; the
+``WorkerCrashedError``,       ``lost``             the process running the task died; the
 ``ObjectLostError``, OOM                           node lives on
 ``TaskCancelledError``        ``cancelled``        the batch cancelled it
 ``RuntimeEnvSetupError``,     ``executor_error``   the task could not start there
@@ -68,7 +68,7 @@ def envelope_for(
         error = "the batch cancelled the task"
         return failed(error, ErrorCode.CANCELLED, task_id=task_id, meta=_meta(task, node))
     if isinstance(exc, rex.WorkerCrashedError | rex.ObjectLostError | rex.OutOfMemoryError):
-        error = f"the Ray worker process carrying the task on {where} died ({type(exc).__name__})"
+        error = f"the Ray worker process running the task on {where} died ({type(exc).__name__})"
         return failed(error, ErrorCode.LOST, task_id=task_id, meta=_meta(task, node))
     if isinstance(exc, rex.RuntimeEnvSetupError):
         error = f"the runtime environment cannot be set up on {where}: {_last_line(exc)}"

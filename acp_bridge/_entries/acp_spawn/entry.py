@@ -1,6 +1,6 @@
 """The ``acp_spawn`` entry: hand a task to an external ACP agent, get an envelope back.
 
-The function checks what it is given and runs it through the one runner
+The function checks what it is given and runs it through the one wrapper
 (:func:`~acp_bridge._entries.enveloped.run_enveloped`: depth, config, the envelope on every
 path); the run itself — process, session, turns, wind-down — is :class:`AcpRun`
 (``run.py``; once its agent has started, ``session_phases.py``), its envelope

@@ -1,7 +1,7 @@
 """Follow-up turns in one live ACP session: how an agent is kept between turns
 (docs/explanation/runs.md, follow-up turns).
 
-A run of ``acp_spawn`` given ``follow_ups`` (the run layer's supervisor gives its holder, see
+A run of ``acp_spawn`` given ``follow_ups`` (the run layer's supervisor gives one, see
 ``acp_bridge/_runs/held_agents.py``) does not end after its turn when the profile's
 ``timeouts.idle`` is above 0 and the session is sound (the prompt was answered, the agent is
 still there). It hands the turn's envelope to the hook, with a :class:`Held`: until when it

@@ -106,8 +106,8 @@ def serve_stdio(settings: Settings) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            mended = RepairedStream(read, write)
-            await server.run(mended, write, server.create_initialization_options())
+            repaired = RepairedStream(read, write)
+            await server.run(repaired, write, server.create_initialization_options())
 
     anyio.run(main)
 

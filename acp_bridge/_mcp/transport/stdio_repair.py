@@ -1,4 +1,4 @@
-"""Host lines on stdio the SDK could not read: mended when the message is sound, else
+"""Host lines on stdio the SDK could not read: repaired when the message is sound, else
 answered — never silently dropped.
 
 The SDK reads each line with a strict JSON parser and drops one it cannot parse without a
@@ -85,7 +85,7 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> types
 
 
 class RepairedStream:
-    """The SDK's read stream, with lines it could not read mended or answered."""
+    """The SDK's read stream, with lines it could not read repaired or answered."""
 
     def __init__(self, inner: Any, write: Any) -> None:
         self._inner = inner

@@ -39,7 +39,7 @@ still loses its stdin. Saved: one exec per sandboxed process (~0.8 ms of CPU a s
 itself or by a task it spawned) is remembered, so that the run can end with
 :meth:`RunProcesses.kill_all`: SIGKILL to every group and every marked straggler, whatever
 the polite steps before it managed. Inside :func:`report_groups`, each group is also told to
-a callback as it starts: a process carrying several runs at once (the run layer's
+a callback as it starts: a process running several runs at once (the run layer's
 supervisor) records which groups are which run's, so that whoever finds a run lost ends its
 processes and no other run's.
 """

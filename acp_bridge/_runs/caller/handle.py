@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from acp_bridge._runs import liveness
-from acp_bridge._runs.held_agents import let_go
+from acp_bridge._runs.held_agents import end_hold
 from acp_bridge._runs.store import lanes
 from acp_bridge._runs.store.listing import json_texts
 from acp_bridge._runs.store.run_records import RunRecord, RunStatus
@@ -210,7 +210,7 @@ def wait_all_sync(
     run_ids: Sequence[str], *, timeout: float | None = None, store: str | Path | None = None
 ) -> list[RunRecord]:
     """:func:`wait_all` without an event loop. Not the sync helper (``_entries/sync.py``):
-    ``acp-bridge wait`` must start without anyio, so this waits on the doorbell directly."""
+    ``acp-bridge wait`` must start without anyio, so this waits on the wakeup directly."""
     deadline = _deadline(timeout)
     with Watch(open_store(store), run_ids) as watch:
         while True:
@@ -224,13 +224,13 @@ def wait_all_sync(
 def stop_run(run_id: str, *, store: str | Path | None = None) -> RunRecord:
     """Stop a run: a queued one ends ``cancelled`` here and now; a running one is asked to
     (its supervisor cancels the entry gracefully); an ended one whose agent is held for a
-    follow-up has its agent let go. A foreground run cannot be stopped from here (its caller
-    carries it: ``ConfigError``). Returns the run as it is now."""
+    follow-up has its hold ended. A foreground run cannot be stopped from here (its caller
+    runs it: ``ConfigError``). Returns the run as it is now."""
     db = open_store(store)
     run = get_checked(db, run_id)
     if run.finished:
-        if let_go(db, run_id):
-            wake(db, [run_id])  # its holder wakes, closes the agent, frees the slot
+        if end_hold(db, run_id):
+            wake(db, [run_id])  # the supervisor holding it closes the agent, frees the slot
         return run
     if not run.finished and not run.detached:
         from acp_bridge.errors import ConfigError

@@ -44,7 +44,7 @@ def queue_run(
     if store.get(run_id) is not None:
         raise ConfigError(f"a run {run_id!r} exists already in {store.path}")
     caller_cwd = os.getcwd()  # noqa: PTH109
-    # Absolute now: the supervisor may carry runs of other directories too.
+    # Absolute now: the supervisor may take runs of other directories too.
     cwd = os.path.normpath(os.path.join(caller_cwd, request.cwd or "."))  # noqa: PTH118
     data = request.replace(task_id=run_id, cwd=cwd)
     lane = lanes.lane_for(request.entry, request.agent)
@@ -72,8 +72,8 @@ def queue_run(
 
 
 def _hand_over(store: Store, run: NewRun, loaded: LoadedConfig, options: RunOptions) -> None:
-    """Record ``run`` for a live runner of its environment, else start a supervisor for it
-    (see :mod:`acp_bridge._runs.store.supervisors`)."""
+    """Record ``run`` for a live supervisor accepting runs of its environment, else start a
+    supervisor for it (see :mod:`acp_bridge._runs.store.supervisors`)."""
     record = functools.partial(
         store.create,
         run,
@@ -81,15 +81,15 @@ def _hand_over(store: Store, run: NewRun, loaded: LoadedConfig, options: RunOpti
         group_budget=options.group_budget,
         settings=rules.store_settings(loaded.config.runs),
     )
-    runner = supervisors.find(store, run.env_key)
-    if runner is not None and record(runner, runner="join"):
-        wake(store, [supervisors.bell_key(runner)])
+    accepting = supervisors.find(store, run.env_key)
+    if accepting is not None and record(accepting, handover="accepting"):
+        wake(store, [supervisors.wakeup_key(accepting)])
         return
     log = store.logs_dir / f"{run.id}.log"
     supervisor = launch(store.path, run.id, log)
     try:
-        record(supervisor, runner="new")
-    except BaseException:  # not queued after all: its supervisor has nothing to carry
+        record(supervisor, handover="new")
+    except BaseException:  # not queued after all: its supervisor has nothing to run
         proc.kill_process(supervisor)
         with contextlib.suppress(OSError):
             log.unlink()

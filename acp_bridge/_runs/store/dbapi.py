@@ -7,7 +7,7 @@ The run store's connection is made with :class:`Connection` as its factory, and 
 with :class:`Cursor`, so every statement, every row fetched and every commit raises our
 error (naming the store's file) instead of a bare ``sqlite3.OperationalError``: a full disk,
 a lock held past the busy timeout, a damaged file. Callers of the runs API then see only
-the ``BridgeError`` tree (the CLI prints it; the entries' reporter logs it and carries on).
+the ``BridgeError`` tree (the CLI prints it; the entries' reporter logs it and goes on).
 
 The error class is imported when raised: :mod:`acp_bridge.errors` costs a queued
 supervisor (standard library only, see :mod:`~acp_bridge._runs.supervisor.main`) a tenth of its

@@ -12,14 +12,16 @@ first. Lanes without a limit, when there is no global limit either, start at onc
 detached runs take part: a foreground call (its caller waits for the envelope) starts at
 once and is not counted, so a host's own concurrent calls never queue behind a lane. A run
 whose agent is held for a follow-up keeps its slot, and its queued follow-ups wait for the
-holder (:mod:`acp_bridge._runs.held_agents`); a follow-up of a run that is still queued or
-running waits for that run to end (two turns of one session never run at once).
+supervisor holding it (:mod:`acp_bridge._runs.held_agents`); a follow-up of a run that is
+still queued or running waits for that run to end (two turns of one session never run at
+once).
 
 Waiting for a slot: the supervisor a queued run was handed to (:mod:`.supervisors`) waits on
-its doorbell (:mod:`acp_bridge._runs.wakeups`), and claims each of its runs as the rule lets
-it start (:func:`claim_mine`). Whoever ends, claims or dequeues a run rings the bells of the runs
-that may start now (:func:`heads`). A waiting supervisor also looks by itself after a bounded
-backoff (0.1 s doubling to 2 s), for the one case nobody rings: a supervisor killed outright.
+its wakeup (:mod:`acp_bridge._runs.wakeups`), and claims each of its runs as the rule lets it
+start (:func:`claim_mine`). Whoever ends, claims or dequeues a run wakes the waiters of the
+runs that may start now (:func:`heads`). A waiting supervisor also looks by itself after a
+bounded backoff (0.1 s doubling to 2 s), for the one case nobody wakes it: a supervisor
+killed outright.
 That look runs the liveness check, which turns such runs ``lost`` and frees their slots.
 
 Adoption: a supervisor that ends a run takes the next run that may start, provided that run
@@ -104,9 +106,9 @@ def _admissible_now(db: sqlite3.Connection) -> list[RunRecord]:
             running[run.lane] = running.get(run.lane, 0) + 1
             if run.status != "running":
                 held.add(run.id)
-    # A follow-up of a held run is its holder's to take (see ``_runs/held_agents.py``), not a
-    # new start; a follow-up of a run not ended yet waits for it (foreground runs too: not in
-    # the rows).
+    # A follow-up of a held run is for the supervisor holding its agent to take (see
+    # ``_runs/held_agents.py``), not a new start; a follow-up of a run not ended yet waits for
+    # it (foreground runs too: not in the rows).
     busy = held | _active(db, {run.follows for run in queued if run.follows})
     waiting = [run for run in queued if run.follows not in busy]
     limits = dict(db.execute("SELECT lane, max_concurrent FROM limits"))
@@ -134,7 +136,7 @@ def claim_mine(store: Store, me: Identity) -> list[str]:
     """Start, in this supervisor, every run handed to it that the lanes let start now; their
     ids, oldest first (empty: none may start yet, or none is ours any more)."""
     # A read first: most looks find the lanes still full, and need not queue for the write
-    # lock behind every other supervisor. A stale "no" is safe: whoever makes room rings the
+    # lock behind every other supervisor. A stale "no" is safe: whoever makes room wakes the
     # new heads after committing.
     if not any(run.supervisor == me for run in _admissible_now(store.db)):
         return []
@@ -157,7 +159,7 @@ def finish(
     adopt_env: str | None,
     hold_until: float | None = None,
 ) -> tuple[bool, str | None]:
-    """Commit how ``run_id`` ended (if this process still carries it) and, when ``adopt_env``
+    """Commit how ``run_id`` ended (if this process still runs it) and, when ``adopt_env``
     is given, take the next run that may start from that environment — one transaction.
     ``hold_until`` (Unix time): its agent is kept for a follow-up until then, in the same
     transaction (so no follow-up can start elsewhere in between; see :mod:`.session_chains`).
@@ -165,7 +167,7 @@ def finish(
     with store.write() as db:
         if not store.finish(db, run_id, outcome, supervisor=me):
             return False, None
-        if hold_until is not None:  # not when a stop came after the holder last looked
+        if hold_until is not None:  # not when a stop came after its supervisor last looked
             db.execute(
                 "UPDATE runs SET held_until = ? WHERE id = ? AND stop_requested IS NULL",
                 (hold_until, run_id),

@@ -65,7 +65,8 @@ CREATE TABLE run_groups (
     PRIMARY KEY (run_id, pgid)
 ) WITHOUT ROWID;
 
--- Doorbells: abstract unix datagram sockets of processes waiting for a run to change.
+-- Wakeups: abstract unix datagram sockets of processes waiting for a run to change
+-- (named ``wakeups`` since v6).
 CREATE TABLE bells (
     name   TEXT NOT NULL,
     run_id TEXT NOT NULL,
@@ -93,7 +94,7 @@ CREATE TABLE settings (
 """
 
 # v2: every run of every entry is recorded. A foreground run (a caller waiting for its
-# envelope) records itself as running, carried by the caller's own process; it never waits
+# envelope) records itself as running, run by the caller's own process; it never waits
 # in a lane, and lanes do not count it. ``spec`` now holds the EntryRequest (JSON) that the
 # supervisor runs; a run queued under v1 fails with config_error when it starts.
 _V2 = """
@@ -113,10 +114,11 @@ CREATE INDEX runs_session ON runs (session_name, seq) WHERE session_name IS NOT 
 CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
 """
 
-# v4: runners (issue 24). A supervisor carries several detached runs of one environment at
-# once; while it takes new ones it is listed here, and a starter hands it a run in the
-# insert's own transaction, only while the row stands. The supervisor leaves the table in the
-# transaction that finds nothing of its own queued, running or held (see supervisors.py).
+# v4: the supervisors that take new runs (issue 24; ``accepting_supervisors`` since v6). A
+# supervisor runs several detached runs of one environment at once; while it takes new ones
+# it is listed here, and a starter hands it a run in the insert's own transaction, only
+# while the row stands. The supervisor leaves the table in the transaction that finds
+# nothing of its own queued, running or held (see supervisors.py).
 # And the active runs in queue order straight from an index: every look at the lanes (each
 # run's end, each claim), ``ps`` and the liveness check read them, and with the old index
 # (lane first) SQLite scanned the whole table instead — 10 000 ended runs, envelopes and all.
@@ -146,7 +148,18 @@ CREATE TRIGGER runs_listing_stale AFTER UPDATE OF
     BEGIN UPDATE runs SET listing = NULL WHERE seq = new.seq; END
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: names that say what they hold (issue 32): the supervisors listed as taking new runs,
+# the wakeups waiting on runs, and the idle time of a supervisor (config key
+# ``runs.supervisor_idle``, once ``runs.runner_idle``). Same columns, same rows.
+_V6 = """
+DROP INDEX runners_env;
+ALTER TABLE runners RENAME TO accepting_supervisors;
+CREATE INDEX accepting_supervisors_env ON accepting_supervisors (env_key);
+ALTER TABLE bells RENAME TO wakeups;
+UPDATE settings SET key = 'supervisor_idle' WHERE key = 'runner_idle';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 VERSION = len(MIGRATIONS)
 
 

@@ -66,7 +66,7 @@ def prune(
             chunk = [
                 (run_id,) for run_id in candidates[start : start + _CHUNK] if run_id not in spared
             ]
-            for table in ("events", "run_groups", "bells"):
+            for table in ("events", "run_groups", "wakeups"):
                 db.executemany(f"DELETE FROM {table} WHERE run_id = ?", chunk)
             # Checked again under the lock: only ended runs, whatever happened meanwhile.
             db.executemany(f"DELETE FROM runs WHERE id = ? AND {ended}", chunk)

@@ -23,7 +23,7 @@ def store_settings(runs: RunsSettings) -> dict[str, str | None]:
         "retention_days": "none" if days is None else repr(float(days)),
         "retention_keep": "none" if keep is None else str(keep),
         "max_events": str(runs.max_events),
-        "runner_idle": repr(float(runs.runner_idle)),
+        "supervisor_idle": repr(float(runs.supervisor_idle)),
     }
 
 

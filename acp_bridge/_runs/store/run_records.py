@@ -62,7 +62,7 @@ class RunRecord(NamedTuple):
     seq: int
     env_key: str
     detached: bool = True
-    """False: a foreground call, carried (and recorded) by its caller's process."""
+    """False: a foreground call, run (and recorded) by its caller's process."""
     follows: str | None = None
     """The run whose ACP session this one continues (a follow-up turn)."""
     session_name: str | None = None
@@ -70,7 +70,7 @@ class RunRecord(NamedTuple):
     """Its supervisor keeps the agent alive for a follow-up turn until then (Unix time)."""
     caller_cwd: str = ""
     request: dict[str, Any] | None = None
-    """The :class:`~acp_bridge.EntryRequest` the run carries, as JSON data."""
+    """The :class:`~acp_bridge.EntryRequest` of the run, as JSON data."""
     config_path: str | None = None
     envelope: dict[str, Any] | None = None
 

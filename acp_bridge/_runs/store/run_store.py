@@ -15,7 +15,7 @@ How it stays safe with many processes at once:
 - every write is one short ``BEGIN IMMEDIATE`` transaction (take the write lock first, so two
   writers never deadlock upgrading read locks), with a busy timeout for the lock;
 - a final status and its envelope are written in the same transaction, so nobody can see a
-  run ended without its envelope; doorbells are rung only after that commit.
+  run ended without its envelope; waiters are woken only after that commit.
 
 Methods here are synchronous: each is a local SQLite call of well under a millisecond
 (measured in ``benchmarks/runs.py``), cheaper than a thread hop. They raise
@@ -111,7 +111,7 @@ class Store:
         supervisor: Identity,
         *,
         detached: bool = True,
-        runner: Literal["join", "new"] | None = None,
+        handover: Literal["accepting", "new"] | None = None,
         limits: Mapping[str, int | None] | None = None,
         group_budget: tuple[int | None, float | None] | None = None,
         settings: Mapping[str, str | None] | None = None,
@@ -120,10 +120,10 @@ class Store:
         configured, in one transaction: ``queued`` for its supervisor when ``detached``, else
         ``running`` in the caller's own process (``supervisor``). Whether it was recorded.
 
-        ``runner`` (see :mod:`acp_bridge._runs.store.supervisors`): ``"join"`` hands the run to the
-        live runner ``supervisor`` only while it still takes runs (False: nothing written);
-        ``"new"`` lists ``supervisor``, just started for this run, as the runner of the
-        run's environment.
+        ``handover`` (see :mod:`acp_bridge._runs.store.supervisors`): ``"accepting"`` hands the
+        run to the live supervisor ``supervisor`` only while it still accepts runs (False:
+        nothing written); ``"new"`` lists ``supervisor``, just started for this run, as
+        accepting the runs of the run's environment.
 
         A run that continues a session (``follows``, ``session_name``) follows the session's
         latest run as of this transaction
@@ -131,9 +131,9 @@ class Store:
         before, and another process may have queued a turn of the same session since."""
         now = time.time()
         with self.write() as db:
-            if runner == "join" and not supervisors.accepting(db, supervisor):
+            if handover == "accepting" and not supervisors.accepting(db, supervisor):
                 return False
-            if runner == "new":
+            if handover == "new":
                 supervisors.register(db, supervisor, run.env_key)
             for lane, max_concurrent in (limits or {}).items():
                 _set_limit(db, lane, max_concurrent)
@@ -207,7 +207,7 @@ class Store:
         only_queued: bool = False,
     ) -> bool:
         """Inside a write transaction: the final status and envelope, if the run is still
-        active (or still queued) and, when ``supervisor`` is given, still carried by that very
+        active (or still queued) and, when ``supervisor`` is given, still run by that very
         process. Whether it was written (a compare-and-set: two processes racing to end a run
         cannot both succeed)."""
         condition = "status = 'queued'" if only_queued else "status IN ('queued', 'running')"

@@ -1,29 +1,29 @@
-"""Runners: which process carries a new detached run.
+"""Accepting supervisors: which process runs a new detached run.
 
-A detached run is carried by a supervisor process (:mod:`acp_bridge._runs.supervisor.main`).
-One supervisor carries several runs at once: every run started from its environment (the
-same variables and working directory,
+A detached run is run by a supervisor process (:mod:`acp_bridge._runs.supervisor.main`).
+One supervisor runs several runs at once: every run started from its environment (the same
+variables and working directory,
 :func:`~acp_bridge._runs.supervisor.start_detached.env_key`) while it takes new ones. So a
 fan-out of detached runs pays one interpreter start and one import of the entry code
-(~0.3 s of CPU), not one per run. A supervisor that takes new runs is a *runner*, listed in
-the store's ``runners`` table under its environment.
+(~0.3 s of CPU), not one per run. A supervisor that takes new runs is *accepting*, listed
+in the store's ``accepting_supervisors`` table under its environment.
 
 Handing a run over without ever stranding it:
 
-- a starter looks for a live runner of its environment (:func:`find`) and inserts the run
-  naming that runner as its supervisor, in the insert's own transaction and only while the
-  runner is still listed (:func:`accepting`); then it rings the runner's doorbell
-  (:func:`bell_key`). When there is none, it starts a new supervisor and lists it in the
+- a starter looks for a live accepting supervisor of its environment (:func:`find`) and
+  inserts the run naming that supervisor, in the insert's own transaction and only while
+  the supervisor is still listed (:func:`accepting`); then it wakes the supervisor's wakeup
+  (:func:`wakeup_key`). When there is none, it starts a new supervisor and lists it in the
   insert of the run it starts for (:func:`register`);
-- a runner leaves the list in one transaction that finds nothing of its own queued, running
-  or held (:func:`retire`), and only then exits; a runner asked to stop, or that has carried
-  its share (``MAX_CARRIED``), leaves the list at once (:func:`stop_accepting`) and ends
-  what it has.
+- a supervisor leaves the list in one transaction that finds nothing of its own queued,
+  running or held (:func:`retire`), and only then exits; a supervisor asked to stop, or that
+  has taken its share (``MAX_RUNS``), leaves the list at once (:func:`stop_accepting`) and
+  ends what it has.
 
-Both are ``BEGIN IMMEDIATE`` transactions, so one of them comes first: either the runner
-sees the new run and carries it, or the starter finds the runner gone and starts another. A
-runner that was killed stays listed until a starter finds its process gone (the row is
-removed then); its runs are ``lost`` like any other run whose supervisor died
+Both are ``BEGIN IMMEDIATE`` transactions, so one of them comes first: either the supervisor
+sees the new run and runs it, or the starter finds the supervisor gone and starts another.
+A supervisor that was killed stays listed until a starter finds its process gone (the row
+is removed then); its runs are ``lost`` like any other run whose supervisor died
 (:mod:`acp_bridge._runs.liveness`).
 
 Standard library only: the queued supervisor uses it.
@@ -51,23 +51,24 @@ class Store(Protocol):
 
 
 IDLE = 2.0
-"""Seconds a runner waits for new runs once it has nothing to carry (``runs.runner_idle``)."""
+"""Seconds a supervisor waits for new runs once it has none left (``runs.supervisor_idle``)."""
 
 _ME = "pid = ? AND start = ? AND boot = ?"
 _SUPERVISED_BY = "supervisor_pid = ? AND supervisor_start = ? AND supervisor_boot = ?"
 
 
-def bell_key(who: Identity) -> str:
-    """What a runner's doorbell is recorded under (as if it were a run id): a starter that
-    hands it a run rings this."""
-    return f"runner:{who.pid}:{who.start}:{who.boot}"
+def wakeup_key(who: Identity) -> str:
+    """What an accepting supervisor's wakeup is recorded under (as if it were a run id): a
+    starter that hands it a run wakes this."""
+    return f"supervisor:{who.pid}:{who.start}:{who.boot}"
 
 
 def find(store: Store, env_key: str) -> Identity | None:
-    """A live runner taking runs of environment ``env_key`` (the newest), or None. Rows of
-    runners whose process is gone are removed."""
+    """A live supervisor taking runs of environment ``env_key`` (the newest), or None. Rows
+    of supervisors whose process is gone are removed."""
     rows = store.db.execute(
-        "SELECT pid, start, boot FROM runners WHERE env_key = ? ORDER BY start DESC", (env_key,)
+        "SELECT pid, start, boot FROM accepting_supervisors WHERE env_key = ? ORDER BY start DESC",
+        (env_key,),
     ).fetchall()
     dead = []
     for pid, start, boot in rows:
@@ -77,19 +78,21 @@ def find(store: Store, env_key: str) -> Identity | None:
         dead.append(who)
     if dead:
         with store.write() as db:
-            db.executemany(f"DELETE FROM runners WHERE {_ME}", dead)
+            db.executemany(f"DELETE FROM accepting_supervisors WHERE {_ME}", dead)
     return None
 
 
 def accepting(db: sqlite3.Connection, who: Identity) -> bool:
     """Inside a write transaction: whether ``who`` still takes new runs."""
-    return db.execute(f"SELECT 1 FROM runners WHERE {_ME}", who).fetchone() is not None
+    found = db.execute(f"SELECT 1 FROM accepting_supervisors WHERE {_ME}", who).fetchone()
+    return found is not None
 
 
 def register(db: sqlite3.Connection, who: Identity, env_key: str) -> None:
-    """Inside a write transaction: list ``who`` as a runner of environment ``env_key``."""
+    """Inside a write transaction: list ``who`` as accepting runs of environment ``env_key``."""
     db.execute(
-        "INSERT OR REPLACE INTO runners (pid, start, boot, env_key) VALUES (?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO accepting_supervisors (pid, start, boot, env_key)"
+        " VALUES (?, ?, ?, ?)",
         (*who, env_key),
     )
 
@@ -97,7 +100,7 @@ def register(db: sqlite3.Connection, who: Identity, env_key: str) -> None:
 def stop_accepting(store: Store, me: Identity) -> None:
     """Take no new runs from now on (the ones handed over already are still ours)."""
     with store.write() as db:
-        db.execute(f"DELETE FROM runners WHERE {_ME}", me)
+        db.execute(f"DELETE FROM accepting_supervisors WHERE {_ME}", me)
 
 
 def retire(store: Store, me: Identity) -> bool:
@@ -106,7 +109,7 @@ def retire(store: Store, me: Identity) -> bool:
     with store.write() as db:
         if _busy(db, me):
             return False
-        db.execute(f"DELETE FROM runners WHERE {_ME}", me)
+        db.execute(f"DELETE FROM accepting_supervisors WHERE {_ME}", me)
         return True
 
 
@@ -135,7 +138,7 @@ def queued_for(db: sqlite3.Connection, me: Identity) -> list[str]:
     return [run_id for (run_id,) in rows]
 
 
-def carried_by(db: sqlite3.Connection, me: Identity) -> list[str]:
+def active_for(db: sqlite3.Connection, me: Identity) -> list[str]:
     """Ids of the detached runs queued or running in ``me``'s name, oldest first."""
     rows = db.execute(
         "SELECT id FROM runs WHERE status IN ('queued', 'running') AND detached = 1"

@@ -1,6 +1,6 @@
-"""One run a supervisor carries: its doorbell, its events, its budget, and how it is stopped.
+"""One run a supervisor runs: its wakeup, its events, its budget, and how it is stopped.
 
-A supervisor carries several runs at once, each through an entry call of its own
+A supervisor runs several runs at once, each through an entry call of its own
 (:mod:`.entry_call`), and while it holds an agent several runs go through one entry call:
 each follow-up turn is a run of its own. So what belongs to a run — the events it records,
 the budget it is held to, a stop request, the process groups recorded for it — is an
@@ -42,7 +42,7 @@ log = logging.getLogger("acp_bridge.runs")
 HARD_GRACE = 30.0
 """Seconds a run asked to stop (or over budget) gets to end before its call is cut off."""
 STOP_LOOK = 1.0
-"""Seconds between looks for a stop request when no doorbell rang (a missed ring)."""
+"""Seconds between looks for a stop request when no wakeup came (a missed one)."""
 
 
 class Control:
@@ -63,7 +63,7 @@ class Control:
 
 
 class ActiveRun:
-    """One run being carried by this process (a context manager: its doorbell)."""
+    """One run in progress in this process (a context manager: its wakeup)."""
 
     def __init__(
         self,
@@ -106,7 +106,7 @@ class ActiveRun:
         self._record_groups(set(groups))
 
     def close(self) -> None:
-        """Close the doorbell, unless the side tasks still use it (they close it as they end:
+        """Close the wakeup, unless the side tasks still use it (they close it as they end:
         a socket closed under a waiting task could see its number reused)."""
         if not self._tasks_started:
             self.wakeup.close()

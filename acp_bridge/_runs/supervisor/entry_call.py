@@ -1,19 +1,19 @@
 """One entry call in a supervisor: a claimed run through its entry function, and the
 follow-up turns its held agent takes.
 
-The supervisor (:mod:`.running`) carries several runs at once, each an :class:`EntryCall` in
+The supervisor (:mod:`.running`) runs several runs at once, each an :class:`EntryCall` in
 a task of its own: the config is loaded for the caller's directory, the stored
 :class:`~acp_bridge.EntryRequest` runs through :func:`~acp_bridge.run_entry` with the run's id
 as the envelope's ``task_id``, ``on_event`` writes its events to the store, and beside it
 run the run's own tasks (:mod:`.active_run`: events, stop requests). Every process group the
 call starts is recorded for the run it serves at that moment. The envelope is committed
-before any doorbell rings. Stopping (a request, a signal, a budget exceeded) ends it
+before any waiter is woken. Stopping (a request, a signal, a budget exceeded) ends it
 gracefully, or cuts off this call (and no other) after ``HARD_GRACE``, its envelope then
 written here. Runs the entry opens itself (a tool call inside ``spawn``) are recorded by
 the reporter (:mod:`~acp_bridge._runs.foreground`), like any foreground run.
 
-Follow-ups (docs/explanation/runs.md, follow-up turns): a run that follows an earlier one continues
-its ACP session — through ``session/resume`` or ``session/load`` when it is carried as a
+Follow-ups (docs/explanation/runs.md, follow-up turns): a run that follows an earlier one
+continues its ACP session — through ``session/resume`` or ``session/load`` when it runs as a
 call of its own (a refusal, never a fresh session, when the agent offers neither). And an
 ``acp_spawn`` run of a profile with ``timeouts.idle`` hands its envelope over while its agent
 is still alive (:meth:`EntryCall.follow_up`): it is committed, the agent held, and a
@@ -74,7 +74,7 @@ WORKTREE_LOOKUP = 10.0
 
 
 class EntryCall:
-    """One claimed run carried through its entry (and the follow-ups its agent takes)."""
+    """One claimed run through its entry (and the follow-ups its agent takes)."""
 
     def __init__(self, supervisor: Supervisor, run_id: str) -> None:
         self.supervisor = supervisor
@@ -82,19 +82,19 @@ class EntryCall:
         self.me = supervisor.me
         self.run_id = run_id
         self.turn: ActiveRun | None = None
-        """The run being carried now (while an agent is held: the one that ended last)."""
+        """The run in progress now (while an agent is held: the one that ended last)."""
         self._tg: TaskGroup | None = None
 
-    async def carry(self) -> str | None:
-        """Carry the run to its committed envelope; the id of a run adopted as it was
-        committed (the supervisor carries that one next), or None."""
+    async def run(self) -> str | None:
+        """Take the run through its entry to its committed envelope; the id of a run adopted
+        as it was committed (the supervisor runs that one next), or None."""
         run = self.store.get(self.run_id)
         if run is None:
             return None
         self.turn = ActiveRun(self.store, run, self.me, anyio.CancelScope())
         result: SubtaskResult | None
         try:
-            result = await self._run(self.turn)
+            result = await self._run_turn(self.turn)
         except Exception as exc:  # a bug here must still end the run, not lose it
             log.exception("%s: the supervisor failed", self.turn.run.id)
             error = f"the run's supervisor failed: {type(exc).__name__}: {exc}"
@@ -105,7 +105,7 @@ class EntryCall:
         return self._end(turn, result, adopt_env=self.supervisor.adopt_env)[1]
 
     def stop(self, message: str) -> None:
-        """Stop the run being carried now (the supervisor got a signal)."""
+        """Stop the run in progress now (the supervisor got a signal)."""
         turn = self.turn
         if turn is not None and not turn.ended:
             self.store.request_stop(turn.run.id)
@@ -119,7 +119,7 @@ class EntryCall:
         adopt_env: str | None = None,
         hold_until: float | None = None,
     ) -> tuple[bool, str | None]:
-        """Commit how ``turn``'s run ended (see ``lanes.finish``), then ring whoever waits."""
+        """Commit how ``turn``'s run ended (see ``lanes.finish``), then wake whoever waits."""
         run_id = turn.run.id
         outcome = turn.end(result)
         written, adopted = lanes.finish(
@@ -131,7 +131,7 @@ class EntryCall:
         turn.close()
         return written, adopted
 
-    async def _run(self, turn: ActiveRun) -> SubtaskResult | None:
+    async def _run_turn(self, turn: ActiveRun) -> SubtaskResult | None:
         """Run ``turn``'s entry (and the follow-ups it takes); its last envelope (None: cut
         off after HARD_GRACE)."""
         run = turn.run
@@ -146,7 +146,7 @@ class EntryCall:
             turn.start(tg)
             with turn.control.scope, report_groups(self._on_group):
                 result = await self._call(run, turn.control.cancel)
-            tg.cancel_scope.cancel()  # the side tasks of whichever run is carried now
+            tg.cancel_scope.cancel()  # the side tasks of whichever run is in progress now
         self._tg = None
         return result
 
@@ -194,7 +194,7 @@ class EntryCall:
             config = run_config(run)
         except BridgeError as exc:
             return unfinished.run_failed(run, str(exc), exc.code)
-        with foreground.carrying(run.id):
+        with foreground.recorded_elsewhere(run.id):
             result = await run_entry_with_follow_ups(
                 request, config=config, on_event=self._on_event, cancel=cancel,
                 follow_ups=self.follow_up,

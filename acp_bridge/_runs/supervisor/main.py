@@ -1,4 +1,4 @@
-"""The supervisor of detached runs: one process carrying every run of one environment::
+"""The supervisor of detached runs: one process running every run of one environment::
 
     python -m acp_bridge._runs.supervisor.main --db PATH RUN_ID
 
@@ -6,19 +6,19 @@ Started by :func:`acp_bridge._runs.supervisor.start_detached.launch` (detached, 
 ``RUN_ID``, when no live supervisor of the caller's environment took it
 (:mod:`acp_bridge._runs.store.supervisors`), it:
 
-1. finds that run in the store (the starter writes the row, and lists this process as a
-   runner of its environment, right after starting it);
+1. finds that run in the store (the starter writes the row, and lists this process as
+   accepting the runs of its environment, right after starting it);
 2. waits until the lanes let one of the runs handed to it start, light: standard library only
-   (SQLite, a doorbell socket, ``poll``), ~11 MB and ~50 ms of CPU, because a queued run may
+   (SQLite, a wakeup socket, ``poll``), ~11 MB and ~50 ms of CPU, because a queued run may
    wait behind many others; more runs of the same environment may be handed to it meanwhile;
-3. once one is claimed, imports the entry code and carries the runs handed to it, several at
-   once, each as its lanes let it start (:mod:`.running`), committing each envelope as its
-   run ends; it also takes the next run of a lane started from the same environment;
-4. exits once it has had nothing to carry for ``runs.runner_idle`` seconds (and leaves the
-   runners' list first, so nothing is handed to it on its way out). What it prints goes to
-   the first run's log file, removed when empty.
+3. once one is claimed, imports the entry code and runs each run handed to it as its lanes
+   let it start, several at once (:mod:`.running`), committing each envelope as its run
+   ends; it also takes the next run of a lane started from the same environment;
+4. exits once it has had no run left for ``runs.supervisor_idle`` seconds (and leaves the
+   list of accepting supervisors first, so nothing is handed to it on its way out). What it
+   prints goes to the first run's log file, removed when empty.
 
-Stop: a stop request in the store (rung on the doorbell) or SIGTERM/SIGINT. A queued run ends
+Stop: a stop request in the store (sent to its wakeup) or SIGTERM/SIGINT. A queued run ends
 ``cancelled`` at once; a running one gets the graceful cancel of its entry; a signal stops
 every run of the process. SIGHUP is ignored: the caller's terminal going away is no reason to
 stop.
@@ -78,21 +78,21 @@ def _find_run(store: Store, run_id: str) -> RunRecord | None:
     deadline = time.monotonic() + ROW_WAIT
     delay = 0.005
     while (run := store.get(run_id)) is None and time.monotonic() < deadline:
-        time.sleep(delay)  # only before the row exists: nothing to ring us yet
+        time.sleep(delay)  # only before the row exists: nothing to wake us yet
         delay = min(delay * 2, 0.2)
     return run
 
 
 def _wait_for_claims(store: Store, me: Identity) -> list[str]:
     """Claim the runs handed to us once the lanes let any of them start; [] when none is ours
-    any more (stopped while queued, or adopted) and we left the runners' list."""
+    any more (stopped while queued, or adopted) and we left the accepting supervisors."""
     look = lanes.LOOK_FIRST
     watched: set[str] = set()
-    with Wakeup(store, [supervisors.bell_key(me)]) as wakeup:  # starters ring it as they hand over
+    with Wakeup(store, [supervisors.wakeup_key(me)]) as wakeup:  # woken as a run is handed over
         while True:
             queued = supervisors.queued_for(store.db, me)
             if new := [run_id for run_id in queued if run_id not in watched]:
-                wakeup.watch(new)  # the lanes ring a run's own bells when it may start
+                wakeup.watch(new)  # the lanes wake a run's own wakeups when it may start
                 watched.update(new)
             if not queued:
                 if supervisors.retire(store, me):
@@ -101,7 +101,7 @@ def _wait_for_claims(store: Store, me: Identity) -> list[str]:
                 wake(store, lanes.heads(store))  # room may be left for the next in line
                 return claimed
             if not wakeup.wait_sync(look):
-                # Nobody rang: maybe a supervisor ahead of us was killed. Look for lost runs
+                # Nobody woke us: maybe a supervisor ahead of us was killed. Look for lost runs
                 # (that frees their slots), then wait longer next time.
                 liveness.reap(store)
                 look = min(look * 2, lanes.LOOK_MAX)
@@ -130,13 +130,13 @@ def supervise(store: Store, run_id: str) -> int:
 
         _log()  # the supervisor logs through it
         supervisor = Supervisor(store, me, run.env_key, lambda: bool(_signalled))
-        anyio.run(supervisor.carry_all, claimed)
+        anyio.run(supervisor.run_all, claimed)
     except _Stopped as stop:
         from acp_bridge._runs.unfinished import end_runs  # pydantic, for the envelopes
 
         supervisors.stop_accepting(store, me)
         why = f"stopped before it started (signal {stop})"
-        end_runs(store, me, supervisors.carried_by(store.db, me), why, stopped=True)
+        end_runs(store, me, supervisors.active_for(store.db, me), why, stopped=True)
     except Exception as exc:  # e.g. a broken install: the entry code does not import
         from acp_bridge._runs.unfinished import end_runs
 
@@ -145,7 +145,7 @@ def supervise(store: Store, run_id: str) -> int:
         why = f"the run's supervisor failed: {type(exc).__name__}: {exc} (see {log})"
         with contextlib.suppress(Exception):
             supervisors.stop_accepting(store, me)
-        end_runs(store, me, supervisors.carried_by(store.db, me), why, stopped=False)
+        end_runs(store, me, supervisors.active_for(store.db, me), why, stopped=False)
         return 1
     return 0
 

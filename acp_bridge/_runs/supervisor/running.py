@@ -1,21 +1,21 @@
-"""The heavy half of a supervisor: carrying claimed runs, several at once, until idle.
+"""The heavy half of a supervisor: running claimed runs, several at once, until idle.
 
 Imported only once a run may start (the entry code costs ~0.3 s of CPU to import). From then on the
-supervisor is a runner (:mod:`~acp_bridge._runs.store.supervisors`): every detached run started from
-its environment while it takes new ones is handed to it, and it carries them concurrently, each an
+supervisor accepts runs (:mod:`~acp_bridge._runs.store.supervisors`): every detached run started
+from its environment while it takes new ones is handed to it, and it runs them concurrently, each an
 :class:`~.entry_call.EntryCall` in a task of its own — its own deadlines, budget, stop and cancel
 scope (:mod:`.active_run`), so stopping, cutting off or failing one run touches no other. Beside
 them, the *intake* claims the runs handed over as their lanes let them start
-(:func:`~acp_bridge._runs.store.lanes.claim_mine`): it wakes when a starter rings the runner's
-doorbell, when a lane slot frees, and when a call ends.
+(:func:`~acp_bridge._runs.store.lanes.claim_mine`): it wakes when a starter wakes the
+supervisor's wakeup, when a lane slot frees, and when a call ends.
 
-The supervisor exits once it has had nothing to carry for ``runs.runner_idle`` seconds
-(2 s by default): it leaves the runners' list in the same transaction that finds nothing of
-its own queued, running or held, so no run is ever handed to a process on its way out. After
-``MAX_CARRIED`` runs it takes no new ones (fresh supervisors take over) and exits once its
-own have ended.
+The supervisor exits once it has had no run left for ``runs.supervisor_idle`` seconds
+(2 s by default): it leaves the list of accepting supervisors in the same transaction that
+finds nothing of its own queued, running or held, so no run is ever handed to a process on
+its way out. After ``MAX_RUNS`` runs it takes no new ones (fresh supervisors take over) and
+exits once its own have ended.
 
-SIGTERM or SIGINT stops everything it carries, gracefully (each run ends ``cancelled``),
+SIGTERM or SIGINT stops all its runs, gracefully (each run ends ``cancelled``),
 ends its queued runs as stopped, lets go of held agents and takes nothing new.
 """
 
@@ -42,16 +42,16 @@ from acp_bridge.errors import BridgeError
 
 log = logging.getLogger("acp_bridge.runs")
 
-MAX_CARRIED = 100
-"""Runs one supervisor carries before it takes no new ones and lets fresh supervisors take
+MAX_RUNS = 100
+"""Runs one supervisor takes before it takes no new ones and lets fresh supervisors take
 over (a bound on whatever a long-lived interpreter might accumulate)."""
 FALLBACK = 1.0
-"""Seconds between looks for runs handed over when no doorbell rang (a missed ring)."""
+"""Seconds between looks for runs handed over when no wakeup came (a missed one)."""
 SIGNALLED = "stopped: the run's supervisor got a signal"
 
 
 class Supervisor:
-    """Carries claimed runs, several at once, in this process."""
+    """Runs claimed runs, several at once, in this process."""
 
     def __init__(
         self, store: Store, me: Identity, env_key: str, signalled: Callable[[], bool]
@@ -61,10 +61,10 @@ class Supervisor:
         self.env_key = env_key
         self.stopping = False
         self.accepting = True
-        """Takes new runs (is listed as a runner), adopts others and holds agents."""
+        """Takes new runs (is listed as accepting), adopts others and holds agents."""
         self._signalled = signalled  # a signal that came before our receiver was listening
         self.calls: set[EntryCall] = set()
-        self.carried = 0
+        self.taken = 0
         self._tg: TaskGroup | None = None
 
     @property
@@ -77,7 +77,7 @@ class Supervisor:
         """A supervisor that takes nothing new holds no agent either (nobody would be served)."""
         return self.accepting
 
-    async def carry_all(self, claimed: list[str]) -> None:
+    async def run_all(self, claimed: list[str]) -> None:
         foreground.install()  # runs the entries open themselves are recorded too
         self.stopped = anyio.Event()
         self._changed = anyio.Event()
@@ -93,20 +93,20 @@ class Supervisor:
 
     def _start(self, run_id: str) -> None:
         assert self._tg is not None
-        self.carried += 1
-        if self.accepting and self.carried >= MAX_CARRIED:
+        self.taken += 1
+        if self.accepting and self.taken >= MAX_RUNS:
             self._stop_accepting()
         call = EntryCall(self, run_id)
         self.calls.add(call)
-        self._tg.start_soon(self._carry, call)
+        self._tg.start_soon(self._run_call, call)
 
-    async def _carry(self, call: EntryCall) -> None:
+    async def _run_call(self, call: EntryCall) -> None:
         try:
-            adopted = await call.carry()
+            adopted = await call.run()
         finally:
             self.calls.discard(call)
             self._changed.set()
-        if adopted is not None:  # claimed for us as the run ended: carry it right away
+        if adopted is not None:  # claimed for us as the run ended: run it right away
             self._start(adopted)
 
     def _stop_accepting(self) -> None:
@@ -114,7 +114,7 @@ class Supervisor:
         try:
             supervisors.stop_accepting(self.store, self.me)
         except BridgeError:  # a run handed over still is ours: the intake ends or runs it
-            log.exception("could not leave the runners' list")
+            log.exception("could not leave the list of accepting supervisors")
 
     async def _signals(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -134,11 +134,11 @@ class Supervisor:
 
     async def _intake(self) -> None:
         """Start the runs handed to us as their lanes let them; return once idle and off
-        the runners' list."""
+        the list of accepting supervisors."""
         look = lanes.LOOK_FIRST
         idle_since: float | None = None
         watched: set[str] = set()
-        with Wakeup(self.store, [supervisors.bell_key(self.me)]) as wakeup:
+        with Wakeup(self.store, [supervisors.wakeup_key(self.me)]) as wakeup:
             while True:
                 self._changed = anyio.Event()
                 queued = self._take_queued(wakeup, watched)
@@ -158,7 +158,7 @@ class Supervisor:
                 # A call ending, or a signal, sets _changed: look again at once.
                 waited = await race(partial(wakeup.wait, timeout), self._changed.wait)
                 if queued and waited.value is False:
-                    # Nobody rang: maybe a supervisor ahead of us was killed. Look for lost
+                    # Nobody woke us: maybe a supervisor ahead of us was killed. Look for lost
                     # runs (that frees their slots), then wait longer next time.
                     liveness.reap(self.store)
                     look = min(look * 2, lanes.LOOK_MAX)
@@ -169,7 +169,7 @@ class Supervisor:
         store, me = self.store, self.me
         queued = supervisors.queued_for(store.db, me)
         if new := [run_id for run_id in queued if run_id not in watched]:
-            wakeup.watch(new)  # the lanes ring a run's own bells when it may start
+            wakeup.watch(new)  # the lanes wake a run's own wakeups when it may start
             watched.update(new)
         if self.stopping:
             end_runs(store, me, queued, "stopped before it started", stopped=True)
@@ -182,8 +182,8 @@ class Supervisor:
         return queued
 
     def _idle(self) -> float:
-        """Seconds to wait for more runs when there is nothing to carry."""
+        """Seconds to wait for more runs when there is none left to run."""
         if self.stopping or not self.accepting:
             return 0.0
-        value = self.store.setting("runner_idle")
+        value = self.store.setting("supervisor_idle")
         return supervisors.IDLE if value is None else float(value)

@@ -15,8 +15,8 @@ shell in C, so no Python code of this process ever runs in a forked copy.
 
 The supervisor gets this process's environment (``os.environ``) and working directory, exactly
 what an entry called here would have used (its umask and resource limits too); :func:`env_key`
-digests all of it, so a supervisor only ever carries runs started from the same
-(:mod:`acp_bridge._runs.store.supervisors`): the runs it carries at once share its variables, its
+digests all of it, so a supervisor only ever takes runs started from the same
+(:mod:`acp_bridge._runs.store.supervisors`): the runs it has at once share its variables, its
 working directory, its umask and its limits.
 """
 
@@ -51,7 +51,7 @@ def env_key() -> str:
     for name in sorted(os.environb):
         if name not in _VOLATILE:
             digest.update(name + b"=" + os.environb[name] + b"\0")
-    # A process has one of each of these, and the runs it carries at once share them.
+    # A process has one of each of these, and the runs in it at once share them.
     limits = [resource.getrlimit(getattr(resource, name)) for name in _LIMITS]
     inherited = f"{os.getcwd()}\0{proc.umask()}\0{limits}"  # noqa: PTH109
     digest.update(b"\0" + os.fsencode(inherited))

@@ -104,7 +104,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     from acp_bridge.cli._batch_commands.batch_command import executor_from
     from acp_bridge.smoke import _report as report
     from acp_bridge.smoke._suite import expand, load_suite
-    from acp_bridge.smoke._suite_run import SmokeRunner, SmokeSettings
+    from acp_bridge.smoke._suite_run import SmokeSettings, SuiteRun
 
     for option, path in (("--junit", args.junit), ("--json", args.json)):
         if path is not None:
@@ -126,7 +126,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep,
         executor=executor_from(args),
     )
-    runner = SmokeRunner(load(args), settings, progress)
+    suite_run = SuiteRun(load(args), settings, progress)
     started, clock = datetime.now(UTC), time.monotonic()
     interrupted = False
 
@@ -149,14 +149,14 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(progress.tick)
-            await race(lambda: runner.run(runs, cancel), watch_signals)
+            await race(lambda: suite_run.run(runs, cancel), watch_signals)
             tg.cancel_scope.cancel()
 
     try:
         anyio.run(main)
     finally:
         progress.close()
-        outcomes = runner.results(runs)
+        outcomes = suite_run.results(runs)
         info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
         if args.junit:
             report.write_report(args.junit, report.junit_xml(outcomes, info), "--junit")

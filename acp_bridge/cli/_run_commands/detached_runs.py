@@ -43,7 +43,7 @@ def wants_run_layer(args: argparse.Namespace) -> bool:
 def run_through_store(args: argparse.Namespace, request: EntryRequest) -> int:
     if getattr(args, "yes", False):  # --no is what a headless run does anyway
         raise ConfigError(
-            "--yes answers `ask` permissions in this process; a run the run layer carries "
+            "--yes answers `ask` permissions in this process; a run of the run layer "
             "(--detach, --group, budgets) has its own supervisor and nobody to ask: allow what "
             "it needs in the profile's permissions instead (mode or rules)"
         )

@@ -36,7 +36,7 @@ from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
 
 if TYPE_CHECKING:
     # Named in signatures only: the ACP layer's import (its wire schema) is for the runs
-    # this process carries itself, not for `run --detach` (benchmarks/runs.py).
+    # this process runs itself, not for `run --detach` (benchmarks/runs.py).
     from acp_bridge._acp.services.elicitation import ElicitationHook
     from acp_bridge._acp.services.permissions import PermissionHook
 
@@ -52,7 +52,7 @@ def run_request(
 ) -> int:
     """Run ``request`` with the options every entry command shares; print the envelope.
     ``hooks`` answer an ACP agent's ``ask`` permissions and questions (see terminal_prompts.py)."""
-    if wants_run_layer(args):  # --detach, --group, budgets: a run the run layer carries
+    if wants_run_layer(args):  # --detach, --group, budgets: a run of the run layer
         _garbage_collector.resume()
         # It has its own supervisor and its own Ctrl-C handling (detached_runs.py): the usual
         # handlers come back, and a signal that came during start-up means "don't start".
@@ -125,8 +125,8 @@ async def _every(seconds: float, call: Callable[[], None]) -> None:
 
 
 def _hooks(args: argparse.Namespace) -> tuple[PermissionHook | None, ElicitationHook | None]:
-    """The terminal's answers to ``ask`` permissions and questions. A run the run layer
-    carries is headless (detached_runs.py refuses --yes); so is a run with nobody at a terminal
+    """The terminal's answers to ``ask`` permissions and questions. A run of the run layer
+    is headless (detached_runs.py refuses --yes); so is a run with nobody at a terminal
     and no fixed answer. Both skip importing the prompts (issue 24: a cold headless run)."""
     if wants_run_layer(args) or not (args.yes or args.no or is_interactive()):
         return None, None

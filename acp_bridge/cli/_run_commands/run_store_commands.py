@@ -212,7 +212,7 @@ def cmd_ps(args: argparse.Namespace) -> int:
     for row in rows:
         out("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]))
     if any(not run.detached for run in runs):
-        out("(* a foreground run, carried by its caller's process)")
+        out("(* a foreground run, run by its caller's process)")
     return EXIT_OK
 
 

@@ -92,6 +92,7 @@ class AcpRun(RunState):
                 shutdown_grace=self.profile.timeouts.shutdown_grace,
                 deadline=self.clock.deadline,
                 last_deadline=lambda: self.clock.deadline,  # follow-up turns move it
+                explicit_write_roots=self.profile.write_roots or (),
             ) as confinement:
                 self.confinement = confinement
                 where = (confinement.cwd, confinement.read_roots, confinement.write_roots)

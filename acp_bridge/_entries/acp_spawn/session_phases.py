@@ -230,7 +230,7 @@ class SessionPhases:
             anyio.current_time() + timeout,
             timeout,
             follow.cancel,
-            clock.abort,
+            follow.abort if follow.abort is not None else clock.abort,
             shutdown_grace=clock.shutdown_grace,
             transcript=clock.transcript,
             stall=clock.stall,

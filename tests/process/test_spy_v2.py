@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from acp_bridge._acp.turn.lifecycle import NO_MESSAGE_ID
 from acp_bridge.errors import ErrorCode
 from tests.spy import Spy
 
@@ -92,6 +93,9 @@ def test_both_prompt_reply_shapes_are_accepted(spy: Spy, reply: dict[str, Any]) 
     script = v2({"prompt_reply": reply, "prompt": [state("running")], "answer": "OK"})
     result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert (result.status, result.output) == ("done", "OK"), result.error
+    # The v2 schema requires the messageId: a reply without it is accepted, and counted.
+    warned = [w for w in result.meta.warnings or [] if "messageId" in w]
+    assert warned == ([] if reply else [NO_MESSAGE_ID])
 
 
 def test_a_stale_idle_before_running_does_not_end_the_turn(spy: Spy) -> None:

@@ -31,7 +31,7 @@ from acp_bridge._entries.enveloped import END_GRACE, resolve_timeout
 from acp_bridge._os.process.procgroup import RunProcesses
 from acp_bridge._output_schema.structured_output import structured_output_instruction
 from acp_bridge._version import __version__
-from acp_bridge.errors import BridgeError, RunCancelled, RunStalled
+from acp_bridge.errors import BridgeError, MalformedReply, RunCancelled, RunStalled
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
 
@@ -67,10 +67,12 @@ class SessionPhases:
             options.get("system_prompt"),
         )
 
-    async def run_session(self) -> None:
+    async def run_session(self) -> str | None:
         """Serve the agent, take the session through its phases, wind down; a phase's
-        error goes to the records. Called inside the process's ``async with``."""
+        error goes to the records. Called inside the process's ``async with``. Returns why
+        the agent must be started again on v1 (:meth:`v1_instead`), else None."""
         run, result, process = self.run, self.result, self.process
+        v1_instead: str | None = None
         async with anyio.create_task_group() as services_tg:
             result.process = process
             services = result.services = ClientServices(
@@ -115,12 +117,29 @@ class SessionPhases:
                 try:
                     await self._phases(session)
                 except BridgeError as exc:
-                    result.error = exc
+                    v1_instead = self.v1_instead(session, exc)
+                    if v1_instead is None:
+                        result.error = exc
                 finally:
                     with anyio.CancelScope(shield=True), self.tracing.span("acp.shutdown"):
                         await run.clock.wind_down(session, process, services, self.started)
                         await offer.stop()
             services_tg.cancel_scope.cancel()
+        return v1_instead
+
+    def v1_instead(self, session: AcpSession, error: BridgeError) -> str | None:
+        """Why this agent is to be started again on v1, if it is: under ``protocol: auto``
+        a v2 reply that does not validate, before any prompt was sent (so nothing the agent
+        did is done twice). Its session is wound down as any other; the run starts the agent
+        again (``run.py``), once: a v1 run never comes here."""
+        if (
+            isinstance(error, MalformedReply)
+            and session.v2
+            and self.profile.protocol == "auto"
+            and not session.prompted
+        ):
+            return f"its v2 reply did not validate ({error})"
+        return None
 
     async def _phases(self, session: AcpSession) -> None:
         run, timeouts, clock = self.run, self.profile.timeouts, self.run.clock

@@ -10,6 +10,8 @@ while the agent starts up, not before.
 
 from __future__ import annotations
 
+import os
+
 import anyio
 
 from acp_bridge._acp.agent_process import AgentProcess
@@ -17,10 +19,11 @@ from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.mcp_transport import ServicesOffer, ServicesReach
 from acp_bridge._acp.session.acp_session import AcpSession
+from acp_bridge._acp.session.auth import auth_refused_prompt
 from acp_bridge._acp.session.session_options import SessionChoices
 from acp_bridge._acp.session.tracing import set_attributes
 from acp_bridge._acp.turn.prompt_turn import TurnOutcome, TurnSignals, turn_error
-from acp_bridge._acp.wire.schema import Implementation
+from acp_bridge._acp.wire.schema import AUTH_REQUIRED, Implementation
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import needs_repair, repair_prompt
@@ -31,7 +34,13 @@ from acp_bridge._entries.enveloped import END_GRACE, resolve_timeout
 from acp_bridge._os.process.procgroup import RunProcesses
 from acp_bridge._output_schema.structured_output import structured_output_instruction
 from acp_bridge._version import __version__
-from acp_bridge.errors import BridgeError, MalformedReply, RunCancelled, RunStalled
+from acp_bridge.errors import (
+    AgentRequestError,
+    BridgeError,
+    MalformedReply,
+    RunCancelled,
+    RunStalled,
+)
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
 
@@ -203,7 +212,13 @@ class SessionPhases:
         if error is not None:
             raise error
         assert outcome.response is not None
-        outcome.response.unwrap()  # an error reply or a dead agent ends the run here
+        try:
+            outcome.response.unwrap()  # an error reply or a dead agent ends the run here
+        except AgentRequestError as exc:
+            if exc.rpc_code != AUTH_REQUIRED:
+                raise
+            auth = self.profile.auth.env
+            raise auth_refused_prompt(exc, auth, self.run.env, os.environ) from exc
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
         if self.result.output_schema or self.run.follow_ups is not None:

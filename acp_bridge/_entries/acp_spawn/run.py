@@ -10,7 +10,9 @@ host uses OpenTelemetry each phase has its span (``acp.initialize``, ``acp.sessi
 ``acp.prompt``, ``acp.shutdown``). Whatever happens, the run ends in the same bounded
 wind-down (SIGKILL to all it started at the end) and one envelope with what was gathered.
 Given ``follow_ups``, the session may take further turns before that wind-down, each a run
-of its own with its own deadline (``live_turns.py``).
+of its own with its own deadline (``live_turns.py``). Under ``protocol: auto`` an agent whose
+v2 replies do not validate before any prompt is wound down and started again on v1, once,
+in the same sandbox and under the same deadline (:meth:`AcpRun._restart_on_v1`).
 
 Start the agent first (issue 24): this module needs none of the session machinery to get
 the agent's process started. The session's phases and the records of what the run gathers

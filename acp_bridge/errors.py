@@ -255,6 +255,12 @@ class ProtocolError(AgentError):
     code = ErrorCode.PROTOCOL_ERROR
 
 
+class MalformedReply(ProtocolError):
+    """A reply to one of the bridge's requests that does not validate against the protocol
+    version spoken (under ``protocol: auto``, before any prompt, a v2 one restarts the agent
+    on v1: docs/explanation/acp.md)."""
+
+
 class AuthRequiredError(AgentError):
     """The agent needs authentication the bridge cannot perform headless."""
 

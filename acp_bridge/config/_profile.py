@@ -10,7 +10,7 @@ not a crash mid-run.
 from collections.abc import Iterable
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
 
 from acp_bridge._os.limits import (
     MAX_BYTES,
@@ -47,6 +47,14 @@ ToolKind = Literal[
 ]
 """The kinds of tool call an ACP agent declares, as permission rules name them."""
 PermissionMode = Literal["deny-all", "read-only", "workspace-write", "approve-all"]
+
+
+def _version_number(value: object) -> object:
+    """``protocol: 1`` as the docs write it, unquoted: YAML reads a number. A bool is not
+    one (``True == 1`` in Python), so ``protocol: true`` stays an error."""
+    if type(value) is int and value in (1, 2):
+        return str(value)
+    return value
 
 
 def _command_pattern(pattern: str) -> str:
@@ -289,10 +297,14 @@ class AgentProfile(StrictModel):
         description="allow unstable ACP methods and capabilities the agent advertises "
         "(session/fork, subagent sessions, plan operations); off by default, like --unstable",
     )
-    protocol: Literal["auto", "1", "2"] = Field(
-        "auto",
-        description="ACP wire version: auto (ask for 2, the v2 Preview, take 1 when that is "
-        "what the agent speaks), 1, or 2 (a v1-only agent is then an error)",
+    protocol: Annotated[
+        Literal["auto", "1", "2"],
+        BeforeValidator(_version_number, json_schema_input_type=Literal["auto", "1", "2", 1, 2]),
+    ] = Field(
+        "1",
+        description="ACP wire version: 1 (stable), 2 (the v2 Preview: a v1-only agent is then "
+        "an error), or auto (ask for 2, speak 1 with an agent that answers 1 or whose v2 "
+        "session setup does not validate)",
     )
     services: Literal["acp", "mcp", "both"] = Field(
         "acp",

@@ -315,3 +315,23 @@ def test_profile_schema_is_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     assert "command" in schema["properties"]
     json.dumps(schema)
+
+
+# --- protocol: as the docs write it -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "read"), [("1", "1"), ("2", "2"), ('"2"', "2"), ("auto", "auto")]
+)
+def test_protocol_is_v1_by_default_and_may_be_a_yaml_number(
+    tmp_path: Path, written: str, read: str
+) -> None:
+    path = write(
+        tmp_path / "c.yaml",
+        "acp:\n  agents:\n"
+        f"    - {{name: a, command: x, protocol: {written}}}\n"
+        "    - {name: b, command: x}\n",
+    )
+    profiles = load_config(path, environ={}, search=False).profiles
+    assert profiles.get("a").runnable().protocol == read
+    assert profiles.get("b").runnable().protocol == "1"  # the v2 Preview only when asked

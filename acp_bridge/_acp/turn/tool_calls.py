@@ -260,6 +260,18 @@ class TurnToolCalls:
     def records(self) -> list[ToolCallRecord]:
         return [call.record for call in self.calls.values()]
 
+    def made(self) -> set[str]:
+        """The tool calls that completed: only their reported file changes were made."""
+        calls = self.calls.items()
+        return {call_id for call_id, call in calls if call.record.status == "completed"}
+
+    def reported_changes(self) -> list[dict[str, Any]]:
+        """The file changes the completed tool calls reported (``meta.reported_changes``)."""
+        return self.file_changes.records(self.made())
+
+    def reported_patch(self) -> str:
+        return self.file_changes.patch_text(self.made())
+
     def clear(self) -> None:
         self.calls = {}
         self.file_changes.clear()

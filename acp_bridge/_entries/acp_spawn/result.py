@@ -217,7 +217,7 @@ class AcpResult:
         if self.confinement is not None:
             warnings += self.confinement.notes
             measured = self.confinement.files  # None: nothing was measured
-            reported = self.collector.tools.file_changes.records()
+            reported = self.collector.tools.reported_changes()
             if measured is not None:
                 warnings += disagreements(reported, measured.paths, str(self.confinement.cwd))
         return warnings
@@ -230,7 +230,6 @@ class AcpResult:
         confined = self.confinement.meta() if self.confinement is not None else {}
         state = collector.state
         notices, compactions = collector.notices.records()
-        changes = collector.tools.file_changes
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
@@ -249,8 +248,8 @@ class AcpResult:
             notices=notices,
             compactions=compactions,
             subagents=collector.subagents.records(),
-            reported_changes=changes.records() or None,
-            reported_patch="".join(changes.patch) or None,
+            reported_changes=collector.tools.reported_changes() or None,
+            reported_patch=collector.tools.reported_patch() or None,
             elicitations=(services.elicitation.records or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,

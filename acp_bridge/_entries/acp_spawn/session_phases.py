@@ -10,6 +10,8 @@ while the agent starts up, not before.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 from acp_bridge._acp.agent_process import AgentProcess
@@ -92,7 +94,7 @@ class SessionPhases:
                 process.stdin,
                 on_update=self.collector,
                 router=services.router(),
-                on_notification=services.notification,
+                on_notification=self.notification,
                 transcript=self.transcript,
                 max_message_bytes=self.profile.max_message_bytes,
             ) as conn:
@@ -121,6 +123,12 @@ class SessionPhases:
                         await run.clock.wind_down(session, process, services, self.started)
                         await offer.stop()
             services_tg.cancel_scope.cancel()
+
+    def notification(self, method: str, params: Any) -> None:
+        """The agent's notifications other than ``session/update``: the services' (a
+        probe's phases also read what the agent reports about itself)."""
+        if self.result.services is not None:
+            self.result.services.notification(method, params)
 
     async def _phases(self, session: AcpSession) -> None:
         run, timeouts, clock = self.run, self.profile.timeouts, self.run.clock

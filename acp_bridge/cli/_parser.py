@@ -218,7 +218,9 @@ def build_parser(
     p.add_argument(
         "--skip-missing",
         action="store_true",
-        help="skip cases whose agent command is not installed (default: fail)",
+        help="skip the cases of agents the doctor finds not ready here (not installed, not "
+        "starting in their sandbox, refusing a session without a key), saying why "
+        "(default: they run and fail)",
     )
     p.add_argument("--keep", action="store_true", help="keep each case's workspace")
     batch_flags.add_executor_options(p)  # where the cases run

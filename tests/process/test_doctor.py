@@ -202,6 +202,44 @@ def test_the_cli_exit_code_and_lines(harness: AgentHarness) -> None:
     assert done.returncode == 0 and json.loads(done.stdout)[0]["ready"]
 
 
+def test_smoke_skip_missing_skips_agents_the_doctor_finds_not_ready(
+    harness: AgentHarness,
+) -> None:
+    harness.config({
+        "demo2": DEMO,
+        "refuses": fault("auth-terminal"),
+        "missing": {"command": "no-such-agent-anywhere", "install": "npm i -g no-such-agent"},
+    })  # fmt: skip
+    suite = harness.root / "suite.yaml"
+    suite.write_text("""
+name: live
+cases:
+  - name: answers
+    agents: [demo2, refuses, missing]
+    task: Reply with exactly OK
+    timeout: 60
+    expect: {status: done, output: OK}
+""")
+    report = harness.root / "out.json"
+    config = harness.root / "acp-bridge.yaml"
+    argv = [sys.executable, "-m", "acp_bridge", "--config", str(config), "smoke", str(suite),
+            "--skip-missing", "--parallel", "2", "--json", str(report)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "asking the doctor about demo2, refuses, missing" in done.stderr
+    cases = {c["id"].split("::")[1]: c for c in json.loads(report.read_text())["cases"]}
+    assert cases["answers [demo2]"]["verdict"] == "passed"
+    refused = cases["answers [refuses]"]
+    assert refused["verdict"] == "skipped"
+    assert refused["failures"][0].startswith("not ready (acp-bridge doctor refuses): session/new")
+    assert "fix: log in with" in refused["failures"][0]
+    missing = cases["answers [missing]"]
+    assert (
+        missing["verdict"] == "skipped" and "fix: npm i -g no-such-agent" in missing["failures"][0]
+    )
+    assert "SKIPPED" in done.stderr and "not ready (acp-bridge doctor refuses)" in done.stdout
+
+
 def test_the_worker_offers_only_the_agents_the_doctor_finds_ready(
     harness: AgentHarness,
 ) -> None:

@@ -90,12 +90,13 @@ def recorded_version(profile: AgentProfile) -> str | None:
 async def command_version(loaded: LoadedConfig, name: str) -> tuple[str | None, str]:
     """The version of profile ``name``'s command and where it comes from (its install
     record, else its ``version_args`` asked in its sandbox), or (None, why not)."""
-    from acp_bridge._agents.readiness_probe import sandboxed_version
-
     profile = loaded.profiles.get(name).profile
     recorded = recorded_version(profile)
     if recorded is not None:
         return recorded, "its install record"
+    # Here, not at the top: the probe brings the run's machinery (agents list reads records).
+    from acp_bridge._agents.readiness_probe import sandboxed_version
+
     said, why_not = await sandboxed_version(loaded, name)
     version = parse_version(said)
     if version is None:

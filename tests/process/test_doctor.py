@@ -160,6 +160,8 @@ exec {sys.executable} -m acp_bridge._demo.agent
     assert report.ready, report.to_dict()
     assert checks(report)["version"].detail == "3.4.5 (asked in its sandbox)"
     assert not state.exists() and not list(home.iterdir())
+    subprocess.run([writer, "--version"], check=True, capture_output=True)  # outside: it writes
+    assert (state / "auth").exists()
 
 
 def test_a_managed_install_gives_its_version_from_its_record(

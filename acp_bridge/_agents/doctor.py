@@ -176,7 +176,7 @@ def _session_checks(name: str, profile: AgentProfile, probe: ProbeResult) -> lis
     verbose = f"`acp-bridge run {name} hi --observe verbose` shows the agent's stderr"
     if not probe.started:
         fix = f"see the error; {verbose}"
-        if "initialize within" in probe.detail:
+        if probe.late:
             fix = f"raise timeouts.startup in the profile, or see why it is slow: {verbose}"
         return [Check("start", False, probe.detail, fix)]
     checks = [Check("start", True, probe.detail)]
@@ -185,7 +185,7 @@ def _session_checks(name: str, profile: AgentProfile, probe: ProbeResult) -> lis
         return [*checks, Check("auth", False, why, _auth_fix(profile, probe))]
     if not probe.ok:
         fix = f"see the agent's answer; {verbose}"
-        if "session setup took longer" in probe.session_error:
+        if probe.late:
             fix = f"raise timeouts.session in the profile, or see why it is slow: {verbose}"
         return [*checks, Check("session", False, probe.session_error, fix)]
     opened = Check("session", True, f"session/new answered; closed again by {probe.closed_by}")

@@ -36,7 +36,7 @@ from acp_bridge._entries.enveloped import RunContext
 from acp_bridge._os.process.procgroup import ProcessGroup, RunProcesses
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import new_task_id
-from acp_bridge.errors import AgentExitedError, AuthRequiredError
+from acp_bridge.errors import AgentExitedError, AuthRequiredError, RunTimeout
 from acp_bridge.events import EventSink
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class ProbeResult:
     """The agent's name and version and where it answered ``initialize``, or why it did not."""
     started: bool = False
     """``initialize`` answered."""
+    late: bool = False
+    """It stopped because a step took longer than its limit (``timeouts.startup`` before
+    ``initialize`` answered, else ``timeouts.session``)."""
     session_error: str = ""
     """Why session setup failed (auth aside), once ``initialize`` answered."""
     closed_by: str = ""
@@ -246,7 +249,7 @@ async def probe_session(loaded: LoadedConfig, name: str) -> ProbeResult:
     stderr = f"; its stderr ends: {last}" if last else ""
     if init is None:
         why = envelope.error or (str(error) if error else "it did not answer initialize")
-        return ProbeResult(False, why + stderr)
+        return ProbeResult(False, why + stderr, late=isinstance(error, RunTimeout))
     info = init.agent_info
     agent = f"{info.name} {info.version or ''}".strip() if info is not None else "the agent"
     mode = (envelope.meta.sandbox or {}).get("mode", "?")
@@ -269,5 +272,6 @@ async def probe_session(loaded: LoadedConfig, name: str) -> ProbeResult:
         what = envelope.error or str(error)
         step = session.phase if session is not None else "session/new"
         tail = stderr if isinstance(error, AgentExitedError) else ""  # else: its answer says
-        return replace(started, session_error=f"{step}: {what}{tail}")
+        late = isinstance(error, RunTimeout)
+        return replace(started, session_error=f"{step}: {what}{tail}", late=late)
     return replace(started, ok=True)

@@ -262,6 +262,8 @@ def main() -> None:
             if MODE.startswith("auth-") and not authenticated:
                 send({"id": rid, "error": {"code": -32000, "message": "Authentication required"}})
                 continue
+            if MODE == "hang-at-session":
+                hang()
             if MODE == "crash-at-session":
                 sys.stderr.write("fatal: cannot open a session here\n")
                 sys.exit(4)

@@ -124,15 +124,20 @@ def test_a_key_the_agent_takes_makes_it_ready(
     assert said == "the agent reports: Fake API key (FAKE_AGENT_KEY)"
 
 
-def test_an_agent_slow_to_start_is_not_ready_within_its_startup_limit(
-    harness: AgentHarness,
-) -> None:
-    config = harness.config({"slow": fault("hang-at-initialize", timeouts={"startup": 2})})
+def test_an_agent_too_slow_is_not_ready_within_its_own_limits(harness: AgentHarness) -> None:
+    config = harness.config({
+        "slow-start": fault("hang-at-initialize", timeouts={"startup": 2}),
+        "slow-session": fault("hang-at-session", timeouts={"session": 2}),
+    })  # fmt: skip
     started = time.monotonic()
-    start = checks(diagnosed(config, "slow")["slow"])["start"]
-    assert time.monotonic() - started < 20
+    reports = diagnosed(config, "slow-start", "slow-session")
+    assert time.monotonic() - started < 30
+    start = checks(reports["slow-start"])["start"]
     assert not start.ok and "within 2s" in start.detail
     assert start.fix.startswith("raise timeouts.startup")
+    session = checks(reports["slow-session"])["session"]
+    assert not session.ok and "longer than 2s" in session.detail
+    assert session.fix.startswith("raise timeouts.session")
 
 
 def test_the_version_is_asked_in_the_sandbox_never_outside(

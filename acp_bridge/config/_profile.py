@@ -177,7 +177,8 @@ class AuthSettings(StrictModel):
     env: list[EnvName] = Field(
         default_factory=empty_list,
         description="variables that authenticate the agent (any one of them will do); "
-        "acp-bridge doctor says whether one is set",
+        "acp-bridge doctor says whether one is set, and names them in its fix when the agent "
+        "asks for a key",
     )
 
 

@@ -102,3 +102,29 @@ def test_a_package_must_be_pinned_and_from_one_registry(root: Path) -> None:
     code, _, err = run_cli(root, "profiles", "validate")
     assert code == 2
     assert "package.version: must be one exact version (e.g. 0.16.0), not a range" in err + _
+
+
+def test_an_own_install_on_path_says_its_version_in_its_sandbox(root: Path) -> None:
+    """`agents list` asks an operator's own install its version in the agent's sandbox: an
+    agent whose --version writes its state (codex's did) leaves the home folder as it was."""
+    own = root / "bin" / "fake-acp"
+    own.parent.mkdir()
+    own.write_text(
+        "#!/bin/sh\n"
+        'mkdir -p "$HOME/.fake-acp" 2>/dev/null && echo login > "$HOME/.fake-acp/auth"\n'
+        "echo 'fake-acp 9.8.7'\n"
+    )
+    own.chmod(0o755)
+    env_path = f"{own.parent}{os.pathsep}{os.environ['PATH']}"
+    env = {"PATH": env_path, "HOME": str(root / "home"), "XDG_DATA_HOME": str(root / "data"),
+           "XDG_STATE_HOME": str(root / "state"),
+           **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"}}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_bridge", "agents", "list", "--json"], cwd=root, env=env,
+        capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    (row,) = [r for r in json.loads(done.stdout) if r["name"] == "fake"]
+    assert not row["managed"] and row["from"] == str(own) and row["version"] == "9.8.7", row
+    assert not (root / "home" / ".fake-acp").exists()
+    subprocess.run([own], env=env, check=True, capture_output=True)  # outside it, it does write
+    assert (root / "home" / ".fake-acp" / "auth").exists()

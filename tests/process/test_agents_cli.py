@@ -21,16 +21,22 @@ PROFILE = {
 }
 
 
-def run_cli(root: Path, *argv: str) -> tuple[int, str, str]:
+def run_cli(
+    root: Path, *argv: str, env: dict[str, str] | None = None, unprivileged: bool = False
+) -> tuple[int, str, str]:
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(root / "home"),
         "XDG_DATA_HOME": str(root / "data"),
         "XDG_STATE_HOME": str(root / "state"),
         **{k: v for k, v in os.environ.items() if k == "ACP_BRIDGE_SANDBOX"},
+        **(env or {}),
     }
+    # Root reads and writes every folder: without these two capabilities, mode bits hold.
+    drop = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
     done = subprocess.run(
-        [sys.executable, "-m", "acp_bridge", *argv],
+        [*(drop if unprivileged and os.geteuid() == 0 else []),
+         sys.executable, "-m", "acp_bridge", *argv],
         cwd=root, env=env, capture_output=True, text=True, timeout=60, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -102,3 +108,49 @@ def test_a_package_must_be_pinned_and_from_one_registry(root: Path) -> None:
     code, _, err = run_cli(root, "profiles", "validate")
     assert code == 2
     assert "package.version: must be one exact version (e.g. 0.16.0), not a range" in err + _
+
+
+PYPI = {"name": "pyfake", "command": "pyfake-acp",
+        "package": {"pypi": "pyfake-acp", "version": "1.0.0", "python": "3.99"}}  # fmt: skip
+
+
+def test_an_unreadable_pyenv_is_no_pyenv(root: Path) -> None:
+    """``runuser`` keeps the caller's ``PYENV_ROOT`` (``/root/.pyenv``, mode 0700): looking
+    into it fails, and the install says what it needs instead of a traceback."""
+    (root / "acp-bridge.yaml").write_text(json.dumps({"acp": {"agents": [PYPI]}}))
+    pyenv = root / "someone-elses-pyenv"
+    (pyenv / "versions" / "3.99.0" / "bin").mkdir(parents=True)
+    pyenv.chmod(0)
+    try:
+        code, _, err = run_cli(
+            root, "agents", "install", "pyfake", env={"PYENV_ROOT": str(pyenv)}, unprivileged=True
+        )
+    finally:
+        pyenv.chmod(0o700)
+    assert "Traceback" not in err, err
+    assert code == 1 and "needs Python >= 3.99" in err, err
+
+
+def test_a_data_folder_that_cannot_be_written_is_a_clear_error(root: Path) -> None:
+    (root / "data-is-a-file").write_text("")
+    code, out, err = run_cli(
+        root, "agents", "install", "fake", env={"XDG_DATA_HOME": str(root / "data-is-a-file")}
+    )
+    assert "Traceback" not in err, err
+    assert code == 2 and out == "", err
+    assert f"cannot install into {root / 'data-is-a-file'}/acp-bridge/agents/npm/" in err
+    assert "point XDG_DATA_HOME at one that is" in err
+    read_only = root / "read-only"
+    (read_only / "acp-bridge").mkdir(parents=True)
+    read_only.chmod(0o500)
+    (read_only / "acp-bridge").chmod(0o500)
+    try:
+        code, out, err = run_cli(
+            root, "agents", "install", "fake", env={"XDG_DATA_HOME": str(read_only)},
+            unprivileged=True,
+        )  # fmt: skip
+    finally:
+        (read_only / "acp-bridge").chmod(0o700)
+        read_only.chmod(0o700)
+    assert "Traceback" not in err, err
+    assert code == 2 and "Permission denied" in err and "cannot install into" in err, (out, err)

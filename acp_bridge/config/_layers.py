@@ -203,7 +203,7 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
         profile = validate_located(AgentProfile, merged.data, merged.locate)
     except ConfigError as exc:
         raise ProfileError(exc.problems) from exc
-    profile.mark_from_environment(env_used)
+    profile.mark_from_environment(env_used, environ)
     resolved = ResolvedProfile(profile, dict(merged.owner), env_used)
     command = merged.data.get("command")  # a folder named by its absolute path is refused
     facts.observe(*([command] if isinstance(command, str) else []))

@@ -5,7 +5,8 @@ Usage: ``python told_agent.py [--home DIR] [--quiet]``. With ``--home DIR`` (fas
 flag) it writes ``DIR/state.json`` as it starts, and so does it for the folder in
 ``$TOLD_HOME`` (an agent's own relocation variable, such as ``CODEX_HOME``); when it cannot,
 it says so on stderr and exits 1 before ``initialize`` is answered — naming the path, or,
-with ``--quiet``, in words that name none (kimi: "storage write failed").
+with ``--quiet``, in words that name none (kimi: "storage write failed") — with every
+``*TOLD_*`` variable it was given and its value.
 
 The prompt is a JSON list of steps, run in order; the answer is the JSON list of what each
 did:
@@ -68,7 +69,8 @@ def start_up() -> None:
             path.write_text("{}")
         except OSError as exc:
             said = "storage write failed" if "--quiet" in args else f"cannot write {path}"
-            print(f"told_agent: {said}: {exc.strerror}", file=sys.stderr, flush=True)
+            told = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if "TOLD_" in k)
+            print(f"told_agent: {said}: {exc.strerror} ({told})", file=sys.stderr, flush=True)
             raise SystemExit(1) from None
 
 

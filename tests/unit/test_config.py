@@ -93,6 +93,31 @@ acp:
     assert expanded.profiles.get("needs-key").profile.env == {"API_KEY": "k"}
 
 
+def test_the_secrets_of_a_profile_are_its_values_under_secret_names(tmp_path: Path) -> None:
+    """A value is a secret under a secret-looking name, or made from a variable with one (and
+    that variable's value is too, inside a longer value); a path made from ``${LAB}`` is
+    not: the errors that name it must show it."""
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        """
+acp:
+  agents:
+    - name: x
+      command: agent
+      env: {OPENAI_API_KEY: k-123456, CODEX_HOME: "${LAB}/codex", URL: "${PLAIN}",
+            CONFIG: '{"key": "${MY_TOKEN}"}'}
+      mcp_servers:
+        - {name: docs, type: http, url: "http://h/mcp",
+           headers: {Authorization: "Bearer ${MY_TOKEN}", X-Trace: "${PLAIN}"}}
+""",
+    )
+    environ = {"LAB": str(tmp_path), "MY_TOKEN": "tok-123456", "PLAIN": "plain-value"}
+    profile = load_config(config, environ=environ).profiles.get("x").profile
+    assert sorted(profile.secret_values()) == sorted(
+        ["k-123456", '{"key": "tok-123456"}', "Bearer tok-123456", "tok-123456"]
+    )
+
+
 # --- search order --------------------------------------------------------------------------
 
 

@@ -53,9 +53,9 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def lay_out_install(root: Path) -> Path:
+def lay_out_install(root: Path, data: str = "data") -> Path:
     """What `agents install fake` leaves: the prefix, its .bin link, the stamp."""
-    prefix = root / "data" / "acp-bridge" / "agents" / "npm" / "@example+fake-acp@1.2.3"
+    prefix = root / data / "acp-bridge" / "agents" / "npm" / "@example+fake-acp@1.2.3"
     package = prefix / "node_modules" / "@example" / "fake-acp"
     (package / "bin").mkdir(parents=True)
     script = package / "bin" / "fake-acp.sh"
@@ -88,6 +88,35 @@ def test_a_profile_runs_its_managed_install(root: Path) -> None:
     assert [r["installed"] for r in rows if r["name"] == "fake"] == [True]
     code, out, _ = run_cli(root, "agents", "install", "fake")  # nothing to do
     assert code == 0 and out.startswith("fake: already installed: npm @example/fake-acp@1.2.3")
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param(m, marks=pytest.mark.sandbox_mode(m)) for m in ("bwrap", "landlock")]
+)
+@pytest.mark.parametrize("through", ["home", "data"])
+def test_a_managed_install_reached_through_a_symlinked_folder_runs(
+    root: Path, mode: str, through: str
+) -> None:
+    """``HOME`` (or ``XDG_DATA_HOME``) is a link to the real folder, here under the host's
+    /tmp, which the sandbox replaces: the agent is called by the path through the link, and
+    bubblewrap's /tmp had no link (exit 127)."""
+    assert str(root).startswith("/tmp/")
+    if through == "home":
+        (root / "home-real" / ".local").mkdir(parents=True)
+        lay_out_install(root, "home-real/.local/share")
+        (root / "home-link").symlink_to(root / "home-real")
+        env = {"HOME": str(root / "home-link"), "XDG_DATA_HOME": ""}
+    else:
+        lay_out_install(root, "data-real")
+        (root / "data-link").symlink_to(root / "data-real")
+        env = {"XDG_DATA_HOME": str(root / "data-link")}
+    env["ACP_BRIDGE_SANDBOX"] = mode
+    code, out, err = run_cli(
+        root, "run", "fake", "Reply with exactly LINKED", "--cwd", "work", env=env
+    )
+    envelope = json.loads(out)
+    assert code == 0 and envelope["output"] == "LINKED", (envelope["error"], err)
+    assert envelope["meta"]["sandbox"]["mode"] == mode
 
 
 def test_what_cannot_be_installed_is_refused_before_anything_is(root: Path) -> None:

@@ -235,3 +235,26 @@ def test_an_error_in_session_setup_that_names_no_path_says_where_the_agent_may_w
         "the agent failed to write and names no path the sandbox refuses: it may write "
         f"only {harness.workspace}" in result.error
     ), result.error
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_state_path_follows_the_agents_own_relocation(
+    harness: AgentHarness, mode: str, read_only_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``state: ["${TOLD_HOME:-~/.told}"]`` (as ``${CODEX_HOME:-~/.codex}``): where the agent's
+    environment puts it — the profile's ``env``, or the host's through ``env_passthrough``."""
+    monkeypatch.delenv("TOLD_HOME", raising=False)
+    state = {"mode": mode, "state": ["${TOLD_HOME:-~/.told}"]}
+    by_profile = read_only_dir / "by-profile"
+    profile = {"command": sys.executable, "args": [str(TOLD)], "sandbox": state,
+               "env": {"TOLD_HOME": str(by_profile)}}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.status == "done", result.error
+    assert (by_profile / "state.json").read_text() == "{}"
+    passed = read_only_dir / "passed"
+    monkeypatch.setenv("TOLD_HOME", str(passed))
+    profile = {"command": sys.executable, "args": [str(TOLD)], "sandbox": state,
+               "env_passthrough": ["TOLD_HOME"]}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.status == "done", result.error
+    assert (passed / "state.json").read_text() == "{}"

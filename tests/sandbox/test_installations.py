@@ -121,9 +121,15 @@ def test_a_launch_that_fails_writing_a_read_only_path_names_sandbox_state(
                "env": {"WRITE_ME": str(target)}, "sandbox": {"mode": mode}}  # fmt: skip
     result = harness.run("writer", "hi", harness.config({"writer": profile}))
     assert result.meta.error_code == "agent_exited", result.error
-    assert f"names {target}, which the sandbox keeps read-only" in result.error
+    # The path comes from the agent's environment: the error says so.
+    assert f"given {target} (WRITE_ME), which the sandbox keeps read-only" in result.error
     assert "list it under sandbox.state in the profile" in result.error
     assert not target.exists()
+    # Named by the agent alone (here: its argument is a script), it is named as the agent said.
+    script = f"import sys; open({str(target)!r}, 'w').write('x')"
+    profile = {"command": sys.executable, "args": ["-c", script], "sandbox": {"mode": mode}}
+    result = harness.run("writer", "hi", harness.config({"writer": profile}))
+    assert f"names {target}, which the sandbox keeps read-only" in result.error, result.error
 
 
 def test_doctor_calls_an_agent_that_cannot_start_in_its_sandbox_not_ready(
@@ -200,11 +206,12 @@ def test_a_relocated_state_folder_is_shown_as_it_is_and_secrets_are_not(
     tail = result.meta.stderr_tail or ""
     assert f"cannot write {home}/state.json" in tail and f"TOLD_HOME={home}" in tail, tail
     assert token not in tail + result.error and "TOLD_TOKEN=[REDACTED]" in tail
-    assert (
-        f"names {home}/state.json, {home}, which the sandbox keeps read-only: if the agent "
-        "must write there, list it under sandbox.state" in result.error
+    # Said once, of the folder, with how it was given: not of the file the agent named in it.
+    assert result.error.endswith(
+        f"during initialize; the agent was given {home} (TOLD_HOME), which the sandbox keeps "
+        "read-only: if the agent keeps its state there, list it under sandbox.state in the "
+        "profile"
     ), result.error
-    assert "[REDACTED]" not in result.error
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -13,7 +13,8 @@ path and the profile key that fixes it:
 - a folder the agent was *given* — an absolute path among its arguments (fast-agent's
   ``--home DIR``) or in a variable of its environment (``CODEX_HOME``, ``VIBE_HOME``) — that
   the plan keeps read-only or hides: agents keep their state where they are told, and their
-  error often names the path in other words, or not at all;
+  error often names the path in other words, or not at all. What the agent names inside
+  such a folder is said of the folder (the fix is the folder, not the file it failed on);
 - a write error that names no path the plan refuses: where the agent may write.
 """
 
@@ -69,7 +70,12 @@ def explain_denials(
                 (hidden_writes if writing else hidden).append(path)
             elif access is Access.READ and refused:
                 frozen.append(path)
-    notes = []
+    notes, folders = _given_notes(given, plan)
+
+    def unsaid(paths: list[str]) -> list[str]:  # what a note on a given folder does not cover
+        return [p for p in paths if not any(p == f or p.startswith(f + "/") for f in folders)]
+
+    hidden, hidden_writes, frozen = unsaid(hidden), unsaid(hidden_writes), unsaid(frozen)
     if hidden_writes:
         notes.append(
             f"the agent's stderr names {_shown(hidden_writes)}, which the sandbox hides: if "
@@ -86,8 +92,6 @@ def explain_denials(
             f"the agent's stderr names {_shown(frozen)}, which the sandbox keeps read-only: "
             "if the agent must write there, list it under sandbox.state in the profile"
         )
-    named = {*hidden, *hidden_writes, *frozen}
-    notes += _given_notes(given, plan, named)
     if wrote and not notes:
         writable = [str(r.path) for r in plan.rules if r.access is Access.WRITE]
         notes.append(
@@ -98,15 +102,19 @@ def explain_denials(
     return "; ".join(notes)
 
 
-def _given_notes(given: Sequence[Given], plan: PathPlan, named: set[str]) -> list[str]:
-    notes = []
+def _given_notes(given: Sequence[Given], plan: PathPlan) -> tuple[list[str], list[str]]:
+    """A note for each folder the agent was given that the sandbox refuses (the first
+    :data:`MAX_NOTES`), and those folders: what the agent names inside one is said by it,
+    with how the folder was given — the fix is the folder, not a file in it."""
+    notes: list[str] = []
+    folders: list[str] = []
     for how, path in given[: MAX_NOTES * 4]:
-        if path in named or not _state_like(path):
+        if path in folders or not _state_like(path):
             continue
         access = plan.access_of(path_of(real_path(path)))
         if access is Access.WRITE:
             continue
-        named.add(path)
+        folders.append(path)
         what = "hides" if access is Access.HIDDEN else "keeps read-only"
         notes.append(
             f"the agent was given {path} ({how}), which the sandbox {what}: if the agent "
@@ -114,7 +122,7 @@ def _given_notes(given: Sequence[Given], plan: PathPlan, named: set[str]) -> lis
         )
         if len(notes) == MAX_NOTES:
             break
-    return notes
+    return notes, folders
 
 
 def _state_like(path: str) -> bool:

@@ -98,6 +98,7 @@ class SessionPhases:
                 on_tool_call=self.collector.tool_call_seen,
                 launcher=self.confinement.launch,
                 announced=self.collector.announced,
+                sandbox=self.confinement.mode,
             )
             async with JsonRpcConnection(
                 process.stdout,

@@ -185,7 +185,7 @@ class _RaySession:
             import ray
         except ImportError:
             raise ExecutorError(
-                "the ray executor needs Ray: pip install 'acp-bridge[ray]'"
+                "the ray executor needs Ray: pip install 'acp-bridge-cli[ray]'"
             ) from None
         from acp_bridge._batch.ray.node_task import BatchControl
 

@@ -79,7 +79,7 @@ def _ray_command() -> list[str]:
     here = os.path.dirname(sys.executable)  # noqa: PTH120
     found = shutil.which("ray", path=os.pathsep.join([here, os.environ.get("PATH", "")]))
     if found is None:
-        raise ConfigError("ray is not installed: pip install 'acp-bridge[ray]'")
+        raise ConfigError("ray is not installed: pip install 'acp-bridge-cli[ray]'")
     return [found]
 
 

@@ -43,6 +43,7 @@ purpose from inside the package.
         └── AgentRequestError       agent_error       the agent answered a request with an error
 """
 
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
@@ -117,6 +118,25 @@ class Problem(NamedTuple):
             parts.append(self.field)
         parts.append(self.message)
         return ": ".join(parts)
+
+
+def closest(word: str, known: Iterable[str], *, dashes: bool = False) -> str | None:
+    """The name of ``known`` closest to a mistyped ``word`` (difflib's similarity, as Python
+    3.14's argparse suggests), or None when none is close: the one likeness rule of every
+    "did you mean" (agents, profiles, commands, choices, options, config keys). With
+    ``dashes`` (options), their leading dashes are left out of the likeness: ``--`` alone
+    made ``--prety`` look like ``--set``."""
+    import difflib  # only on the way to an error: nothing pays for it on the way to a run
+
+    names = {name.lstrip("-") if dashes else name: name for name in sorted(set(known))}
+    close = difflib.get_close_matches(word.lstrip("-") if dashes else word, names, n=1)
+    return names[close[0]] if close else None
+
+
+def did_you_mean(word: str, known: Iterable[str], *, dashes: bool = False) -> str:
+    """`` (did you mean 'gemini'?)`` for :func:`closest`, or ``""``."""
+    name = closest(word, known, dashes=dashes)
+    return f" (did you mean {name!r}?)" if name is not None else ""
 
 
 class ConfigError(BridgeError):

@@ -11,7 +11,13 @@ from typing import Any
 
 from acp_bridge.config._layers import Origin, ProfileLayer, ResolvedProfile, resolve_profile
 from acp_bridge.config._yaml.located import DataPath, YamlDocument, load_yaml
-from acp_bridge.errors import ConfigError, Problem, ProfileError, UnknownProfileError
+from acp_bridge.errors import (
+    ConfigError,
+    Problem,
+    ProfileError,
+    UnknownProfileError,
+    did_you_mean,
+)
 
 BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"
 PROFILE_SUFFIXES = (".yaml", ".yml")
@@ -52,8 +58,9 @@ class ProfileCatalog:
         if name not in self.errors:
             if name not in self.builtin and name not in self.layers:
                 known = ", ".join(self.names()) or "none"
+                close = did_you_mean(name, self.names())
                 raise UnknownProfileError(
-                    f"no agent profile named {name!r}; known profiles: {known}"
+                    f"no agent profile named {name!r}{close}; known profiles: {known}"
                 )
             try:
                 self._resolved[name] = resolve_profile(self._layers_of(name), self.environ)

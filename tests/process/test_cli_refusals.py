@@ -168,3 +168,25 @@ def test_a_kept_worktree_is_named_on_stderr(cli: Cli) -> None:
     worktree = json.loads(out)["meta"]["worktree"]
     assert code == 0 and worktree["kept"], out
     assert f"worktree kept: {worktree['worktree']} on branch {worktree['branch']}" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["rnu", "demo", "hi"], "invalid choice: 'rnu' (choose from 'profiles', "),
+        (["profiles", "lsit"], "invalid choice: 'lsit' (choose from 'list', "),
+        (["run", "demo", "hi", "--prety"], "unrecognized arguments: --prety"),
+        (["ps", "--alll"], "unrecognized arguments: --alll"),
+        (["run", "demo", "hi", "--events=ndjsn"], "invalid choice: 'ndjsn'"),
+        (["profiles", "show", "fast-agnt"], "no agent profile named 'fast-agnt'"),
+    ],
+)
+def test_a_typo_is_told_what_was_meant(cli: Cli, argv: list[str], said: str) -> None:
+    meant = {"rnu": "run", "lsit": "list", "--prety": "--pretty", "--alll": "--all",
+             "--events=ndjsn": "ndjson", "fast-agnt": "fast-agent"}  # fmt: skip
+    (typo,) = set(argv) & set(meant)
+    code, out, err = cli(*argv)
+    assert code == 2 and said in err, err
+    assert f"(did you mean {meant[typo]!r}?)" in err, err
+    if argv[0] == "run":  # an entry command's usage error is an envelope too
+        assert f"(did you mean {meant[typo]!r}?)" in json.loads(out)["error"]

@@ -23,7 +23,7 @@ from acp_bridge.cli._printing import (
 )
 from acp_bridge.cli._run_commands.entry_commands import names
 from acp_bridge.cli._safe_text import json_text, one_line
-from acp_bridge.errors import ConfigError
+from acp_bridge.errors import ConfigError, did_you_mean
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _MARKS = {"passed": "✓", "failed": "✗", "error": "!", "skipped": "-"}
@@ -94,7 +94,8 @@ def _check_agents(wanted: list[str], in_suites: list[str]) -> None:
     unknown = [name for name in wanted if name not in in_suites]
     if not wanted or unknown:
         known = ", ".join(sorted(set(in_suites))) or "none (no acp_spawn case)"
-        what = f"no case runs agent(s) {', '.join(unknown)}" if unknown else "no agent named"
+        named = ", ".join(name + did_you_mean(name, in_suites) for name in unknown)
+        what = f"no case runs agent(s) {named}" if unknown else "no agent named"
         raise ConfigError(f"--agents: {what}; the suites' agents: {known}")
 
 

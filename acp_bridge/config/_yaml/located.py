@@ -11,7 +11,6 @@ bounds.py (regular files only, size, depth, alias expansion, tags).
 from __future__ import annotations
 
 import datetime
-import difflib
 import json
 import math
 import types
@@ -31,7 +30,7 @@ from acp_bridge.config._yaml.bounds import (
     read_yaml_bytes,
     tag_of,
 )
-from acp_bridge.errors import ConfigError, Problem, SourceLocation
+from acp_bridge.errors import ConfigError, Problem, SourceLocation, closest
 
 DataPath = tuple[str | int, ...]
 
@@ -345,9 +344,9 @@ def _typo_fixes(errors: list[ErrorDetails], model: type[BaseModel]) -> dict[Data
         if error["type"] != "extra_forbidden" or not loc or not isinstance(loc[-1], str):
             continue
         candidates = [k for k in _allowed_keys(model, loc[:-1]) if (*loc[:-1], k) in missing]
-        close = difflib.get_close_matches(loc[-1], candidates, n=1, cutoff=0.6)
-        if close:
-            fixes[loc] = close[0]
+        close = closest(loc[-1], candidates)
+        if close is not None:
+            fixes[loc] = close
     return fixes
 
 

@@ -23,7 +23,7 @@ from acp_bridge._os.process.command_lookup import resolve_command
 from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config import AgentProfile, LoadedConfig
 from acp_bridge.config._package import PackageSpec
-from acp_bridge.errors import SpawnError
+from acp_bridge.errors import ConfigError, SpawnError
 
 STAMP = "acp-bridge-install.json"
 """Written last by an install: a folder without it is a half-finished install, never used."""
@@ -92,20 +92,27 @@ def check_installed(
     command: str, env: dict[str, str], cwd: Path, profile: AgentProfile, origin: str = ""
 ) -> None:
     """An agent that is not installed fails its run before anything is set up (no sandbox,
-    no worktree, no "starting"), with the command that installs it."""
+    no worktree, no "starting"), with the command that installs it. A config error (exit
+    2), as a name no profile has: either way there is no such agent here, and the fix is
+    the user's (install it, or name another), not a retry."""
     try:
         resolve_command(command, env.get("PATH", os.defpath), cwd)
     except FileNotFoundError as exc:
-        raise spawn_error(f"command not found: {command}", profile, origin) from exc
+        raise ConfigError(_said(f"command not found: {command}", profile, origin)) from exc
     except OSError:  # there but not runnable: the launch says how, as for any command
         return
 
 
 def spawn_error(why: object, profile: AgentProfile, origin: str = "") -> SpawnError:
     """A failed start of the profile's agent, with where its command was set and the hint."""
+    return SpawnError(_said(why, profile, origin))
+
+
+def _said(why: object, profile: AgentProfile, origin: str) -> str:
+    """``why``, where the profile's command was set, and how to install it."""
     where = f" ({origin})" if origin else ""
     hint = install_hint(profile)
-    return SpawnError(f"{why}{where}" + (f"; install it with: {hint}" if hint else ""))
+    return f"{why}{where}" + (f"; install it with: {hint}" if hint else "")
 
 
 def ready_profiles(config: LoadedConfig) -> dict[str, str]:

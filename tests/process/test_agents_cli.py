@@ -76,7 +76,7 @@ def lay_out_install(root: Path, data: str = "data") -> Path:
 
 def test_a_profile_runs_its_managed_install(root: Path) -> None:
     code, out, err = run_cli(root, "run", "fake", "Reply with exactly MANAGED", "--cwd", "work")
-    assert code == 1 and "acp-bridge agents install fake" in err  # not installed yet
+    assert code == 2 and "acp-bridge agents install fake" in err  # not installed yet: no such agent
     prefix = lay_out_install(root)
     code, out, _ = run_cli(root, "agents", "list", "--json")
     (row,) = [r for r in json.loads(out) if r["name"] == "fake"]

@@ -102,7 +102,8 @@ def test_an_agent_not_installed_fails_before_starting_with_the_install_command(c
                                     "install": "npm install -g no-such-agent-acp"}]}})  # fmt: skip
     code, out, err = cli("run", "absent", "hi")
     envelope = json.loads(out)
-    assert code == 1 and envelope["meta"]["error_code"] == "spawn_failed"
+    # No such agent here: exit 2 and config_error, as for a name no profile has (issue 34).
+    assert code == 2 and envelope["meta"]["error_code"] == "config_error"
     assert "starting" not in err  # it never got that far
     assert err.startswith("error: command not found: no-such-agent-acp")
     assert "install it with: npm install -g no-such-agent-acp" in err.splitlines()[-1]
@@ -190,3 +191,17 @@ def test_a_typo_is_told_what_was_meant(cli: Cli, argv: list[str], said: str) -> 
     assert f"(did you mean {meant[typo]!r}?)" in err, err
     if argv[0] == "run":  # an entry command's usage error is an envelope too
         assert f"(did you mean {meant[typo]!r}?)" in json.loads(out)["error"]
+
+
+def test_no_such_agent_is_one_exit_code_unknown_or_not_installed(cli: Cli) -> None:
+    # The built-in gemini profile, its command made one that is nowhere (not installed).
+    cli.config({"acp": {"agents": [{"name": "gemini", "command": "no-such-gemini-acp"}]}})
+    code, out, err = cli("run", "gemnii", "hi")
+    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
+    assert err.startswith("error: no agent profile named 'gemnii' (did you mean 'gemini'?);")
+    code, out, err = cli("run", "gemini", "hi")
+    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
+    assert err.startswith("error: command not found: no-such-gemini-acp")
+    assert err.rstrip().endswith("; install it with: acp-bridge agents install gemini")
+    code, out, err = cli("run", "nothing-like-it", "hi")  # nothing close: no guess
+    assert code == 2 and "did you mean" not in err

@@ -211,7 +211,7 @@ def test_failures_leave_no_worktree_and_cannot_win(config: LoadedConfig, repo: P
         compare, "missing,writer", TASK, verify=VERIFY, cwd=repo, config=config, limit=90
     )
     missing, writer = result.attempts
-    assert missing.status == "failed" and missing.envelope.meta.error_code == "spawn_failed"
+    assert missing.status == "failed" and missing.envelope.meta.error_code == "config_error"
     assert missing.verifier is None  # a run that failed is not verified
     assert result.winner == writer.task_id
     assert leftovers(repo) == ([], [])

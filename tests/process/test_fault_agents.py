@@ -207,12 +207,12 @@ def test_terminal_login_is_never_attempted_headless(harness: AgentHarness) -> No
     assert "needs an interactive login: run `" in result.error and "--login`" in result.error
 
 
-def test_missing_command_is_spawn_failed(harness: AgentHarness) -> None:
+def test_missing_command_is_a_config_error(harness: AgentHarness) -> None:
     config = harness.config(
         {"ghost": {"command": "no-such-agent-anywhere", "install": "npm i -g ghost-agent"}}
     )
     result = harness.run("ghost", "hi", config)
-    assert result.meta.error_code == ErrorCode.SPAWN_FAILED
+    assert result.meta.error_code == ErrorCode.CONFIG_ERROR  # not installed: no such agent
     assert result.error.startswith("command not found: no-such-agent-anywhere (set at ")
     # The error names where the command was configured, and how to install it.
     assert ":9:16: acp.agents[0].command)" in result.error

@@ -146,8 +146,8 @@ def test_an_agent_that_ignores_sigterm_and_eof_is_killed(harness: AgentHarness) 
 def test_a_bad_command_names_the_file_and_line_that_set_it(harness: AgentHarness, bad: str) -> None:
     command = "no-such-agent-anywhere" if bad == "missing" else str(harness.workspace)
     result = harness.run("bad", "go", harness.config({"bad": {"command": command}}))
-    if bad == "missing":  # perhaps not installed yet: the run could not start
-        assert result.meta.error_code == ErrorCode.SPAWN_FAILED
+    if bad == "missing":  # not installed (yet): no such agent here, as an unknown name
+        assert result.meta.error_code == ErrorCode.CONFIG_ERROR
         assert "command not found" in result.error
     else:  # a folder is never a program: the profile is wrong
         assert result.meta.error_code == ErrorCode.CONFIG_ERROR

@@ -206,7 +206,7 @@ def test_what_cannot_be_continued_is_refused_before_anything_starts(runs: RunsEn
         command.send_sync("more")
     runs.config({"missing": {"command": str(runs.root / "no-such-agent")}})
     never = runs.start("acp_spawn", "hello", "missing")
-    assert ended(never).meta.error_code == "spawn_failed"
+    assert ended(never).meta.error_code == "config_error"  # not installed
     with pytest.raises(ConfigError, match="no session to continue"):
         never.send_sync("more")
     with pytest.raises(ConfigError, match="no run 'sub_000000000000'"):

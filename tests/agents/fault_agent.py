@@ -88,6 +88,11 @@ def initialize_result() -> dict[str, Any]:
                 "vars": [{"name": "FAKE_AGENT_KEY"}],
             },
         ]
+    if MODE == "auth-login":  # as gemini: only logins the agent drives (a browser), no env_var
+        result["authMethods"] = [
+            {"id": "oauth-personal", "name": "Log in with Google"},
+            {"id": "gemini-api-key", "name": "Use Gemini API key"},
+        ]
     if MODE == "auth-terminal":
         result["authMethods"] = [
             {"type": "terminal", "id": "login", "name": "Log in", "args": ["--login"]}

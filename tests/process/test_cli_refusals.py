@@ -171,6 +171,20 @@ def test_a_kept_worktree_is_named_on_stderr(cli: Cli) -> None:
     assert f"worktree kept: {worktree['worktree']} on branch {worktree['branch']}" in err
 
 
+def test_no_such_agent_is_one_exit_code_unknown_or_not_installed(cli: Cli) -> None:
+    # The built-in gemini profile, its command made one that is nowhere (not installed).
+    cli.config({"acp": {"agents": [{"name": "gemini", "command": "no-such-gemini-acp"}]}})
+    code, out, err = cli("run", "gemnii", "hi")
+    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
+    assert err.startswith("error: no agent profile named 'gemnii' (did you mean 'gemini'?);")
+    code, out, err = cli("run", "gemini", "hi")
+    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
+    assert err.startswith("error: command not found: no-such-gemini-acp")
+    assert err.rstrip().endswith("; install it with: acp-bridge agents install gemini")
+    code, out, err = cli("run", "nothing-like-it", "hi")  # nothing close: no guess
+    assert code == 2 and "did you mean" not in err
+
+
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
@@ -193,15 +207,29 @@ def test_a_typo_is_told_what_was_meant(cli: Cli, argv: list[str], said: str) -> 
         assert f"(did you mean {meant[typo]!r}?)" in json.loads(out)["error"]
 
 
-def test_no_such_agent_is_one_exit_code_unknown_or_not_installed(cli: Cli) -> None:
-    # The built-in gemini profile, its command made one that is nowhere (not installed).
-    cli.config({"acp": {"agents": [{"name": "gemini", "command": "no-such-gemini-acp"}]}})
-    code, out, err = cli("run", "gemnii", "hi")
-    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
-    assert err.startswith("error: no agent profile named 'gemnii' (did you mean 'gemini'?);")
-    code, out, err = cli("run", "gemini", "hi")
-    assert code == 2 and json.loads(out)["meta"]["error_code"] == "config_error"
-    assert err.startswith("error: command not found: no-such-gemini-acp")
-    assert err.rstrip().endswith("; install it with: acp-bridge agents install gemini")
-    code, out, err = cli("run", "nothing-like-it", "hi")  # nothing close: no guess
-    assert code == 2 and "did you mean" not in err
+BUILTIN = sorted(p.stem for p in (Path(__file__).parents[2] / "acp_bridge/profiles").glob("*.yaml"))
+NO_AUTH = {"demo", "fast-agent-passthrough"}  # offline: nothing to log in to
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_every_built_in_profiles_auth_error_names_what_fixes_it(cli: Cli, name: str) -> None:
+    """The profile's agent stood in for by one that asks for a login it drives itself (as
+    gemini does: a browser, no env_var method): the error names the profile's variables."""
+    from acp_bridge.config import load_config
+
+    variables = load_config(search=False).profiles.get(name).profile.auth.env
+    assert bool(variables) == (name not in NO_AUTH), f"{name}: auth.env {variables}"
+    if not variables:
+        return
+    agent = str(Path(__file__).parents[1] / "agents" / "fault_agent.py")
+    cli.config({"acp": {"agents": [{"name": name, "command": sys.executable,
+                                    "args": [agent, "auth-login"]}]}})  # fmt: skip
+    (project := cli.root / "project").mkdir()  # the home folder itself is no workspace
+    code, out, err = cli("run", name, "hi", "--cwd", str(project))
+    envelope = json.loads(out)
+    assert code == 1 and envelope["meta"]["error_code"] == "auth_required", out
+    fix = f"set {' or '.join(variables)} (the profile's auth.env) for the agent"
+    assert "oauth-personal (Log in with Google) cannot be completed headless" in envelope["error"]
+    assert envelope["error"].endswith(fix), envelope["error"]
+    if name == "gemini":
+        assert "GEMINI_API_KEY" in err

@@ -22,6 +22,7 @@ once and the caller goes on to the kill.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -29,7 +30,12 @@ from typing import Any
 import anyio
 
 from acp_bridge._acp.rpc.connection import JsonRpcConnection, PendingRequest, Response
-from acp_bridge._acp.session.auth import configured_method, headless_choice, why_not_headless
+from acp_bridge._acp.session.auth import (
+    auth_fix,
+    configured_method,
+    headless_choice,
+    why_not_headless,
+)
 from acp_bridge._acp.session.session_options import SessionChoices, SessionOptions
 from acp_bridge._acp.session.setup_params import profile_mcp_servers, system_prompt_param
 from acp_bridge._acp.session.tracing import NO_TRACING, Tracing
@@ -188,13 +194,18 @@ class AcpSession:
         self.phase = "authenticate"
         why_not = why_not_headless(method, self.profile.command, self.agent_env)
         if why_not:
-            raise AuthRequiredError(why_not)
+            raise AuthRequiredError(f"{why_not}; {self.auth_fix()}")
         try:
             name = "auth/login" if self.v2 else "authenticate"  # v2 renamed it
             await self.call(name, AuthenticateParams(method_id=method.id))
         except AgentRequestError as exc:
-            raise AuthRequiredError(f"authentication with {method.id} failed: {exc}") from exc
+            failed = f"authentication with {method.id} failed: {exc}"
+            raise AuthRequiredError(f"{failed}; {self.auth_fix()}") from exc
         self.sink.emit("status", phase="authenticated", method=method.id)
+
+    def auth_fix(self) -> str:
+        """What authenticates this agent, for every auth error (the profile's auth.env)."""
+        return auth_fix(self.profile.auth.env, self.agent_env, os.environ)
 
     async def configured_auth(self) -> None:
         """``authenticate`` with the profile's ``auth.method``, if it names one."""
@@ -210,7 +221,9 @@ class AcpSession:
         except AgentRequestError as exc:
             if exc.rpc_code != AUTH_REQUIRED:
                 raise
-        choice = headless_choice(self.agent.auth_methods, self.profile.command, self.agent_env)
+        choice = headless_choice(
+            self.agent.auth_methods, self.profile.command, self.agent_env, self.auth_fix()
+        )
         await self.authenticate(choice)
         self.phase = method
         return await self.call(method, params)

@@ -6,7 +6,9 @@ the command to run. An ``env_var`` method needs its variables in the agent's env
 An ``agent`` method (the default type) is the agent's own login flow, which may open a
 browser: only used when the profile names it. An agent that takes the prompt's -32000 as its
 answer (claude-agent-acp, fast-agent: ``session/new`` works without a key) is told apart
-by :func:`auth_refused_prompt`, which names the variables the profile's ``auth.env`` lists.
+by :func:`auth_refused_prompt`. Every auth error ends with :func:`auth_fix`: the variables
+the profile's ``auth.env`` lists (what the agent's own methods name may be a browser login
+only, as gemini's are), and where each one is.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def configured_method(methods: Sequence[AuthMethod], method_id: str) -> AuthMeth
 
 
 def headless_choice(
-    methods: Sequence[AuthMethod], command: str, env: Mapping[str, str]
+    methods: Sequence[AuthMethod], command: str, env: Mapping[str, str], fix: str
 ) -> AuthMethod:
     """After -32000: an advertised env-var method whose variables are present, or a clear
-    error that says, for each method, what it would take."""
+    error that says, for each method, what it would take, then ``fix`` (:func:`auth_fix`)."""
     reasons = []
     for method in methods:
         why_not = why_not_headless(method, command, env)
@@ -55,23 +57,24 @@ def headless_choice(
             or f"{method.id} ({method.name or 'agent-driven login'}) cannot be completed headless"
         )
     detail = "; ".join(reasons) or "the agent offers no auth methods"
-    raise AuthRequiredError(f"the agent requires authentication: {detail}")
+    raise AuthRequiredError(f"the agent requires authentication: {detail}; {fix}")
 
 
-def auth_refused_prompt(
-    error: AgentRequestError,
-    variables: Sequence[str],
-    agent_env: Mapping[str, str],
-    host_env: Mapping[str, str],
-) -> AuthRequiredError:
-    """The agent answered the prompt -32000 (auth required): the error names the fix, from
-    the profile's ``auth.env`` (any one of them authenticates the agent) and where each is."""
+def auth_refused_prompt(error: AgentRequestError, fix: str) -> AuthRequiredError:
+    """The agent answered the prompt -32000 (auth required): the error names the fix."""
     said = f"the agent requires authentication: it answered session/prompt with {error.rpc_code}"
-    said += f" {error.rpc_message}"
+    return AuthRequiredError(f"{said} {error.rpc_message}; {fix}")
+
+
+def auth_fix(
+    variables: Sequence[str], agent_env: Mapping[str, str], host_env: Mapping[str, str]
+) -> str:
+    """What authenticates the agent, from the profile's ``auth.env`` (any one of them will
+    do), and where each one is: set for the agent, set here but not passed, or neither."""
     if not variables:
-        return AuthRequiredError(
-            f"{said}; the profile names no variable that authenticates it (auth.env): log the "
-            "agent in its own way, or set its key and list it under auth.env and env_passthrough"
+        return (
+            "the profile names no variable that authenticates it (auth.env): log the agent "
+            "in its own way, or set its key and list it under auth.env and env_passthrough"
         )
     fixes = [f"set {' or '.join(variables)} (the profile's auth.env) for the agent"]
     for name in variables:
@@ -79,4 +82,4 @@ def auth_refused_prompt(
             fixes.append(f"{name} is set and the agent refused it: check its value")
         elif name in host_env:
             fixes.append(f"{name} is set here but not passed to the agent (env_passthrough)")
-    return AuthRequiredError(f"{said}; {'; '.join(fixes)}")
+    return "; ".join(fixes)

@@ -20,7 +20,7 @@ from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.mcp_transport import ServicesOffer, ServicesReach
 from acp_bridge._acp.session.acp_session import AcpSession
-from acp_bridge._acp.session.auth import auth_refused_prompt
+from acp_bridge._acp.session.auth import auth_fix, auth_refused_prompt
 from acp_bridge._acp.session.session_options import SessionChoices
 from acp_bridge._acp.session.tracing import set_attributes
 from acp_bridge._acp.turn.prompt_turn import TurnOutcome, TurnSignals, turn_error
@@ -225,8 +225,8 @@ class SessionPhases:
         except AgentRequestError as exc:
             if exc.rpc_code != AUTH_REQUIRED:
                 raise
-            auth = self.profile.auth.env
-            raise auth_refused_prompt(exc, auth, self.run.env, os.environ) from exc
+            fix = auth_fix(self.profile.auth.env, self.run.env, os.environ)
+            raise auth_refused_prompt(exc, fix) from exc
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
         if self.result.output_schema or self.run.follow_ups is not None:

@@ -34,10 +34,16 @@ def install_dir(spec: PackageSpec) -> Path:
     return agents_dir() / spec.manager / f"{spec.name.replace('/', '+')}@{spec.version}"
 
 
+ARCHIVE_DIR = "archive"
+"""Where an install unpacks a ``binary`` package's archive, inside its folder."""
+
+
 def bin_dir(spec: PackageSpec) -> Path:
-    """Where the installed package's commands are."""
+    """Where the installed package's commands are (an archive's: the folder of its ``cmd``)."""
     if spec.manager == "npm":
         return install_dir(spec) / "node_modules" / ".bin"
+    if spec.cmd is not None:
+        return (install_dir(spec) / ARCHIVE_DIR / spec.cmd).parent
     return install_dir(spec) / "venv" / "bin"
 
 

@@ -23,11 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from acp_bridge._acp.agent_executable import STAMP
 from tests.process.test_agents_cli import run_cli
 
 PLATFORM = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
 INSTALL = 300  # seconds: a venv and pip, or npm, on a busy machine
+pytestmark = pytest.mark.timeout(2 * INSTALL)  # installs take longer than the suite's 120 s
 AGENT = f"#!/bin/sh\nexec {sys.executable} -m acp_bridge._demo.agent\n"
 
 
@@ -184,7 +186,7 @@ def env_for(root: Path, served: Path, server: Served) -> dict[str, str]:
     }
 
 
-def test_npx_uvx_and_binary_entries_install_and_run_with_no_yaml(
+def test_search_reads_the_snapshot_until_registry_says_where_from(
     root: Path, served: tuple[Path, Served]
 ) -> None:
     folder, server = served
@@ -203,35 +205,50 @@ def test_npx_uvx_and_binary_entries_install_and_run_with_no_yaml(
     assert rows["fake-npx"]["package"] == "npm:fake-npx-acp"
     assert "no archive for this platform" in rows["fake-elsewhere"]["package"]
     # The cached copy is read from now on, with no server.
+    server.server.shutdown()
     code, out, err = run_cli(root, "agents", "list", "--json", env=env)
     assert code == 0 and "fake-uvx" in {row["name"] for row in json.loads(out)}, err
 
-    for agent_id in ("fake-npx", "fake-uvx", "fake-bin", "fake-tar"):
-        code, out, err = run_cli(root, "agents", "install", agent_id, env=env, timeout=INSTALL)
-        assert code == 0 and out.startswith(f"{agent_id}: installed: "), err
-        word = agent_id.upper().replace("-", "")
-        code, out, err = run_cli(
-            root, "run", agent_id, f"Reply with exactly {word}", "--cwd", "work", env=env
-        )
-        envelope = json.loads(out)
-        assert code == 0 and envelope["output"] == word, (agent_id, envelope["error"], err)
+
+@pytest.mark.parametrize("agent_id", ["fake-npx", "fake-uvx", "fake-bin", "fake-tar"])
+def test_an_entry_installs_as_it_says_and_runs_with_no_yaml(
+    root: Path, served: tuple[Path, Served], agent_id: str
+) -> None:
+    folder, server = served
+    env = env_for(root, folder, server)
+    url = f"{server.url}/registry.json"
+    code, out, err = run_cli(
+        root, "agents", "install", agent_id, "--registry", url, env=env, timeout=INSTALL
+    )
+    assert code == 0 and out.startswith(f"{agent_id}: installed: "), err
+    word = agent_id.upper().replace("-", "")
+    code, out, err = run_cli(
+        root, "run", agent_id, f"Reply with exactly {word}", "--cwd", "work", env=env
+    )
+    envelope = json.loads(out)
+    assert code == 0 and envelope["output"] == word, (envelope["error"], err)
+    code, out, err = run_cli(root, "agents", "list", "--json", env=env)
+    assert {r["name"]: r["state"] for r in json.loads(out)}[agent_id] == "installed 1.0.0", err
+    code, out, _ = run_cli(root, "agents", "install", agent_id, env=env)
+    assert code == 0 and out.startswith(f"{agent_id}: already installed: ")
 
     data = root / "data" / "acp-bridge" / "agents"
-    stamp = json.loads((data / "binary" / "fake-bin@1.0.0" / "acp-bridge-install.json").read_text())
-    assert stamp["sha256_check"] == "checked" and stamp["command"] == "fake-bin-acp"
-    stamp = json.loads((data / "binary" / "fake-tar@1.0.0" / "acp-bridge-install.json").read_text())
-    assert stamp["sha256_check"].startswith("not given") and len(stamp["sha256"]) == 64
-    assert (data / "npm" / "fake-npx-acp@1.0.0" / "package-lock.json").is_file()
-    lock = data / "pypi" / "fake-uvx-acp@1.0.0" / "requirements.lock"
-    assert "fake-uvx-acp==1.0.0" in lock.read_text()
-    # The entry's environment as it is: a dollar in it is no variable.
-    shown = json.loads(run_cli(root, "profiles", "show", "fake-npx", "--json", env=env)[1])
-    assert shown["profile"]["env.A"] == "$x"
-    code, out, err = run_cli(root, "agents", "list", "--json", env=env)
-    states = {row["name"]: row["state"] for row in json.loads(out)}
-    assert states["fake-bin"] == "installed 1.0.0" and states["fake-npx"] == "installed 1.0.0"
-    code, out, _ = run_cli(root, "agents", "install", "fake-bin", env=env)
-    assert code == 0 and out.startswith("fake-bin: already installed: binary fake-bin@1.0.0")
+    if agent_id == "fake-npx":
+        assert (data / "npm" / "fake-npx-acp@1.0.0" / "package-lock.json").is_file()
+        # The entry's environment as it is: a dollar in it is no variable.
+        shown = json.loads(run_cli(root, "profiles", "show", agent_id, "--json", env=env)[1])
+        assert shown["profile"]["env.A"] == "$x"
+    elif agent_id == "fake-uvx":
+        lock = data / "pypi" / "fake-uvx-acp@1.0.0" / "requirements.lock"
+        assert "fake-uvx-acp==1.0.0" in lock.read_text()
+    else:
+        stamp = json.loads((data / "binary" / f"{agent_id}@1.0.0" / STAMP).read_text())
+        assert len(stamp["sha256"]) == 64
+        checked = "checked" if agent_id == "fake-bin" else "not given by the entry: recorded"
+        assert stamp["sha256_check"] == checked
+    if agent_id == "fake-bin":  # ready: started in its sandbox, as doctor proves it
+        code, out, err = run_cli(root, "agents", "list", "--ready", "--json", env=env)
+        assert {r["name"]: r["state"] for r in json.loads(out)}[agent_id] == "ready", err
 
 
 def test_what_the_entry_does_not_say_comes_from_the_built_in_profile(

@@ -209,10 +209,14 @@ def _show(args: argparse.Namespace, rows: list[dict[str, Any]], registry: Loaded
     err(f"registry: {registry.origin}")
     width = max((len(r["name"]) for r in rows), default=4)
     state_width = max((len(r["state"]) for r in rows), default=5)
-    out(f"{'NAME':<{width}}  {'STATE':<{state_width}}  {'PINNED':<9}  {'SOURCE':<8}  PACKAGE  FROM")
+    header = f"{'STATE':<{state_width}}  {'PINNED':<9}  {'SOURCE':<8}  {'REGISTRY':<16}"
+    out(f"{'NAME':<{width}}  {header}  PACKAGE  FROM")
     for row in rows:
         where = row["from"] or f"(acp-bridge agents install {row['name']})"
         if row["state"] == "not installed" and row["package"].startswith("("):
             where = ""
+        # The registry's version of the same agent, where a profile of ours names it too.
+        listed = row["registry"] if row["registry"] and row["source"] != "registry" else "-"
         cells = f"{row['state']:<{state_width}}  {row['pinned']:<9}  {row['source']:<8}"
+        cells += f"  {one_line(listed):<16}"
         out(f"{one_line(row['name']):<{width}}  {cells}  {one_line(row['package'])}  {where}")

@@ -97,7 +97,14 @@ def _install(profile: AgentProfile, *, force: bool = False) -> None:
 
 
 def install_if_missing(loaded: LoadedConfig, name: str) -> None:
-    """``run --install``: install the agent of profile ``name`` first when it is missing."""
+    """``run --install``: install the agent of profile ``name`` first when it is missing;
+    a name no profile has but the registry (as last fetched) lists: its entry."""
+    if name not in loaded.profiles.names():
+        registry = load_registry()
+        entry = registry.registry.get(name)
+        if entry is not None:
+            _install_entry(entry, registry, force=False)
+            return
     profile = loaded.profiles.get(name).profile
     if find_command(profile) is None:
         _install(profile)

@@ -29,7 +29,7 @@ from tests.process.test_agents_cli import run_cli
 PLATFORM = {"linux": "linux", "darwin": "darwin"}.get(sys.platform, sys.platform)
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}
 INSTALL = 300  # seconds: a venv and pip, or npm, on a busy machine
-pytestmark = pytest.mark.timeout(2 * INSTALL)  # installs take longer than the suite's 120 s
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2 * INSTALL)]  # installs: minutes
 AGENT = f"#!/bin/sh\nexec {sys.executable} -m acp_bridge._demo.agent\n"
 
 

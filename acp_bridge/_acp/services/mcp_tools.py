@@ -9,7 +9,11 @@ and process groups — served by the bridge process, never inside the agent's sa
 decisions and the ledger stay with the bridge. The agent does not ask before a tool call, so
 each call is judged and recorded in ``meta.permissions`` by the services themselves
 (:meth:`ClientServices.serve_tool`); ``run_command`` is an ``execute`` like
-``terminal/create``, needing an allowing rule under ``workspace-write``.
+``terminal/create``, needing an allowing rule under ``workspace-write``. Every call is
+answered and recorded, however it fails: arguments that do not fit and unknown tools are
+refused and recorded too; a failure while serving (an OS error on the path, a command that
+cannot start) is an error result in plain words (``_acp/rpc/router.py`` words it), never a
+traceback or a Python repr.
 
 Tools: ``read_text_file(path, line?, limit?)``, ``write_text_file(path, content)`` (when the
 profile serves reads / writes) and ``run_command(command, args?, cwd?, timeout?)`` (when it
@@ -25,11 +29,13 @@ over a second): a run that does not use it never loads them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
-from acp_bridge._acp.rpc.router import RequestError
+from acp_bridge._acp.rpc.router import RequestError, rpc_error
 from acp_bridge._acp.services.client import (
     ClientServices,
     describe_command,
@@ -37,14 +43,15 @@ from acp_bridge._acp.services.client import (
     describe_write,
 )
 from acp_bridge._acp.wire.schema import (
+    INVALID_PARAMS,
     CreateTerminalParams,
     ReadTextFileParams,
     TerminalIdParams,
     WriteTextFileParams,
 )
-from acp_bridge.errors import BridgeError
 
 SERVER_NAME = "acp-bridge"
+_KINDS = {"read_text_file": "read", "write_text_file": "edit", "run_command": "execute"}
 
 _READ = {
     "type": "object",
@@ -126,12 +133,16 @@ class ServicesMcp:
         async def call_tool(ctx: Any, params: Any) -> Any:
             offered = {name for name, *_ in self.tools()}
             if params.name not in offered:
-                raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
+                name = str(params.name)
+                why = f"unknown tool {name[:256]!r}: not offered"
+                self.services.tool_call_refused(name, "other", name, why)
+                raise MCPError(types.INVALID_PARAMS, why)
             try:
                 reply = await self.call(params.name, dict(params.arguments or {}))
-            except (RequestError, BridgeError, ValueError) as exc:
+            except Exception as exc:  # every failure is an answer, in words (recorded already)
                 return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=str(exc))], is_error=True
+                    content=[types.TextContent(type="text", text=error_text(exc))],
+                    is_error=True,
                 )
             text = reply.get("content", reply.get("output", ""))
             structured = reply if params.name == "run_command" else None
@@ -146,7 +157,23 @@ class ServicesMcp:
     # --- the tools -------------------------------------------------------------------------
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """One tool call, judged and served by the run's services."""
+        """One tool call, judged and served by the run's services (recorded in
+        ``meta.permissions`` whatever becomes of it)."""
+        timeout = args.get("timeout")
+        why = None
+        if timeout is not None and not (
+            type(timeout) in (int, float) and 0 < timeout < math.inf
+        ):  # a boolean is not a number of seconds, nor is NaN
+            why = f"invalid arguments: timeout: a number of seconds above 0, got {timeout!r:.40}"
+        else:
+            try:
+                return await self._call(tool, args)
+            except ValidationError as exc:  # arguments that do not fit: refused, recorded
+                why = f"invalid arguments: {error_text(exc)}"
+        self.services.tool_call_refused(tool, _KINDS.get(tool, "other"), f"{tool}", why)
+        raise RequestError(INVALID_PARAMS, why)
+
+    async def _call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         services, sid = self.services, self.session_id
         if tool == "read_text_file":
             read = ReadTextFileParams.model_validate({**args, "sessionId": sid})
@@ -169,7 +196,7 @@ class ServicesMcp:
         created = await terminals.create(request)
         handle = TerminalIdParams(session_id=self.session_id, terminal_id=created["terminalId"])
         limit = terminals.settings.timeout
-        seconds = min(float(timeout), limit) if isinstance(timeout, int | float) else limit
+        seconds = min(float(timeout), limit) if timeout is not None else limit  # checked
         timed_out = False
         try:
             with anyio.move_on_after(seconds) as scope:
@@ -188,3 +215,17 @@ class ServicesMcp:
             "truncated": bool(output.get("truncated")),
             "timed_out": timed_out,
         }
+
+
+def error_text(exc: BaseException) -> str:
+    """What the agent reads of a failed call: the JSON-RPC error's words (an OS error as
+    ``Permission denied (EACCES): /path``), and for arguments that do not fit, which and why."""
+    if isinstance(exc, ValidationError):
+        problems = exc.errors(include_url=False, include_context=False, include_input=False)
+        return "; ".join(
+            f"{'.'.join(str(part) for part in p['loc']) or 'arguments'}: {p['msg']}"
+            for p in problems[:8]
+        )
+    if isinstance(exc, Exception):
+        return rpc_error(exc)[1]
+    return type(exc).__name__

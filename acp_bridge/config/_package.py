@@ -9,7 +9,9 @@ checked; they are bumped on purpose, in the profile file, never picked by the in
 import re
 from typing import Annotated, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+
+from acp_bridge.config._fields import StrictModel
 
 
 def _exact_version(version: str) -> str:
@@ -28,7 +30,7 @@ def _package_name(name: str) -> str:
 PackageName = Annotated[str, AfterValidator(_package_name)]
 
 
-class PackageSpec(BaseModel):
+class PackageSpec(StrictModel):
     """Where the profile's command comes from: one npm or one PyPI package, one version."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

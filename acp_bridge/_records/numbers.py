@@ -8,7 +8,6 @@ model of its own — inherits :class:`NumbersNotBooleans`: a field that takes a 
 boolean refuses one, at its own location (the config's errors then carry its file:line).
 """
 
-
 import types
 import typing
 from typing import Annotated, Any

@@ -4,7 +4,7 @@ One table test: each service the bridge serves an agent — ``fs/read_text_file`
 ``fs/write_text_file`` and ``terminal/create`` over ACP, the same three as the bridge's MCP
 tools — given a path that makes the operating system fail for real (a component it may not
 search, a symlink loop, a name too long, a file where a folder is needed, a folder where a
-file is asked for), under a policy that judges the path (``workspace-write``) and one that
+file is asked for; for reads, an I/O error), under a policy that judges the path (``workspace-write``) and one that
 lets the services meet the error (``approve-all``). Each call is answered with a clean error
 (a JSON-RPC error, or an MCP error result) that names the errno in words — never a
 traceback, a Python repr or a raw ``[Errno 13]`` — and recorded: in ``meta.refusals``, and
@@ -45,6 +45,7 @@ WORDS = {
     "ENAMETOOLONG": ("ENAMETOOLONG",),
     "ENOTDIR": ("ENOTDIR",),
     "EISDIR": ("EISDIR", "is a directory"),
+    "EIO": ("EIO",),
 }
 """What the agent is told, in the errno's name or the refusal's words (a write refuses a
 symbolic link as its last component before the OS sees it)."""
@@ -64,6 +65,8 @@ def provoke(work: Path, errno_name: str, service: str) -> str:
         if not loop.is_symlink():
             loop.symlink_to(loop)
         return str(loop / "f.txt") if service in CWD_SERVICES else str(loop)
+    if errno_name == "EIO":  # the process's own memory, read from its start: unmapped
+        return str(work / "mem")
     if errno_name == "ENAMETOOLONG":
         return str(work / ("n" * 300))
     if errno_name == "ENOTDIR":
@@ -195,3 +198,12 @@ if __name__ == "__main__":  # the EACCES cases, in a process without root's DAC 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     given = [tuple(case) for case in json.loads(sys.stdin.read())]
     print(json.dumps(run_cases(Path(sys.argv[1]), given)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("service", ["acp read", "mcp read"])
+def test_an_io_error_is_a_clean_answer_and_a_record(service: str, mode: str) -> None:
+    """EIO: the roots are this process's ``/proc`` folder and the file its ``mem``."""
+    outcome = anyio.run(call, Path(f"/proc/{os.getpid()}"), service, mode, "EIO")
+    check(outcome, service, mode, "EIO")
+    assert outcome["notes"][-1] == "1 file/terminal request failed"  # failed, not refused

@@ -4,11 +4,11 @@ One table test: each service the bridge serves an agent — ``fs/read_text_file`
 ``fs/write_text_file`` and ``terminal/create`` over ACP, the same three as the bridge's MCP
 tools — given a path that makes the operating system fail for real (a component it may not
 search, a symlink loop, a name too long, a file where a folder is needed, a folder where a
-file is asked for; for reads, an I/O error), under a policy that judges the path (``workspace-write``) and one that
-lets the services meet the error (``approve-all``). Each call is answered with a clean error
-(a JSON-RPC error, or an MCP error result) that names the errno in words — never a
-traceback, a Python repr or a raw ``[Errno 13]`` — and recorded: in ``meta.refusals``, and
-for an MCP tool in ``meta.permissions`` too.
+file is asked for; for reads, an I/O error), under a policy that judges the path
+(``workspace-write``) and one that lets the services meet the error (``approve-all``). Each
+call is answered with a clean error (a JSON-RPC error, or an MCP error result) that names the
+errno in words — never a traceback, a Python repr or a raw ``[Errno 13]`` — and recorded: in
+``meta.refusals``, and for an MCP tool in ``meta.permissions`` too.
 
 ``EACCES`` needs a reader the folder's mode binds: as root the cases run in a child process
 without ``CAP_DAC_OVERRIDE`` and ``CAP_DAC_READ_SEARCH`` (``setpriv``), as another user in

@@ -165,30 +165,33 @@ class ServicesMcp:
         ):  # a boolean is not a number of seconds, nor is NaN
             why = f"invalid arguments: timeout: a number of seconds above 0, got {timeout!r:.40}"
         else:
-            try:
-                return await self._call(tool, args)
+            try:  # only the arguments' check here: a failure while serving is recorded there
+                parsed = self._parsed(tool, args)
             except ValidationError as exc:  # arguments that do not fit: refused, recorded
                 why = f"invalid arguments: {error_text(exc)}"
+            else:
+                return await self.services.serve_tool(tool, *parsed)
         self.services.tool_call_refused(tool, _KINDS.get(tool, "other"), f"{tool}", why)
         raise RequestError(INVALID_PARAMS, why)
 
-    async def _call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    def _parsed(self, tool: str, args: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+        """The tool's kind, its request (checked: ValidationError), how the policy reads it
+        and what serves it."""
         services, sid = self.services, self.session_id
         if tool == "read_text_file":
             read = ReadTextFileParams.model_validate({**args, "sessionId": sid})
-            files = services.files.read_text_file
-            return await services.serve_tool(tool, "read", read, describe_read, files)
+            return "read", read, describe_read, services.files.read_text_file
         if tool == "write_text_file":
             write = WriteTextFileParams.model_validate({**args, "sessionId": sid})
-            reply = await services.serve_tool(
-                tool, "edit", write, describe_write, services.files.write_text_file
-            )
-            return {**reply, "content": f"wrote {write.path}"}
+
+            async def written(request: WriteTextFileParams) -> dict[str, Any]:
+                reply = await services.files.write_text_file(request)
+                return {**reply, "content": f"wrote {request.path}"}
+
+            return "edit", write, describe_write, written
         timeout = args.pop("timeout", None)
         run = CreateTerminalParams.model_validate({**args, "sessionId": sid})
-        return await services.serve_tool(
-            tool, "execute", run, services.describe_command, lambda r: self._run(r, timeout)
-        )
+        return "execute", run, services.describe_command, lambda r: self._run(r, timeout)
 
     async def _run(self, request: CreateTerminalParams, timeout: Any) -> dict[str, Any]:
         terminals = self.services.terminals

@@ -10,7 +10,9 @@ checked; they are bumped on purpose, in the profile file, never picked by the in
 import re
 from typing import Annotated, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
+
+from acp_bridge.config._fields import StrictModel
 
 
 def _exact_version(version: str) -> str:
@@ -37,7 +39,7 @@ def _archive_path(cmd: str) -> str:
     return cmd
 
 
-class PackageSpec(BaseModel):
+class PackageSpec(StrictModel):
     """Where the profile's command comes from: one npm or one PyPI package, or one archive
     downloaded and unpacked (an ACP registry ``binary`` entry), one version."""
 

@@ -226,7 +226,13 @@ MESSAGE = st.one_of(
     st.dictionaries(
         st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), JSON
     ),
-    UPDATE.map(lambda u: {"jsonrpc": "2.0", "method": "session/update", "params": {"update": u}}),
+    UPDATE.map(
+        lambda u: {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s", "update": u},
+        }
+    ),
     JSON.map(lambda p: {"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file", "params": p}),
 )
 
@@ -236,6 +242,7 @@ MESSAGE = st.one_of(
 def test_the_line_handler_survives_any_json(messages: list[Any], noise: bytes) -> None:
     data = b"\n".join([json.dumps(m).encode() for m in messages] + [noise]) + b"\n"
     collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.session_known("s")
     collector.begin_turn()
 
     async def read(params: ReadTextFileParams) -> dict[str, Any]:
@@ -273,6 +280,7 @@ def test_the_line_handler_survives_any_json(messages: list[Any], noise: bytes) -
 )
 def test_the_collector_survives_any_update(params: list[dict[str, Any]]) -> None:
     collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.session_known("s")
     collector.begin_turn()
     for item in params:
         collector(item)

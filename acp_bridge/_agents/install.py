@@ -29,6 +29,8 @@ from typing import Any
 import anyio
 
 from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import read_text
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
@@ -37,6 +39,8 @@ INSTALL_TIMEOUT = 1800.0
 """Seconds one install may take (npm agents are up to ~500 MB on a slow mirror)."""
 PROBE_TIMEOUT = 15.0
 OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
+REPORT_FILE = "pip's install report"
+MAX_REPORT_BYTES = 64 << 20
 
 
 class InstallError(BridgeError):
@@ -156,7 +160,8 @@ async def _pypi(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
 def _lock_lines(report: Path) -> str:
     """``name==version --hash=sha256:…`` for every distribution pip installed (its report)."""
     lines = ["# What pip installed, with the sha256 of each distribution it downloaded.\n"]
-    for item in json.loads(report.read_text()).get("install", []):
+    found = bounded_json.loads(read_text(report, what=REPORT_FILE, limit=MAX_REPORT_BYTES))
+    for item in found.get("install", []) if isinstance(found, dict) else []:
         meta = item.get("metadata", {})
         hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
         pin = f"{meta.get('name')}=={meta.get('version')}"

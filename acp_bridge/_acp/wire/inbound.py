@@ -44,10 +44,11 @@ from typing import Any
 
 from acp_bridge._acp.wire.json_numbers import raw_decode, replaced_numbers
 from acp_bridge._acp.wire.schema import INTERNAL_ERROR, INVALID_REQUEST
+from acp_bridge._os.bounded_json import MAX_DEPTH, too_deep
 
 UPDATE = "session/update"
-MAX_DEPTH = 64
-"""Deepest nesting of objects and arrays accepted in one message (ACP needs about 8)."""
+# MAX_DEPTH: the deepest nesting of objects and arrays accepted in one message (ACP needs
+# about 8), the same as every other JSON from outside.
 MAX_VALUES = 100_000
 """Most values (array items, object members) one message may hold: ~10 MB once decoded."""
 MAX_ITEMS = 4096
@@ -83,18 +84,6 @@ def _parse_text(line: bytes) -> tuple[Any, str]:
     return (value, text) if end == len(text) else (None, text)
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests objects and arrays deeper than MAX_DEPTH (iterative)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
-
-
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -122,7 +111,7 @@ def sound_object(line: bytes) -> dict[str, Any] | None:
     :data:`MAX_DEPTH`, lone surrogates repaired — else None. For another JSON-RPC peer's
     lines (the MCP host's) that a stricter parser refused."""
     value = parse_object(line.strip()) if line.strip()[:1] == b"{" else None
-    if not isinstance(value, dict) or _too_deep(value):
+    if not isinstance(value, dict) or too_deep(value, MAX_DEPTH):
         return None
     return _repair_surrogates(value)  # type: ignore[no-any-return]
 
@@ -267,7 +256,7 @@ def decode_line(line: bytes, stats: InboundStats) -> Inbound | dict[str, Any] | 
         marks > MAX_DEPTH
         and len(text) > _DEEP_CHARS
         and text.count("{") + text.count("[") > MAX_DEPTH
-        and _too_deep(message)
+        and too_deep(message, MAX_DEPTH)
     ):
         return Skipped(f"nested deeper than {MAX_DEPTH} levels")
     if "\\" in text and _SURROGATE_ESCAPE.search(text):

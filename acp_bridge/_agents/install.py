@@ -30,7 +30,7 @@ import anyio
 
 from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
 from acp_bridge._os import bounded_json
-from acp_bridge._os.fs.input_files import read_text
+from acp_bridge._os.fs.input_files import InputRefused, read_text
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
@@ -160,7 +160,11 @@ async def _pypi(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
 def _lock_lines(report: Path) -> str:
     """``name==version --hash=sha256:…`` for every distribution pip installed (its report)."""
     lines = ["# What pip installed, with the sha256 of each distribution it downloaded.\n"]
-    found = bounded_json.loads(read_text(report, what=REPORT_FILE, limit=MAX_REPORT_BYTES))
+    try:
+        found = bounded_json.loads(read_text(report, what=REPORT_FILE, limit=MAX_REPORT_BYTES))
+    except (OSError, ValueError) as exc:  # the file names itself when the reader refused it
+        where = "" if isinstance(exc, InputRefused) else f"{report}: "
+        raise InstallError(f"pip's install report: {where}{exc}") from None
     for item in found.get("install", []) if isinstance(found, dict) else []:
         meta = item.get("metadata", {})
         hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})

@@ -129,15 +129,16 @@ def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
         for number, line in lines:
             if not line.strip():
                 continue
+            why = "not an envelope"
             try:
                 value = bounded_json.loads(line, MAX_ENVELOPE_DEPTH)
-            except ValueError:
-                value = None
+            except ValueError as exc:  # not JSON, not UTF-8, nested past the bound
+                value, why = None, f"not an envelope ({exc})"
             if not is_envelope(value):
                 if tolerant:
                     continue
                 raise ConfigError(
-                    f"{path}:{number}: not an envelope; is this a results file of acp-bridge "
+                    f"{path}:{number}: {why}; is this a results file of acp-bridge "
                     "batch? (use another --out)"
                 )
             found.append(value)

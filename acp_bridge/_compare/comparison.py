@@ -72,6 +72,13 @@ can be any size; the diff is still applied by git from the file, whatever its si
 OnAttempt = Callable[[AttemptResult], None]
 
 
+def read_patch(diff: Path) -> str:
+    """The winner's diff as ``--apply --dry-run`` shows it (bytes that are not UTF-8 shown
+    replaced: it is for reading, git applies the file itself); OSError when it cannot be
+    read within :data:`MAX_PATCH_BYTES`."""
+    return read_bytes(diff, what=PATCH_FILE, limit=MAX_PATCH_BYTES).decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class _Planned:
     agent: str
@@ -341,13 +348,10 @@ class _Comparison:
             return ApplyResult(dry_run=dry_run, applied=False, error=f"its diff: {exc}")
         if dry_run:
             try:
-                data = await anyio.to_thread.run_sync(
-                    lambda: read_bytes(diff, what=PATCH_FILE, limit=MAX_PATCH_BYTES)
-                )
+                patch = await anyio.to_thread.run_sync(read_patch, diff)
             except OSError as exc:
                 error = f"its diff: {exc if isinstance(exc, InputRefused) else exc.strerror}"
                 return ApplyResult(dry_run=True, applied=False, files=paths, error=error)
-            patch = data.decode("utf-8", "replace")
             return ApplyResult(dry_run=True, applied=False, files=paths, patch=patch)
         dirty = await dirty_files(self.repo.top)
         if dirty:  # changed while the attempts ran

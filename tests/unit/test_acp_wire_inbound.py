@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.rpc.request_pool import RequestPool
 from acp_bridge._acp.rpc.router import Route, Router
 from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire import inbound
 from acp_bridge._acp.wire.inbound import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -339,3 +341,26 @@ def test_the_request_pool_bounds_workers_and_backlog() -> None:
     # Two are taken by workers only once they run: up to backlog are queued before that.
     assert offered.count(True) == 3 and not all(offered)
     assert peak <= 2
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_tricky_text = st.text(alphabet=st.sampled_from(list(',"\\ab\u2028{}[]é')), max_size=12)
+_tricky_json = st.recursive(
+    st.none() | st.integers() | _tricky_text,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_tricky_text, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_tricky_json, window=st.integers(1, 9), limit=st.integers(0, 30))
+def test_values_are_counted_as_commas_outside_strings_wherever_the_windows_cut(
+    value: Any, window: int, limit: int
+) -> None:
+    """The windowed count is the whole line's (commas outside strings, escaped quotes and
+    backslashes inside them), whatever the window, and says the same against any limit."""
+    line = json.dumps(value, ensure_ascii=False).encode()
+    outside = _JSON_STRING.sub(b"", line).count(b",")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inbound, "_WINDOW", window)
+        assert inbound._more_values_than(line, limit) == (outside > limit)

@@ -364,3 +364,62 @@ def test_values_are_counted_as_commas_outside_strings_wherever_the_windows_cut(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(inbound, "_WINDOW", window)
         assert inbound._more_values_than(line, limit) == (outside > limit)
+
+
+class Gated:
+    """An agent's stdin that takes nothing until the test opens it, then everything."""
+
+    def __init__(self) -> None:
+        self.open = anyio.Event()
+        self.received = 0
+
+    async def send(self, item: bytes) -> None:
+        await self.open.wait()
+        self.received += item.count(b"\n")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("replies", [1, 3, 32, 100])
+@pytest.mark.parametrize("size", [1 << 20, 4 << 20, 9 << 20])
+def test_replies_built_or_waiting_while_the_agent_does_not_read_are_held_to_the_budget(
+    replies: int, size: int
+) -> None:
+    """However many large replies an agent has not read yet, at most two are being built or
+    wait to be queued beside the queue's budget; a small reply never waits for room; once
+    the agent reads, every reply is written."""
+    stdin = Gated()
+    outbox = Outbox(stdin)  # type: ignore[arg-type]
+    in_hand = peak = 0
+    small_in = anyio.Event()
+
+    async def handler(i: int) -> None:
+        nonlocal in_hand, peak
+        async with outbox.reply_room(large=True):
+            in_hand += 1  # from here it holds its reply until the put returns
+            peak = max(peak, in_hand)
+            await outbox.put(bytes(size), f"reply {i}")
+            in_hand -= 1
+
+    async def small() -> None:
+        async with outbox.reply_room(large=False):
+            small_in.set()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(outbox.run)
+            for i in range(replies):
+                tg.start_soon(handler, i)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(small)
+            await anyio.wait_all_tasks_blocked()
+            assert small_in.is_set()
+            assert peak <= 2, peak
+            stdin.open.set()
+            await outbox.drain()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert stdin.received == replies
+    assert peak <= 2

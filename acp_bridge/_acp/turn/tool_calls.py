@@ -37,7 +37,9 @@ from acp_bridge._os.cmdline import Command, from_argv, parse_line
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
-RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
+# pydantic-acp names a tool call's locations by the last four (its extract_tool_call_locations)
+RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path",
+                 "filepath", "target_path", "destination_path", "source_path")  # fmt: skip
 RAW_COMMAND_KEYS = ("command", "cmd", "argv")
 MAX_LOCATIONS = 64
 MAX_TEXT = 8192

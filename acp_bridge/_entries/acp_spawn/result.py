@@ -22,18 +22,23 @@ from acp_bridge._acp.wire.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
-from acp_bridge._os.sandbox.denials import explain_denials
+from acp_bridge._os.sandbox.denials import Given, explain_denials
 from acp_bridge._output_schema.schema_check import check_structured_output
 from acp_bridge._output_schema.structured_output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
 from acp_bridge.errors import (
     AgentExitedError,
+    AgentRequestError,
     BridgeError,
     ErrorCode,
     OutputSchemaError,
     ProtocolError,
 )
+
+SETTING_UP = frozenset({"initialize", "authenticate", "session/new", "session/load",
+                        "session/resume", "session/fork", "configure"})  # fmt: skip
+"""The phases in which an agent's error may be its sandbox's doing (it keeps state there)."""
 
 _STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
     "cancelled": (ErrorCode.CANCELLED, "the agent cancelled the turn"),
@@ -89,6 +94,9 @@ class AcpResult:
         self.error: BridgeError | None = None
         self.confinement: Confinement | None = None
         self.warnings: list[str] = []
+        self.given: list[Given] = []
+        """The paths the agent was given (arguments, its variables): named when it fails
+        on one the sandbox refuses (``_os/sandbox/denials.py``)."""
         self._checked: tuple[str, Answer] | None = None
         """The answer text last checked, and its verdict."""
 
@@ -176,6 +184,13 @@ class AcpResult:
                 )
                 + self._sandbox_note()
             )
+        elif isinstance(error, AgentRequestError) and self.session and self.process:
+            # kimi: "storage write failed" in session/new, where its state folder is read-only
+            note = self._sandbox_note(str(error)) if self.session.phase in SETTING_UP else ""
+            if note:
+                error = AgentRequestError(
+                    error.method, error.rpc_code, error.rpc_message, error.data, note
+                )
         common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
         partial = self.collector.answer()
         if error is None and result is None:  # cannot happen; if it does, say what we know
@@ -197,12 +212,13 @@ class AcpResult:
             return failed(str(answer.error), answer.error.code, output=answer.output, **common)
         return done(answer.output, output_kind=answer.kind, **common)
 
-    def _sandbox_note(self) -> str:
-        """Whether the agent's own words (its stderr) point at the sandbox, and the fix."""
+    def _sandbox_note(self, said: str = "") -> str:
+        """Whether the agent's own words (its stderr, the error it ``said``) or the paths it
+        was given point at the sandbox, and the fix."""
         plan = self.confinement.box.first_plan if self.confinement is not None else None
         if plan is None or self.process is None or not self.process.started:
             return ""
-        note = explain_denials(self.process.stderr_tail(), plan)
+        note = explain_denials(self.process.stderr_tail(), plan, self.given, said)
         return f"; {note}" if note else ""
 
     def _warnings(self) -> list[str]:

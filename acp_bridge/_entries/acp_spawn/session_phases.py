@@ -11,6 +11,7 @@ while the agent starts up, not before.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import anyio
 
@@ -97,13 +98,14 @@ class SessionPhases:
                 on_tool_call=self.collector.tool_call_seen,
                 launcher=self.confinement.launch,
                 announced=self.collector.announced,
+                sandbox=self.confinement.mode,
             )
             async with JsonRpcConnection(
                 process.stdout,
                 process.stdin,
                 on_update=self.collector,
                 router=services.router(),
-                on_notification=services.notification,
+                on_notification=self.notification,
                 transcript=self.transcript,
                 max_message_bytes=self.profile.max_message_bytes,
             ) as conn:
@@ -149,6 +151,12 @@ class SessionPhases:
         ):
             return f"its v2 reply did not validate ({error})"
         return None
+
+    def notification(self, method: str, params: Any) -> None:
+        """The agent's notifications other than ``session/update``: the services' (a
+        probe's phases also read what the agent reports about itself)."""
+        if self.result.services is not None:
+            self.result.services.notification(method, params)
 
     async def _phases(self, session: AcpSession) -> None:
         run, timeouts, clock = self.run, self.profile.timeouts, self.run.clock

@@ -44,6 +44,8 @@ from acp_bridge._acp.agent_executable import (
     install_dir,
     installed,
 )
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, read_text
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
@@ -56,6 +58,8 @@ SOCKET_TIMEOUT = 60.0
 """Seconds a download may wait for the server at once (a connection, one read)."""
 MAX_DOWNLOAD = 2 * 1024**3
 """Bytes an archive may have: a server that never stops sending fills no disk."""
+REPORT_FILE = "pip's install report"
+MAX_REPORT_BYTES = 64 << 20
 _NEUTRAL = Path("/")
 """Where the probes (``node --version``, ``python -c pass``) run: not our working folder,
 which may be gone or unreadable."""
@@ -309,7 +313,12 @@ def _unpack(archive: Path, url: str, into: Path) -> None:
 def _lock_lines(report: Path) -> str:
     """``name==version --hash=sha256:…`` for every distribution pip installed (its report)."""
     lines = ["# What pip installed, with the sha256 of each distribution it downloaded.\n"]
-    for item in json.loads(report.read_text()).get("install", []):
+    try:
+        found = bounded_json.loads(read_text(report, what=REPORT_FILE, limit=MAX_REPORT_BYTES))
+    except (OSError, ValueError) as exc:  # the file names itself when the reader refused it
+        where = "" if isinstance(exc, InputRefused) else f"{report}: "
+        raise InstallError(f"pip's install report: {where}{exc}") from None
+    for item in found.get("install", []) if isinstance(found, dict) else []:
         meta = item.get("metadata", {})
         hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
         pin = f"{meta.get('name')}=={meta.get('version')}"

@@ -23,10 +23,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, input_lines
 from acp_bridge.envelope import SubtaskResult, is_envelope
 from acp_bridge.errors import ConfigError
 
 JOURNAL_SUFFIX = ".journal"
+RESULTS_FILE = "a results file"
+MAX_RESULTS_BYTES = 4 << 30
+"""The largest results file (or journal) read back: every envelope in it is held at once."""
+MAX_RESULTS_LINE_BYTES = 256 << 20
+"""The longest line read back: one envelope, its answer and diff within their own caps."""
+MAX_ENVELOPE_DEPTH = 2 * bounded_json.MAX_DEPTH
+"""An envelope nests a structured answer (itself up to ``MAX_DEPTH``) a few levels down."""
 
 
 def _key(envelope: dict[str, Any]) -> str | None:
@@ -105,30 +114,43 @@ class ResultsFile:
 
 
 def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
-    """The envelopes in ``path`` (none when it does not exist). ``tolerant``: a line that
-    is not an envelope is skipped (a journal's torn last line); else it is an error."""
+    """The envelopes in ``path`` (none when it does not exist), read line by line within
+    the results file's bounds. ``tolerant``: a line that is not an envelope is skipped (a
+    journal's torn last line); else it is an error."""
+    found = []
+    lines = input_lines(
+        path,
+        what=RESULTS_FILE,
+        limit=MAX_RESULTS_BYTES,
+        line_limit=MAX_RESULTS_LINE_BYTES,
+        json_objects=not tolerant,
+    )
     try:
-        text = path.read_text(encoding="utf-8")
+        for number, line in lines:
+            if not line.strip():
+                continue
+            why = "not an envelope"
+            try:
+                value = bounded_json.loads(line, MAX_ENVELOPE_DEPTH)
+            except ValueError as exc:  # not JSON, not UTF-8, nested past the bound
+                value, why = None, f"not an envelope ({exc})"
+            if not is_envelope(value):
+                if tolerant:
+                    continue
+                raise ConfigError(
+                    f"{path}:{number}: {why}; is this a results file of acp-bridge "
+                    "batch? (use another --out)"
+                )
+            found.append(value)
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the results: {exc}") from None
-    found = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            value = None
-        if not is_envelope(value):
-            if tolerant:
-                continue
-            raise ConfigError(
-                f"{path}:{number}: not an envelope; is this a results file of acp-bridge "
-                "batch? (use another --out)"
-            )
-        found.append(value)
+    except InputRefused as exc:
+        why = f"{exc} (is this a results file of acp-bridge batch? use another --out)"
+        raise ConfigError(why) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the results: {exc.strerror or exc}") from None
+    finally:
+        lines.close()
     return found
 
 

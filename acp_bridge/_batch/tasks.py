@@ -23,6 +23,12 @@ from acp_bridge._entries.request import EntryRequest
 from acp_bridge.errors import ConfigError
 
 MAX_KEY_CHARS = 256
+TASKS_FILE = "a tasks file"
+MAX_TASKS_FILE_BYTES = 256 << 20
+"""The largest tasks file read (every task is held in memory until the batch ends)."""
+MAX_TASKS_LINE_BYTES = 64 << 20
+"""The longest line of a tasks file: a task of the longest text (16 MiB) with its JSON
+escapes and inline workspace files."""
 BATCH_FIELDS = ("key", "workspace")
 """The fields of a task that are the batch's, not the request's."""
 

@@ -162,10 +162,12 @@ def _profile_files(directory: Path) -> list[Path]:
             names = sorted(
                 entry.name
                 for entry in entries
-                # ``.yaml`` alone has no suffix (a hidden file), as for pathlib
+                # ``.yaml`` alone has no suffix (a hidden file), as for pathlib. Not only
+                # regular files: a FIFO or a device named like a profile is an error naming
+                # it (the reader refuses it without blocking), never silently left out.
                 if entry.name.endswith(PROFILE_SUFFIXES)
                 and entry.name.rfind(".") > 0
-                and entry.is_file()
+                and not entry.is_dir()
             )
     except (NotADirectoryError, FileNotFoundError):  # the built-in or the registry's folder
         return []

@@ -10,7 +10,6 @@ written beside it and renamed: a bad or interrupted refresh leaves the old copy 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ import anyio
 
 from acp_bridge._agents.install import download_to
 from acp_bridge._agents.registry.agent_entries import Registry, parse_registry
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, read_bytes, read_text
 from acp_bridge._os.fs.locations import cache_dir
 from acp_bridge.errors import ConfigError, StateDirError
 
@@ -29,6 +30,9 @@ SNAPSHOT = Path(__file__).parent / "registry-2026-02-07.json"
 """The registry as shipped: agentclientprotocol/registry at 3de1678 (2026-02-07), each
 agent's ``agent.json`` without its icon."""
 SNAPSHOT_DATE = SNAPSHOT.stem.removeprefix("registry-")
+REGISTRY_FILE = "an ACP registry"
+MAX_REGISTRY_BYTES = 16 << 20
+"""Bytes a registry file may have (the official one is ~100 KiB)."""
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,10 @@ def _staging_file() -> Path:
 def _copy_file(source: str, partial: Path) -> str:
     where = Path(source).expanduser().resolve()
     try:
-        partial.write_bytes(where.read_bytes())
-    except OSError as exc:
-        raise ConfigError(f"--registry {source}: {exc.strerror or exc}") from exc
+        partial.write_bytes(read_bytes(where, what=REGISTRY_FILE, limit=MAX_REGISTRY_BYTES))
+    except OSError as exc:  # the reader's refusal names the file itself
+        said = str(exc) if isinstance(exc, InputRefused) else exc.strerror or str(exc)
+        raise ConfigError(f"--registry {source}: {said}") from exc
     return str(where)
 
 
@@ -103,11 +108,12 @@ def _keep(partial: Path, where: str) -> LoadedRegistry:
 def _read(path: Path, where: str | None = None) -> Registry:
     where = where or str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = bounded_json.loads(read_text(path, what=REGISTRY_FILE, limit=MAX_REGISTRY_BYTES))
     except OSError as exc:
-        raise ConfigError(f"{where}: {exc.strerror or exc}") from exc
+        reason = exc.reason if isinstance(exc, InputRefused) else exc.strerror or str(exc)
+        raise ConfigError(f"{where}: {reason}") from exc
     except ValueError as exc:
-        raise ConfigError(f"{where}: not JSON: {exc}") from exc
+        raise ConfigError(f"{where}: {exc}") from exc
     return parse_registry(data, where)
 
 

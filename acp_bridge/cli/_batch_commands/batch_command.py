@@ -1,11 +1,11 @@
 """``acp-bridge batch`` and ``acp-bridge worker``: batches from the command line.
 
 ``batch`` reads the tasks (a bad line is a usage error naming the file and line, before
-anything runs), skips those the ``--out`` file has already, runs the rest on the executor,
-and writes envelopes as tasks end (see :mod:`acp_bridge._batch.results_file`); without
-``--out`` the envelopes go to stdout in input order, each as soon as those before it are
-out. Ctrl-C or SIGTERM: running tasks are cancelled where they run and their envelopes
-kept; a second one stops waiting for them.
+anything runs), holds the ``--out`` file (a second batch on it is refused, exit 2), skips
+the tasks it has already, runs the rest on the executor, and writes envelopes as tasks end
+(see :mod:`acp_bridge._batch.results_file`); without ``--out`` the envelopes go to stdout
+in input order, each as soon as those before it are out. Ctrl-C or SIGTERM: running tasks
+are cancelled where they run and their envelopes kept; a second one stops waiting for them.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from acp_bridge.errors import ConfigError
 
 if TYPE_CHECKING:
     from acp_bridge._batch.executor import Executor
+    from acp_bridge._batch.results_file import ResultsFile
     from acp_bridge._batch.tasks import Keyed
     from acp_bridge.envelope import SubtaskResult
 
@@ -65,12 +66,22 @@ def read_tasks(path: Path) -> list[Keyed]:
 
     name = "stdin" if str(path) == "-" else str(path)
     try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
         raise ConfigError(f"{name}: cannot read the tasks: {exc}") from None
     tasks: list[Keyed] = []
     lines: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    task_ids: dict[str, int] = {}
+    # Bytes split at line ends only: each line is decoded on its own, so text that is not
+    # UTF-8 is named by its line (and the characters str.splitlines also splits at, inside
+    # a JSON string, stay in it).
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{name}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)"
+            ) from None
         if not line.strip():
             continue
         try:
@@ -84,6 +95,13 @@ def read_tasks(path: Path) -> list[Keyed]:
         if key in lines:
             raise ConfigError(f"{name}:{number}: key {key!r} is also line {lines[key]}'s")
         lines[key] = number
+        task_id = task.request.task_id
+        if task_id is not None:
+            if task_id in task_ids:
+                raise ConfigError(
+                    f"{name}:{number}: task_id {task_id!r} is also line {task_ids[task_id]}'s"
+                )
+            task_ids[task_id] = number
         tasks.append(Keyed(index, key, task))
     if not tasks:
         raise ConfigError(f"{name}: no task")
@@ -164,12 +182,23 @@ class _InOrder:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from acp_bridge._batch.batch_run import run_batch
     from acp_bridge._batch.results_file import ResultsFile
-    from acp_bridge._runs import foreground
 
     tasks = read_tasks(args.tasks)
     results = ResultsFile(args.out) if args.out else None
+    if results is None:
+        return _run_batch(args, tasks, None)
+    results.lock()  # before reading it: what is done is what no other batch is doing
+    try:
+        return _run_batch(args, tasks, results)
+    finally:
+        results.unlock()
+
+
+def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFile | None) -> int:
+    from acp_bridge._batch.batch_run import run_batch
+    from acp_bridge._runs import foreground
+
     done_keys: set[str] = set()
     if results is not None:
         results.load()

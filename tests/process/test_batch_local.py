@@ -233,6 +233,27 @@ def test_the_light_paths_never_import_ray(tmp_path: Path, argv: list[str]) -> No
     assert plain.stdout.strip() == "False"
 
 
+def test_a_task_without_cwd_or_workspace_runs_in_a_fresh_empty_one(
+    tmp_path: Path, store: Path
+) -> None:
+    (tmp_path / "here.txt").write_text("the driver's own directory\n")
+    path = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"key": "k", "entry": "bash", "task": "pwd; ls -A; echo new > made.txt"}],
+    )
+    process = cli(str(path), cwd=tmp_path)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    [result] = [json.loads(line) for line in out.splitlines()]
+    where, *listed = result["output"]["stdout"].splitlines()
+    assert Path(where).resolve() != tmp_path.resolve()
+    assert listed == []  # empty: nothing of the directory the batch was started in
+    assert result["meta"]["files_changed"] == ["made.txt"]
+    assert result["meta"]["batch"]["cwd"] == where
+    assert not (tmp_path / "made.txt").exists()
+    assert not Path(where).exists()  # removed afterwards
+
+
 def test_a_second_driver_on_the_same_results_file_is_refused_naming_the_first(
     tmp_path: Path, store: Path
 ) -> None:

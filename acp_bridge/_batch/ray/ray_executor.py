@@ -32,19 +32,22 @@ import anyio
 
 from acp_bridge._batch.executor import Attempt, Session, Started
 from acp_bridge._batch.ray.placement import NodeView, nodes_from_ray, requirements, why_not
+from acp_bridge._batch.ray.window import MIN_WINDOW, Window, window_size
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import MAX_UPLOAD_BYTES, pack
 from acp_bridge._entries.enveloped import END_GRACE
+from acp_bridge._os.race import race
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Meta, from_error
-from acp_bridge.errors import BridgeError, ExecutorError
+from acp_bridge.envelope import Meta, failed, from_error
+from acp_bridge.errors import BridgeError, ErrorCode, ExecutorError
 
 NAMESPACE = "acp-bridge"
 NODES_EVERY = 2.0
-"""Seconds between looks at the cluster's nodes while the batch has tasks in Ray. Ray offers
-a driver no notification of node changes, so the batch asks (one small GCS call), and wakes
-the tasks still queued when the nodes changed: one whose agent no live node offers any
-more is refused instead of waiting for ever."""
+"""Seconds between looks at the cluster's nodes while the batch has tasks to run. Ray offers
+a driver no notification of node changes, so the batch asks (one small GCS call), sizes its
+submission window to the live nodes' slots (:mod:`.window`: a node that joins is used at
+once), and wakes the tasks still queued when the nodes changed: one whose agent no live
+node offers any more is refused instead of waiting for ever."""
 
 
 class RayExecutor:
@@ -146,10 +149,13 @@ class _RaySession:
         self.owns_connection = False
         self.placement_changed = anyio.Event()
         self.cancel_told = False
+        self.window = Window(MIN_WINDOW)
+        self.tried: set[str] = set()
+        """Tasks with an attempt so far: another one is a retry, and enters the window first."""
 
     @property
     def default_concurrency(self) -> int | None:
-        return None  # Ray queues what the nodes cannot take yet
+        return None  # the window (:mod:`.window`) keeps what Ray holds to the nodes' slots
 
     async def connect(self) -> None:
         address = self.executor.address
@@ -165,6 +171,7 @@ class _RaySession:
         if self.owns_connection:  # a host that connected Ray itself chose its handlers
             _sigterm_back_from_ray()
         self.nodes = await anyio.to_thread.run_sync(self._nodes)
+        self.window.resize(window_size(self._usable()))
         if self.executor.runtime_env is not None:
             await self._probe()
 
@@ -256,6 +263,7 @@ class _RaySession:
             nodes = await anyio.to_thread.run_sync(self._nodes)
             if [(n.node_id, n.alive) for n in nodes] != [(n.node_id, n.alive) for n in self.nodes]:
                 self.nodes = nodes
+                self.window.resize(window_size(self._usable()))
                 changed, self.placement_changed = self.placement_changed, anyio.Event()
                 changed.set()
 
@@ -269,6 +277,27 @@ class _RaySession:
     async def run(
         self, task: BatchTask, task_id: str, *, started: Started, cancel: anyio.Event
     ) -> Attempt:
+        retry = task_id in self.tried
+        self.tried.add(task_id)
+        self.waiting += 1
+        try:
+            entered = await race(lambda: self.window.enter(first=retry), cancel.wait)
+            if not entered.finished:
+                request = task.request
+                meta = Meta(entry=request.entry, agent=request.agent)
+                error = "the batch was interrupted before this task started"
+                return Attempt(failed(error, ErrorCode.CANCELLED, task_id=task_id, meta=meta), None)
+            try:
+                return await self._submit(task, task_id, started, cancel)
+            finally:
+                self.window.leave()
+        finally:
+            self.waiting -= 1
+
+    async def _submit(
+        self, task: BatchTask, task_id: str, started: Started, cancel: anyio.Event
+    ) -> Attempt:
+        """One attempt in Ray, followed to its end (its place in the window held)."""
         from acp_bridge._batch.ray.attempts import AttemptFollower, PhaseLimits
         from acp_bridge._batch.ray.node_task import run_on_node
 
@@ -298,15 +327,17 @@ class _RaySession:
             started,
             cancel,
             infeasible=lambda: why_not(task.request, self._usable()),
-            suspect=self.suspects.add,
+            suspect=self.suspect,
             tell_cancel=self.tell_cancel,
             changes=lambda: self.placement_changed,
         )
-        self.waiting += 1
-        try:
-            return await follower.follow()
-        finally:
-            self.waiting -= 1
+        return await follower.follow()
+
+    def suspect(self, node: str) -> None:
+        """``node`` froze under an attempt: later attempts avoid it, and its slots leave
+        the window."""
+        self.suspects.add(node)
+        self.window.resize(window_size(self._usable()))
 
     def tell_cancel(self) -> None:
         """The control actor hears of the cancel, once: every started task's node ends its

@@ -19,6 +19,7 @@ acp-bridge loads it, and ``import acp_bridge`` never does.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import signal
@@ -48,6 +49,13 @@ a driver no notification of node changes, so the batch asks (one small GCS call)
 submission window to the live nodes' slots (:mod:`.window`: a node that joins is used at
 once), and wakes the tasks still queued when the nodes changed: one whose agent no live
 node offers any more is refused instead of waiting for ever."""
+
+
+GCS_TIMEOUT = 10.0
+"""Seconds the cluster's control store (the GCS) may take to give the node list. Past them
+the cluster counts as lost and the batch ends: every task not ended gets ``executor_error``.
+Ray's own clients wait for a lost GCS for 60 s and then end the whole process (exit 1),
+before the results file was written."""
 
 
 class RayExecutor:
@@ -96,10 +104,16 @@ class RayExecutor:
         session = _RaySession(self)
         await session.connect()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(session.watch_nodes)
-                yield session
-                tg.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(session.watch_nodes)
+                    yield session
+                    tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:  # the cluster lost: the batch hears it alone
+                lost = group.subgroup(ExecutorError)
+                if lost is None or lost.exceptions != group.exceptions:
+                    raise
+                raise lost.exceptions[0] from None
         finally:
             # On this thread, blocking it briefly (ray.shutdown takes ~0.1 s): this thread
             # drops the batch's object refs. Ray's shutdown ends the core worker first and
@@ -149,6 +163,8 @@ class _RaySession:
         self.owns_connection = False
         self.placement_changed = anyio.Event()
         self.cancel_told = False
+        self.lost = False
+        """The GCS stopped answering: nothing more is asked of the cluster."""
         self.window = Window(MIN_WINDOW)
         self.tried: set[str] = set()
         """Tasks with an attempt so far: another one is a retry, and enters the window first."""
@@ -247,6 +263,13 @@ class _RaySession:
         import ray
 
         control, self.control = self.control, None
+        if self.lost:
+            # Each of these would wait for the GCS until Ray ends the process (exit 1), and
+            # so would the shutdown Ray runs at the interpreter's exit: the connection is
+            # left, and the process that made it ends as soon as its caller is done.
+            if self.owns_connection:
+                atexit.unregister(ray.shutdown)
+            return
         with contextlib.suppress(Exception):
             if control is not None:
                 ray.kill(control)
@@ -260,12 +283,42 @@ class _RaySession:
             await anyio.sleep(NODES_EVERY)
             if not self.waiting:
                 continue
-            nodes = await anyio.to_thread.run_sync(self._nodes)
+            nodes = await self._poll_nodes()
             if [(n.node_id, n.alive) for n in nodes] != [(n.node_id, n.alive) for n in self.nodes]:
                 self.nodes = nodes
                 self.window.resize(window_size(self._usable()))
                 changed, self.placement_changed = self.placement_changed, anyio.Event()
                 changed.set()
+
+    async def _poll_nodes(self) -> list[NodeView]:
+        """The node list, or :class:`ExecutorError` when the GCS does not give it in time.
+
+        Asked from a daemon thread of its own, not a worker thread of anyio's: a call to a
+        lost GCS returns only when Ray gives up (60 s), and the interpreter's exit waits for
+        every thread that is not a daemon."""
+        answered = anyio.Event()
+        answer: list[list[NodeView] | Exception] = []
+        token = anyio.lowlevel.current_token()
+
+        def ask() -> None:
+            try:
+                answer.append(self._nodes())
+            except Exception as exc:  # Ray's errors of a lost connection: any is the loss
+                answer.append(exc)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                anyio.from_thread.run_sync(answered.set, token=token)
+
+        threading.Thread(target=ask, name="acp-bridge node list", daemon=True).start()
+        with anyio.move_on_after(GCS_TIMEOUT):
+            await answered.wait()
+        if answer and not isinstance(answer[0], Exception):
+            return answer[0]
+        why = f"{type(answer[0]).__name__}: {answer[0]}" if answer else "no answer"
+        self.lost = True
+        raise ExecutorError(
+            f"lost the Ray cluster: its control store (GCS) gave no node list within "
+            f"{GCS_TIMEOUT:g} s ({why})"
+        )
 
     def refusal(self, task: BatchTask) -> BridgeError | None:
         why = why_not(task.request, self._usable())

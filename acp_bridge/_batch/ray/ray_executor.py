@@ -354,12 +354,18 @@ class _RaySession:
         from acp_bridge._batch.ray.attempts import AttemptFollower, PhaseLimits
         from acp_bridge._batch.ray.node_task import run_on_node
 
+        request = task.request
+        meta = Meta(entry=request.entry, agent=request.agent)
         try:
             upload = await self._upload(task)
         except BridgeError as exc:
-            request = task.request
-            meta = Meta(entry=request.entry, agent=request.agent)
             return Attempt(from_error(exc, task_id=task_id, meta=meta), None)
+        # Checked again as it enters (no await from here until the follower watches the
+        # nodes): they may have changed while it waited, and a task in Ray's queue hears
+        # only of the changes after it was submitted.
+        why = why_not(request, self._usable())
+        if why is not None:
+            return Attempt(from_error(ExecutorError(why), task_id=task_id, meta=meta), None)
         options: dict[str, Any] = {
             "resources": requirements(task.request),
             "scheduling_strategy": "SPREAD",

@@ -72,7 +72,8 @@ function, or a ``functools.partial`` of one)."""
 
 @dataclass(frozen=True)
 class BatchTask:
-    """One task: ``request`` runs in ``workspace`` (None: in the request's own ``cwd``)."""
+    """One task: ``request`` runs in ``workspace``, else in the request's own ``cwd``, else in
+    a fresh empty workspace."""
 
     request: EntryRequest
     key: str | None = None
@@ -137,9 +138,12 @@ class Keyed:
 
 
 def keyed(items: Iterable[TaskLike]) -> list[Keyed]:
-    """Every task with its index and key; a duplicate key is an error naming both places."""
+    """Every task with its index and key; a duplicate key, or a duplicate explicit
+    ``task_id`` (two runs under one id: ``show`` would find one), is an error naming both
+    places."""
     out: list[Keyed] = []
     seen: dict[str, int] = {}
+    task_ids: dict[str, int] = {}
     for index, item in enumerate(items):
         try:
             task = as_task(item)
@@ -149,5 +153,11 @@ def keyed(items: Iterable[TaskLike]) -> list[Keyed]:
         if key in seen:
             raise ConfigError(f"task {index}: key {key!r} is also task {seen[key]}'s")
         seen[key] = index
+        task_id = task.request.task_id
+        if task_id is not None:
+            if task_id in task_ids:
+                first = task_ids[task_id]
+                raise ConfigError(f"task {index}: task_id {task_id!r} is also task {first}'s")
+            task_ids[task_id] = index
         out.append(Keyed(index, key, task))
     return out

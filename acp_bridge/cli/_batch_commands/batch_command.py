@@ -1,11 +1,11 @@
 """``acp-bridge batch`` and ``acp-bridge worker``: batches from the command line.
 
 ``batch`` reads the tasks (a bad line is a usage error naming the file and line, before
-anything runs), skips those the ``--out`` file has already, runs the rest on the executor,
-and writes envelopes as tasks end (see :mod:`acp_bridge._batch.results_file`); without
-``--out`` the envelopes go to stdout in input order, each as soon as those before it are
-out. Ctrl-C or SIGTERM: running tasks are cancelled where they run and their envelopes
-kept; a second one stops waiting for them.
+anything runs), holds the ``--out`` file (a second batch on it is refused, exit 2), skips
+the tasks it has already, runs the rest on the executor, and writes envelopes as tasks end
+(see :mod:`acp_bridge._batch.results_file`); without ``--out`` the envelopes go to stdout
+in input order, each as soon as those before it are out. Ctrl-C or SIGTERM: running tasks
+are cancelled where they run and their envelopes kept; a second one stops waiting for them.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from acp_bridge.errors import ConfigError
 
 if TYPE_CHECKING:
     from acp_bridge._batch.executor import Executor
+    from acp_bridge._batch.results_file import ResultsFile
     from acp_bridge._batch.tasks import Keyed
     from acp_bridge.envelope import SubtaskResult
 
@@ -61,6 +62,16 @@ def executor_from(args: argparse.Namespace) -> Executor:
     return executor_named(args.executor, **settings)
 
 
+def _check_task_id(task_id: str | None, seen: dict[str, int], where: str, number: int) -> None:
+    """An explicit ``task_id`` names one run: a second line with it would run twice and be
+    found once by ``show``."""
+    if task_id is None:
+        return
+    if task_id in seen:
+        raise ConfigError(f"{where}: task_id {task_id!r} is also line {seen[task_id]}'s")
+    seen[task_id] = number
+
+
 def read_tasks(path: Path) -> list[Keyed]:
     """The tasks of a JSONL file ('-': stdin), read line by line within the tasks file's
     bounds (``_os/fs/input_files.py``); errors name the file and line."""
@@ -77,6 +88,7 @@ def read_tasks(path: Path) -> list[Keyed]:
     name = "stdin" if str(path) == STDIN else str(path)
     tasks: list[Keyed] = []
     lines: dict[str, int] = {}
+    task_ids: dict[str, int] = {}
     read = input_lines(
         path,
         what=TASKS_FILE,
@@ -100,6 +112,7 @@ def read_tasks(path: Path) -> list[Keyed]:
             if key in lines:
                 raise ConfigError(f"{name}:{number}: key {key!r} is also line {lines[key]}'s")
             lines[key] = number
+            _check_task_id(task.request.task_id, task_ids, f"{name}:{number}", number)
             tasks.append(Keyed(index, key, task))
     except OSError as exc:  # missing, unreadable, not a regular file, too big, not UTF-8
         raise ConfigError(_said(exc, name)) from None
@@ -193,12 +206,23 @@ class _InOrder:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from acp_bridge._batch.batch_run import run_batch
     from acp_bridge._batch.results_file import ResultsFile
-    from acp_bridge._runs import foreground
 
     tasks = read_tasks(args.tasks)
     results = ResultsFile(args.out) if args.out else None
+    if results is None:
+        return _run_batch(args, tasks, None)
+    results.lock()  # before reading it: what is done is what no other batch is doing
+    try:
+        return _run_batch(args, tasks, results)
+    finally:
+        results.unlock()
+
+
+def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFile | None) -> int:
+    from acp_bridge._batch.batch_run import run_batch
+    from acp_bridge._runs import foreground
+
     done_keys: set[str] = set()
     if results is not None:
         results.load()

@@ -179,9 +179,13 @@ def sandbox_mode_needed(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture
 def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or local config leaks in: cwd and HOME are the test's own folder."""
+    """No user or local config leaks in: cwd is the test's own folder, HOME an empty one."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    # A home of its own beside the working folder, not above it: a run never gets the home
+    # folder, or a folder above it, as its write root.
+    home = tmp_path.parent / f"{tmp_path.name}-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
 

@@ -98,6 +98,7 @@ async def verify(
             keep_worktree="never",
             shutdown_grace=profile.timeouts.shutdown_grace,
             deadline=deadline,
+            explicit_write_roots=profile.write_roots or (),
         ) as confinement:
             result = await _in_worktree(command, confinement, base, diff, env, profile, cancel)
             result.sandbox = confinement.box.meta()

@@ -29,6 +29,7 @@ import anyio
 
 from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge._os.fs.locations import config_dir, run_store_files, state_dir
+from acp_bridge._os.fs.roots import check_write_roots
 from acp_bridge._os.git.changes import (
     Baseline,
     ChangeLimits,
@@ -186,11 +187,15 @@ async def confined(
     shutdown_grace: float = 2.0,
     deadline: float = math.inf,
     last_deadline: Callable[[], float] | None = None,
+    explicit_write_roots: Sequence[Path] = (),
 ) -> AsyncIterator[Confinement]:
     """The confinement of one run; see the module docstring. ``diff``: where the unified
     diff of the run's changes goes (None: no diff is kept). ``deadline``: the run's
     (``anyio.current_time()``), if it has one; ``last_deadline``: the deadline of its last
-    turn, asked when the run is over (follow-up turns each have their own)."""
+    turn, asked when the run is over (follow-up turns each have their own).
+    ``explicit_write_roots``: what the profile names as write roots; only those may be too
+    broad to be one by default (the filesystem, the home folder, a system folder)."""
+    check_write_roots(write_roots, explicit=explicit_write_roots)
     state = state_dir()
     scratch = state / "scratch" / task_id
     set_up = False

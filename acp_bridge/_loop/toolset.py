@@ -30,7 +30,7 @@ from typing import Any, Literal, get_type_hints
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._os.fs.roots import Roots, existing_directory
+from acp_bridge._os.fs.roots import Roots, check_write_roots, existing_directory
 from acp_bridge.config import LoadedConfig, ToolKind
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (
@@ -219,8 +219,11 @@ class ToolSet:
 
     @cached_property
     def roots(self) -> Roots:
-        """The workspace, confined the same way as an ACP agent's roots."""
-        return Roots.for_session(self.cwd)
+        """The workspace, confined the same way as an ACP agent's roots (never the whole
+        filesystem, the home folder or a system folder: a file tool then answers why)."""
+        roots = Roots.for_session(self.cwd)
+        check_write_roots(roots.write)
+        return roots
 
     def inside(self, path: str) -> Path:
         """A command's starting directory (relative to the workspace), refused outside it.

@@ -80,14 +80,17 @@ def test_without_opentelemetry_nothing_is_imported_or_sent(tmp_path: Path) -> No
         "print(json.dumps([r.status, r.meta.trace_id, r.meta.transcript,\n"
         "                  any(m.startswith('opentelemetry') for m in sys.modules)]))\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)}
+    home, work = tmp_path / "home", tmp_path / "work"  # a run never works in the home folder
+    home.mkdir()
+    work.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_STATE_HOME": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=60,
         env=env,
-        cwd=str(tmp_path),
+        cwd=str(work),
     )
     status, trace_id, transcript, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert (status, trace_id, imported) == ("done", None, False)

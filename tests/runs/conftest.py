@@ -114,7 +114,11 @@ class RunsEnv:
 def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RunsEnv]:
     env = RunsEnv(tmp_path)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
+    # A home of its own beside the working folder, not above it: a run never gets the home
+    # folder, or a folder above it, as its write root.
+    home = tmp_path.parent / f"{tmp_path.name}-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("ACP_BRIDGE_CONFIG", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("ACP_BRIDGE_RUNS_DB", str(env.db))

@@ -41,13 +41,18 @@ def home(tmp_path: Path) -> Path:
 
 
 def test_a_cwd_holding_a_hidden_path_is_said_on_stderr_and_kept_in_meta(home: Path) -> None:
-    code, out, err = cli(home, "run", "demo", "run mkdir made-here", "--cwd", str(home))
+    # A project folder holding a path the config hides (the home folder itself, which holds
+    # ~/.ssh, is never a write root by default).
+    project = home / "project"
+    (project / "secrets").mkdir(parents=True)
+    (home / "acp-bridge.yaml").write_text(f"sandbox:\n  hidden: [{project / 'secrets'}]\n")
+    code, out, err = cli(home, "run", "demo", "run mkdir made-here", "--cwd", str(project))
     envelope = json.loads(out)
-    warning = f"landlock cannot give the agent all of {home}: it holds hidden {home}/.ssh"
+    warning = f"landlock cannot give the agent all of {project}: it holds hidden {project}/secrets"
     assert any(line.startswith(f"! {warning}") for line in err.splitlines()), err
     assert any(w.startswith(warning) for w in envelope["meta"]["sandbox"]["warnings"])
     assert "Fix: choose a cwd that does not contain them" in err
-    assert not (home / "made-here").exists()  # the limit is real: mkdir failed
+    assert not (project / "made-here").exists()  # the limit is real: mkdir failed
     assert code in (0, 1)
 
 

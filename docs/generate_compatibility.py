@@ -29,6 +29,7 @@ DATA = HERE / "compatibility.json"
 PAGE = HERE / "compatibility.md"
 SCENARIOS = (
     "start",
+    "doctor",
     "plain",
     "read",
     "edit",

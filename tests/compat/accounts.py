@@ -200,6 +200,16 @@ def with_bridge(account: Account) -> Account:
             return account
         account.cache.mkdir(parents=True, exist_ok=True)
         account.own(account.home / ".cache")
+        # Its bridge is this checkout, installed editable: the account reads it at every
+        # run. A checkout under /root (0700) it cannot read is said here, not as pip's error.
+        readable = account.run(
+            ["test", "-r", str(REPO / "pyproject.toml")], cwd=account.home, timeout=30
+        )
+        if readable.returncode != 0:
+            missing(
+                f"{account.name} cannot read this checkout ({REPO}), which its bridge is "
+                "installed from: clone it where every account can read it"
+            )
         python = "python3"
         steps = [
             [python, "-m", "venv", "--clear", str(venv)],

@@ -23,6 +23,7 @@ from tests.fake_models import call_custom, call_tool, slow
 
 SCENARIOS = (
     "start",
+    "doctor",
     "plain",
     "read",
     "edit",
@@ -32,7 +33,8 @@ SCENARIOS = (
     "follow-up",
     "resume",
 )
-"""The columns, in order: the agent starts in the sandbox and answers initialize; a plain
+"""The columns, in order: the agent starts in the sandbox and answers initialize;
+``acp-bridge doctor`` says ready exactly when a run then finishes a plain task; a plain
 answer; a file read; an edit inside the workspace (files changed exact); a terminal command
 (allowed by a rule); a command the default policy refuses; cancel mid-turn (Ctrl-C); a
 follow-up turn in the live session (``send``); resume in a new process (``--resume``)."""
@@ -365,7 +367,11 @@ AGENTS: dict[str, Agent] = {
             edit=lambda ws: "",
             terminal=lambda ws: "",
             refused=lambda ws: "",
-            impossible={scenario: AUGGIE_OFFLINE for scenario in SCENARIOS if scenario != "start"},
+            impossible={
+                scenario: AUGGIE_OFFLINE
+                for scenario in SCENARIOS
+                if scenario not in ("start", "doctor")
+            },
             notes={"start": "session/new answers -32000 without a login: auth_required"},
         ),
     ]

@@ -65,6 +65,25 @@ def test_plain(bridge: Bridge, cell: Cell) -> None:
         assert meta.get("stop_reason") == "end_turn", f"stop reason {meta.get('stop_reason')}"
 
 
+def test_doctor(bridge: Bridge, cell: Cell) -> None:
+    """``acp-bridge doctor`` in the row's setup says "ready" exactly when a run then finishes
+    a plain task (issue 33: a doctor that never says ready falsely, nor not ready wrongly)."""
+    with cell.running():
+        checked = bridge("doctor", bridge.agent.profile, "--json")
+        assert checked.out.strip(), f"doctor printed nothing (exit {checked.code}): {checked.err}"
+        (report,) = json.loads(checked.out)
+        ready = bool(report["ready"])
+        assert checked.code == (0 if ready else 1), f"doctor exit {checked.code}, ready {ready}"
+        done = bridge.run("Say hi")
+        cell.saw(done)
+        finished = done.envelope["status"] == "done"
+        if not ready:
+            problem = next(check for check in report["checks"] if not check["ok"])
+            cell.notes.append(cell.stable(f"not ready: {problem['name']}: {problem['detail']}"))
+        verdict = "ready" if ready else "not ready"
+        assert ready == finished, f"doctor says {verdict}, but the run ended {summary_of(done)}"
+
+
 def test_read(bridge: Bridge, cell: Cell, models: FakeModels) -> None:
     ws = bridge.workspace
     with cell.running():
@@ -162,7 +181,8 @@ def test_cancel(bridge: Bridge, cell: Cell, models: FakeModels) -> None:
                 "the agent did not confirm the cancel within cancel_grace: the bridge ended it"
             )
         assert envelope["status"] == "failed"
-        cell.notes.append(f"ended {after:.0f} s after Ctrl-C" if after >= 10 else "")
+        # A bucket, not the seconds: the table is compared with each run's (CI).
+        cell.notes.append("ended 10 s or more after Ctrl-C" if after >= 10 else "")
         cell.notes = [n for n in cell.notes if n]
 
 

@@ -75,6 +75,10 @@ def test_a_checked_profile_with_a_red_or_missing_cell_is_refused() -> None:
     assert problems(red, {"claude": {"checked": None, "pinned": "1.0.0"}}) == []
 
 
+def test_the_table_has_a_column_for_every_scenario_of_the_matrix() -> None:
+    assert generator().SCENARIOS == SCENARIOS
+
+
 def test_the_matrix_has_a_row_for_every_builtin_profile() -> None:
     builtin = set(load_config(None, search=False, environ={}).profiles.names())
     assert set(AGENTS) == builtin

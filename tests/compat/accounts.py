@@ -84,9 +84,12 @@ class Account:
         """The matrix's own folder in its home (run folders, its bridge's venv)."""
         return self.home / ".cache" / "acp-bridge-compat"
 
-    def own(self, path: Path) -> None:
-        """Hand ``path`` (and everything under it) to the account."""
+    def own(self, path: Path, *, inside: bool = True) -> None:
+        """Hand ``path`` (and everything under it, unless not ``inside``) to the account."""
         if not self.switches:
+            return
+        if not inside:  # a chown marks the inode changed: never of another test's files
+            os.lchown(path, self.uid, self.gid)
             return
         for root, dirs, files in os.walk(path):
             for name in [root, *(Path(root, n) for n in dirs + files)]:
@@ -199,7 +202,8 @@ def with_bridge(account: Account) -> Account:
         if stamp.is_file() and stamp.read_text() == wanted:
             return account
         account.cache.mkdir(parents=True, exist_ok=True)
-        account.own(account.home / ".cache")
+        account.own(account.home / ".cache", inside=False)
+        account.own(account.cache, inside=False)
         # Its bridge is this checkout, installed editable: the account reads it at every
         # run. A checkout under /root (0700) it cannot read is said here, not as pip's error.
         readable = account.run(

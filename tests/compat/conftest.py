@@ -120,7 +120,10 @@ def bridge(
     folder = account.cache / "runs" / f"{name}-{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    account.own(account.cache)
+    # The folders above the run's alone: a parallel test's workspace is under them too, and
+    # a chown there (same owner, a new ctime) would show in that run's files changed.
+    account.own(account.cache, inside=False)
+    account.own(folder.parent, inside=False)
     runner = Bridge(account, agent, folder, models)
     runner.prepare()
     if agent.profile not in _described:

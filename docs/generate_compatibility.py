@@ -176,26 +176,25 @@ def render(data: dict[str, Any], profiles: dict[str, dict[str, Any]]) -> str:
         "## What each row adds to the built-in profile",
         "",
         "Only what a user adds: the model endpoint and key (in the config's `env`, in the shell,",
-        "or in a config file of the agent's own), and rules where a scenario needs them.",
-        "`terminal` adds the rule below to every row whose profile does not allow commands",
-        "already; `follow-up` adds `timeouts: {idle: 120}` (the agent is kept for the",
-        "follow-up). The fake endpoint's URL is `http://127.0.0.1:PORT`.",
+        "or in a config file of the agent's own), and rules where a scenario needs them:",
+        "`terminal` adds the row's rules (none where its profile allows commands already);",
+        "`follow-up` adds `timeouts: {idle: 120}` (the agent is kept for the follow-up). The",
+        "fake endpoint's URL is `http://127.0.0.1:PORT`.",
         "",
-        "| agent | model API | config `env` | shell | files |",
-        "|---|---|---|---|---|",
+        "| agent | model API | config `env` | shell | files | `terminal` rules |",
+        "|---|---|---|---|---|---|",
     ]
-    rules = ""
+
+    def names(items: list[str]) -> str:
+        return ", ".join(f"`{item}`" for item in items) or ""
+
     for name, agent in data["agents"].items():
-        rules = rules or json.dumps(agent["rules"]).replace('"', "")
-
-        def names(items: list[str]) -> str:
-            return ", ".join(f"`{item}`" for item in items) or ""
-
+        rules = ", ".join("`" + json.dumps(rule).replace('"', "") + "`" for rule in agent["rules"])
         lines.append(
             f"| {name} | {agent['api']} | {names(agent['env'])} | {names(agent['host_env'])} | "
-            f"{names(agent['files'])} |"
+            f"{names(agent['files'])} | {rules} |"
         )
-    lines += ["", f"The `terminal` rule: `{rules}`.", ""]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -279,6 +279,10 @@ AGENTS: dict[str, Agent] = {
             ),
             terminal=lambda ws: call_tool("Bash", command=ws.printf()),
             refused=lambda ws: call_tool("Bash", command="touch refused.txt"),
+            # Its permission request names no command and no kind (the title Bash alone):
+            # a rule by title lets it ask; the command it then runs through the bridge's
+            # terminal is judged by the command rule.
+            terminal_rules=[{"title": "Bash", "decision": "allow"}, *RULES["terminal"]],
         ),
         Agent(
             profile="opencode",

@@ -322,6 +322,12 @@ class AgentProfile(StrictModel):
     min_version: str | None = Field(
         None, description="oldest version of the command known to work (acp-bridge doctor)"
     )
+    checked: str | None = Field(
+        None,
+        description="the agent version the compatibility matrix proved (tests/compat; its "
+        "table is docs/reference/compatibility.md): every scenario passed or is impossible "
+        "offline for a stated reason, as root and as an unprivileged user; null: not proved",
+    )
     version_args: list[str] = Field(
         default_factory=lambda: ["--version"],
         description="arguments that make the command print its version",

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.fake_models import REPLY, FakeModels
 from tests.interop import test_fast_agent, test_gemini, test_qwen
-from tests.interop.fake_models import REPLY, FakeGemini, FakeOpenAI
 from tests.interop.harness import MARKER_NAME, assert_no_leftovers
 
 pytestmark = pytest.mark.interop
@@ -64,13 +64,13 @@ def _params(found: dict[str, Any], method: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def gemini_api() -> Iterator[FakeGemini]:
-    with FakeGemini() as server:
+def gemini_api() -> Iterator[FakeModels]:
+    with FakeModels() as server:
         yield server
 
 
 def test_gemini_mode_and_model_from_the_cli(
-    gemini_api: FakeGemini, tmp_path: Path, workdir: Path
+    gemini_api: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     profile = test_gemini.profile(gemini_api, tmp_path / "home")
     found = cli(
@@ -85,12 +85,12 @@ def test_gemini_mode_and_model_from_the_cli(
     assert (mode["modeId"], model["modelId"]) == ("plan", "gemini-2.5-pro")
     assert envelope["meta"]["model"] == "gemini-2.5-pro"
     assert envelope["meta"]["mode"] == "plan"
-    asked = [r["path"] for r in gemini_api.requests if ":streamGenerateContent" in r["path"]]
+    asked = [r.path for r in gemini_api.requests if ":streamGenerateContent" in r.path]
     assert asked and all("/models/gemini-2.5-pro:" in path for path in asked), asked
 
 
 def test_gemini_unknown_model_lists_its_models(
-    gemini_api: FakeGemini, tmp_path: Path, workdir: Path
+    gemini_api: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     profile = test_gemini.profile(gemini_api, tmp_path / "home")
     found = cli("gemini", profile, workdir, "run", "gemini", "say hi", "--model", "gpt-9", "-q")
@@ -102,13 +102,13 @@ def test_gemini_unknown_model_lists_its_models(
 
 
 @pytest.fixture
-def openai_api() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
+def openai_api() -> Iterator[FakeModels]:
+    with FakeModels() as server:
         yield server
 
 
 def test_qwen_mode_through_its_config_option(
-    openai_api: FakeOpenAI, tmp_path: Path, workdir: Path
+    openai_api: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     profile = test_qwen.profile(openai_api, tmp_path / "home")
     found = cli("qwen", profile, workdir, "run", "qwen", "say hi", "--mode", "plan", "-q")

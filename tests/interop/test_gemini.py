@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop.fake_models import REPLY, TOOL_DONE, FakeGemini, call_tool
+from tests.fake_models import REPLY, TOOL_DONE, FakeModels, call_tool
 from tests.interop.harness import installed, run
 
 pytestmark = pytest.mark.interop
@@ -24,12 +24,12 @@ AGENT = "gemini"
 
 
 @pytest.fixture
-def model() -> Iterator[FakeGemini]:
-    with FakeGemini() as server:
+def model() -> Iterator[FakeModels]:
+    with FakeModels() as server:
         yield server
 
 
-def profile(model: FakeGemini, home: Path, **extra: Any) -> dict[str, Any]:
+def profile(model: FakeModels, home: Path, **extra: Any) -> dict[str, Any]:
     folder = installed(AGENT)
     home.mkdir(exist_ok=True)
     return {
@@ -48,20 +48,20 @@ def profile(model: FakeGemini, home: Path, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_chat_turn(model: FakeGemini, tmp_path: Path, workdir: Path) -> None:
+def test_chat_turn(model: FakeModels, tmp_path: Path, workdir: Path) -> None:
     done = run(AGENT, profile(model, tmp_path / "home"), "say hi", workdir)
     result = done.result
     assert result.status == "done", (result.error, result.meta.stderr_tail)
     assert result.output == REPLY
     assert result.meta.stop_reason == "end_turn"
-    assert any(":streamGenerateContent" in r["path"] for r in model.requests)
+    assert any(":streamGenerateContent" in r.path for r in model.requests)
     # The prompt reply's _meta (quota) is tolerated.
     reply = next(m for m in done.incoming() if "stopReason" in m.get("result", {}))
     assert "_meta" in reply["result"]
 
 
 def test_edits_an_existing_file_through_the_client(
-    model: FakeGemini, tmp_path: Path, workdir: Path
+    model: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     target = workdir / "notes.txt"
     target.write_text("old content\n")
@@ -78,7 +78,7 @@ def test_edits_an_existing_file_through_the_client(
 
 
 def test_a_rejected_shell_command_does_not_run(
-    model: FakeGemini, tmp_path: Path, workdir: Path
+    model: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     rules = {"permissions": {"rules": [{"kind": "execute", "decision": "reject"}]}}
     task = call_tool("run_shell_command", command="echo ran > ran.txt")
@@ -96,7 +96,7 @@ def test_a_rejected_shell_command_does_not_run(
 
 
 def test_an_allowed_shell_command_runs_locally_and_leaves_nothing(
-    model: FakeGemini, tmp_path: Path, workdir: Path
+    model: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     task = call_tool("run_shell_command", command="echo ran > ran.txt")
     commands = {"rules": [{"kind": "execute", "decision": "allow"}]}

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop.fake_models import REPLY, TOOL_DONE, FakeOpenAI, call_tool
+from tests.fake_models import REPLY, TOOL_DONE, FakeModels, call_tool
 from tests.interop.harness import installed, run
 
 pytestmark = pytest.mark.interop
@@ -22,12 +22,12 @@ AGENT = "qwen"
 
 
 @pytest.fixture
-def model() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
+def model() -> Iterator[FakeModels]:
+    with FakeModels() as server:
         yield server
 
 
-def profile(model: FakeOpenAI, home: Path, **extra: Any) -> dict[str, Any]:
+def profile(model: FakeModels, home: Path, **extra: Any) -> dict[str, Any]:
     folder = installed(AGENT)
     home.mkdir(exist_ok=True)
     return {
@@ -49,14 +49,14 @@ def profile(model: FakeOpenAI, home: Path, **extra: Any) -> dict[str, Any]:
 
 
 def test_chat_turn_ignores_the_empty_usage_chunk(
-    model: FakeOpenAI, tmp_path: Path, workdir: Path
+    model: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     done = run(AGENT, profile(model, tmp_path / "home"), "say hi", workdir)
     result = done.result
     assert result.status == "done", (result.error, result.meta.stderr_tail)
     assert result.output == REPLY
     assert result.meta.stop_reason == "end_turn"
-    assert any(r["path"].endswith("/chat/completions") for r in model.requests)
+    assert any(r.path.endswith("/chat/completions") for r in model.requests)
     chunks = [
         m["params"]["update"]
         for m in done.incoming()
@@ -66,7 +66,7 @@ def test_chat_turn_ignores_the_empty_usage_chunk(
     assert chunks[-1]["content"]["text"] == "" and "usage" in chunks[-1]["_meta"]
 
 
-def test_reads_a_file_through_the_client(model: FakeOpenAI, tmp_path: Path, workdir: Path) -> None:
+def test_reads_a_file_through_the_client(model: FakeModels, tmp_path: Path, workdir: Path) -> None:
     sample = workdir / "sample.txt"
     sample.write_text("qwen sample\n")
     done = run(
@@ -86,7 +86,7 @@ def test_reads_a_file_through_the_client(model: FakeOpenAI, tmp_path: Path, work
 
 
 def test_writes_a_new_file_through_the_client_after_a_permission(
-    model: FakeOpenAI, tmp_path: Path, workdir: Path
+    model: FakeModels, tmp_path: Path, workdir: Path
 ) -> None:
     target = workdir / "new.txt"
     task = call_tool("write_file", file_path=str(target), content="qwen wrote this")

@@ -15,7 +15,7 @@ from acp_bridge._entries.local_loop.spawn import spawn
 from acp_bridge.config import LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
-from tests.fake_openai import fake_openai, text, tool_call
+from tests.fake_models import FakeModels
 from tests.helpers import ECHO_SCHEMA, run_bounded
 
 
@@ -45,6 +45,30 @@ models:
     return load_config(path, environ={})
 
 
+def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
+    """An assistant message that calls one tool."""
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def text(content: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+def api(server: FakeModels) -> str:
+    """The base URL a model entry names: the OpenAI API's root."""
+    return f"{server.url}/v1"
+
+
+def bodies(server: FakeModels) -> list[dict[str, Any]]:
+    """The bodies of the requests the server received, in order."""
+    return [request.body for request in server.requests]
+
+
 def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
@@ -61,12 +85,12 @@ def test_tool_call_round_trip(tmp_path: Path) -> None:
             return tool_call("bash", {"command": "echo hi"})
         return text("the command said " + json.loads(results[0]["content"])["stdout"].strip())
 
-    with fake_openai(script) as server:
-        result = run_spawn(tmp_path, server.base_url, "Run echo hi with bash.")
+    with FakeModels(chat_script=script) as server:
+        result = run_spawn(tmp_path, api(server), "Run echo hi with bash.")
     assert result.ok and result.output == "the command said hi", result.error
-    first, second = server.requests
+    first, second = bodies(server)
     assert first["model"] == "test-model" and first["temperature"] == 0
-    assert server.headers[0]["authorization"] == "Bearer k3y"
+    assert server.requests[0].headers["authorization"] == "Bearer k3y"
     (spec,) = first["tools"]
     assert spec["type"] == "function" and spec["function"]["name"] == "bash"
     assert spec["function"]["parameters"]["required"] == ["command"]
@@ -91,13 +115,13 @@ def test_json_output_with_a_registered_schema(tmp_path: Path) -> None:
     def script(request: dict[str, Any]) -> dict[str, Any]:
         return text('```json\n{"ok": true, "value": 42}\n```')
 
-    with fake_openai(script) as server:
+    with FakeModels(chat_script=script) as server:
         result = run_spawn(
-            tmp_path, server.base_url, "Echo the demo value.", output_schema="subagent.demo.echo.v1"
+            tmp_path, api(server), "Echo the demo value.", output_schema="subagent.demo.echo.v1"
         )
     assert result.ok, result.error
     assert result.output_kind == "json" and result.output == {"ok": True, "value": 42}
-    prompt = server.requests[0]["messages"][-1]["content"]
+    prompt = bodies(server)[0]["messages"][-1]["content"]
     assert "Answer with a single JSON value only (contract: subagent.demo.echo.v1)" in prompt
     assert '"required"' in prompt  # the schema itself is shown to the model
 
@@ -105,12 +129,12 @@ def test_json_output_with_a_registered_schema(tmp_path: Path) -> None:
 def test_repair_turn_fixes_a_bad_answer(tmp_path: Path) -> None:
     answers = iter([text("Sure! The value is 42."), text('{"ok": true, "value": 42}')])
 
-    with fake_openai(lambda request: next(answers)) as server:
+    with FakeModels(chat_script=lambda request: next(answers)) as server:
         result = run_spawn(
-            tmp_path, server.base_url, "Echo the demo value.", output_schema="subagent.demo.echo.v1"
+            tmp_path, api(server), "Echo the demo value.", output_schema="subagent.demo.echo.v1"
         )
     assert result.ok and result.output == {"ok": True, "value": 42}
-    repair = server.requests[1]["messages"]
+    repair = bodies(server)[1]["messages"]
     assert repair[-2] == {"role": "assistant", "content": "Sure! The value is 42."}
     assert (
         "Your answer cannot be used: output for subagent.demo.echo.v1 is not valid JSON"
@@ -122,8 +146,8 @@ def test_http_error_is_a_model_error(tmp_path: Path) -> None:
     def script(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return 500, {"error": {"message": "upstream exploded", "type": "server_error"}}
 
-    with fake_openai(script) as server:
-        result = run_spawn(tmp_path, server.base_url, "anything")
+    with FakeModels(chat_script=script) as server:
+        result = run_spawn(tmp_path, api(server), "anything")
     assert result.status == "failed" and result.meta.error_code == ErrorCode.MODEL_ERROR
     assert "model 'fake'" in result.error and len(server.requests) == 1
 
@@ -145,11 +169,11 @@ def test_ask_host_loop_over_http_runs_bash_in_a_subtask(tmp_path: Path) -> None:
             return tool_call("bash", {"command": command, "run_in_subtask": True})
         return text(json.loads(results[0]["content"])["output"]["stdout"].strip())
 
-    with fake_openai(script) as server:
-        config = config_for(tmp_path, server.base_url)
+    with FakeModels(chat_script=script) as server:
+        config = config_for(tmp_path, api(server))
         result = run_bounded(ask, "Run it in a subtask.", config=config, cwd=tmp_path)
     assert result.ok and result.output == "three"
-    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    offered = {t["function"]["name"] for t in bodies(server)[0]["tools"]}
     assert offered == {"bash", "read_file", "write_file", "spawn"}
     (subtask,) = result.meta.subtasks or []
     assert subtask["output_schema"] == "subtask.bash.result.v1" and subtask["meta"]["depth"] == 1

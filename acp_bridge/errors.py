@@ -255,6 +255,12 @@ class ProtocolError(AgentError):
     code = ErrorCode.PROTOCOL_ERROR
 
 
+class MalformedReply(ProtocolError):
+    """A reply to one of the bridge's requests that does not validate against the protocol
+    version spoken (under ``protocol: auto``, before any prompt, a v2 one restarts the agent
+    on v1: docs/explanation/acp.md)."""
+
+
 class AuthRequiredError(AgentError):
     """The agent needs authentication the bridge cannot perform headless."""
 
@@ -266,10 +272,13 @@ class AgentRequestError(AgentError):
 
     code = ErrorCode.AGENT_ERROR
 
-    def __init__(self, method: str, rpc_code: int, rpc_message: str, data: object = None) -> None:
+    def __init__(
+        self, method: str, rpc_code: int, rpc_message: str, data: object = None, note: str = ""
+    ) -> None:
         self.method = method
         self.rpc_code = rpc_code
         self.rpc_message = rpc_message
         self.data = data
         detail = f": {data}" if data not in (None, "", {}, []) else ""
-        super().__init__(f"agent answered {method} with error {rpc_code} {rpc_message}{detail}")
+        said = f"agent answered {method} with error {rpc_code} {rpc_message}{detail}"
+        super().__init__(said + note)  # note: what the bridge adds (the sandbox's part)

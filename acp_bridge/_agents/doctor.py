@@ -1,45 +1,48 @@
 """``acp-bridge doctor``: is each profile ready to run here, and if not, what to do.
 
 For each profile: is it valid; is its command found (its managed install, else on the PATH
-its agent will get); what version it says it is, and whether that is older than the
-profile's ``min_version``; whether one of the variables that authenticate it (``auth.env``)
-is set (a warning only: the agent starts without); which sandbox mode a run would use — and
-why not the stronger one, and under Landlock what the cwd loses; and whether the agent
-really starts in that sandbox and answers ``initialize``. Every problem comes with a
-one-line fix.
+its agent will get); which sandbox mode a run would use — and why not the stronger one, and
+under Landlock what the cwd loses; what version it is (from the record ``acp-bridge agents
+install`` wrote, else its ``version_args`` asked *in its sandbox*), and whether that is
+older than the profile's ``min_version``; and then the proof (``readiness_probe.py``): the
+agent started as a run starts it, through ``initialize`` and ``session/new``, closed again.
 
-The version is asked with ``subprocess`` in a worker thread (bounded): one short command per
-profile, and a tool the tests can fake without starting real agents.
+"ready" means that proof went through. Auth is judged by what the agent says: a ``-32000``
+answer to ``session/new`` (gemini, qwen, kimi, vibe, codex without a key), or an auth status
+it reports (claude-agent-acp's ``_auth/status_update``: "Not logged in") — never by a folder
+that exists. Every problem comes with a one-line fix.
+
+Nothing of the agent runs outside its sandbox: an agent's ``--version`` may write its state
+(codex wrote ``~/.codex``, which an earlier doctor then took for a login).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_bridge._acp.agent_executable import agent_command, find_command, install_hint
+from acp_bridge._acp.agent_executable import find_command, install_hint, installed, managed_command
 from acp_bridge._entries.confinement import sandbox_spec
-from acp_bridge._os.process.environment import constructed_env
 from acp_bridge._os.sandbox import SandboxUnavailable, choose_mode, probe_modes
 from acp_bridge._os.sandbox.landlock import SPLIT_WRITE_ROOT, landlock_rules
 from acp_bridge._os.sandbox.plan import plan_paths
 from acp_bridge.config import AgentProfile, LoadedConfig, ResolvedSandbox
 from acp_bridge.errors import ConfigError
 
-VERSION_TIMEOUT = 10.0
+if TYPE_CHECKING:
+    from acp_bridge._agents.readiness_probe import ProbeResult
+
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
 
 
 @dataclass(frozen=True)
 class Check:
-    name: str  # profile, command, version, auth, sandbox, cwd, start
+    name: str  # profile, command, sandbox, cwd, version, start, session, auth
     ok: bool
     detail: str
     fix: str = ""
@@ -55,6 +58,11 @@ class Report:
     def ready(self) -> bool:
         return all(check.ok for check in self.checks)
 
+    @property
+    def problem(self) -> Check | None:
+        """The first check in the way of "ready" (what smoke's --skip-missing says)."""
+        return next((check for check in self.checks if not check.ok), None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "profile": self.profile,
@@ -69,68 +77,56 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in found.group().split(".")) if found else None
 
 
-def _ask_version(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
-    try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=VERSION_TIMEOUT,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return -1, f"no answer within {VERSION_TIMEOUT:g}s"
-    except OSError as exc:
-        return -1, exc.strerror or str(exc)
-    return done.returncode, (done.stdout or done.stderr).strip()
+def recorded_version(profile: AgentProfile) -> str | None:
+    """The version the managed install of the profile's package records, when the profile
+    runs that install."""
+    if profile.package is None or managed_command(profile) is None:
+        return None
+    stamp = installed(profile.package)
+    version = stamp.get("version") if stamp else None
+    return str(version) if version else None
 
 
-def command_version(profile: AgentProfile, command: str) -> str | None:
-    """The version ``command`` says it is (``version_args``), or None (bounded in time)."""
-    env = constructed_env(depth=1, extra=profile.env, passthrough=profile.env_passthrough)
-    code, output = _ask_version([command, *profile.version_args], env)
-    version = parse_version(output) if code == 0 else None
-    return ".".join(map(str, version)) if version is not None else None
+async def command_version(loaded: LoadedConfig, name: str) -> tuple[str | None, str]:
+    """The version of profile ``name``'s command and where it comes from (its install
+    record, else its ``version_args`` asked in its sandbox), or (None, why not)."""
+    profile = loaded.profiles.get(name).profile
+    recorded = recorded_version(profile)
+    if recorded is not None:
+        return recorded, "its install record"
+    # Here, not at the top: the probe brings the run's machinery (agents list reads records).
+    from acp_bridge._agents.readiness_probe import sandboxed_version
+
+    said, why_not = await sandboxed_version(loaded, name)
+    version = parse_version(said)
+    if version is None:
+        return None, why_not or (said.splitlines()[0] if said else "it printed nothing")
+    return ".".join(map(str, version)), "asked in its sandbox"
 
 
-async def _command_checks(profile: AgentProfile) -> list[Check]:
-    env = constructed_env(depth=1, extra=profile.env, passthrough=profile.env_passthrough)
+def _version_check(profile: AgentProfile, shown: str, source: str) -> Check:
+    wanted = parse_version(profile.min_version or "")
+    version = parse_version(shown)
+    if wanted is not None and version is not None and version < wanted:
+        fix = install_hint(profile) or f"upgrade {profile.command}"
+        detail = f"{shown} is older than {profile.min_version} (min_version; {source})"
+        return Check("version", False, detail, f"upgrade: {fix}")
+    return Check("version", True, f"{shown} ({source})")
+
+
+def _command_check(profile: AgentProfile) -> Check:
     found = find_command(profile)
     if found is None:
         fix = install_hint(profile) or f"install {profile.command} and put it on PATH"
-        return [Check("command", False, f"{profile.command} not found on PATH", fix)]
-    env = agent_command(profile, env)[1]  # the managed install's bin first, as a run has it
-    checks = [Check("command", True, found)]
-    code, output = await anyio.to_thread.run_sync(_ask_version, [found, *profile.version_args], env)
-    version = parse_version(output) if code == 0 else None
+        return Check("command", False, f"{profile.command} not found on PATH", fix)
+    return Check("command", True, found)
+
+
+async def _version_checks(loaded: LoadedConfig, name: str, profile: AgentProfile) -> list[Check]:
+    version, source = await command_version(loaded, name)
     if version is None:
-        why = output.splitlines()[0] if output else f"exit code {code}"
-        return [*checks, Check("version", True, f"unknown ({why})")]
-    shown = ".".join(map(str, version))
-    wanted = parse_version(profile.min_version or "")
-    if wanted is not None and version < wanted:
-        fix = install_hint(profile) or f"upgrade {profile.command}"
-        detail = f"{shown} is older than {profile.min_version} (min_version)"
-        return [*checks, Check("version", False, detail, f"upgrade: {fix}")]
-    return [*checks, Check("version", True, shown)]
-
-
-def _auth_check(profile: AgentProfile, environ: Mapping[str, str]) -> Check | None:
-    if not profile.auth.env:
-        return None
-    present = [name for name in profile.auth.env if environ.get(name) or profile.env.get(name)]
-    if present:
-        return Check("auth", True, f"{present[0]} is set")
-    names = ", ".join(profile.auth.env)
-    logins = [p for p in profile.sandbox.state if p.is_dir() and any(p.iterdir())]
-    if logins:  # the agent's own state: it may hold a login made with the agent's CLI
-        return Check("auth", True, f"none of {names} is set; the agent's own login in {logins[0]}?")
-    fix = f"export {profile.auth.env[0]}=… (or one of {names}), or log in with the agent itself"
-    # A warning: the agent starts and answers without it (the start check proves that);
-    # its first session will ask for a key.
-    return Check("auth", True, f"none of {names} is set", fix, warning=True)
+        return [Check("version", True, f"unknown ({source})")]
+    return [_version_check(profile, version, source)]
 
 
 async def _sandbox_checks(loaded: LoadedConfig, profile: AgentProfile) -> list[Check]:
@@ -163,44 +159,123 @@ def _landlock_cwd_checks(settings: ResolvedSandbox, profile: AgentProfile, abi: 
     return [Check("cwd", True, w.split(". Fix: ")[0], w.split(". Fix: ")[-1], True) for w in split]
 
 
-async def _start_check(loaded: LoadedConfig, name: str) -> Check:
-    """Ready means it starts: in its sandbox, through initialize (bounded in time)."""
-    from acp_bridge._agents.readiness_probe import probe_initialize
+async def _probe_checks(report: Report, loaded: LoadedConfig, profile: AgentProfile) -> None:
+    """Ready means it starts in its sandbox, answers ``initialize`` and opens a session
+    (closed again) — and says nothing against its auth. Bounded in time."""
+    from acp_bridge._agents.readiness_probe import probe_session
 
-    probe = await probe_initialize(loaded, name)
-    if probe.ok:
-        return Check("start", True, probe.detail)
-    fix = "see the error; `acp-bridge run NAME hi --observe verbose` shows the agent's stderr"
-    return Check("start", False, probe.detail, fix.replace("NAME", name))
+    probe = await probe_session(loaded, report.profile)
+    checks = report.checks
+    for index, check in enumerate(checks):  # no version from outside: the agent's own word
+        if check.name == "version" and check.detail.startswith("unknown") and probe.agent_version:
+            checks[index] = _version_check(profile, probe.agent_version, "its initialize")
+    checks += _session_checks(report.profile, profile, probe)
+
+
+def _session_checks(name: str, profile: AgentProfile, probe: ProbeResult) -> list[Check]:
+    verbose = f"`acp-bridge run {name} hi --observe verbose` shows the agent's stderr"
+    if not probe.started:
+        fix = f"see the error; {verbose}"
+        if probe.late:
+            fix = f"raise timeouts.startup in the profile, or see why it is slow: {verbose}"
+        return [Check("start", False, probe.detail, fix)]
+    checks = [Check("start", True, probe.detail)]
+    if probe.auth_refused:
+        why = f"session/new refused: {probe.auth_refused}"
+        return [*checks, Check("auth", False, why, _auth_fix(profile, probe))]
+    if not probe.ok:
+        fix = f"see the agent's answer; {verbose}"
+        if probe.late:
+            fix = f"raise timeouts.session in the profile, or see why it is slow: {verbose}"
+        return [*checks, Check("session", False, probe.session_error, fix)]
+    opened = Check("session", True, f"session/new answered; closed again by {probe.closed_by}")
+    return [*checks, opened, _auth_check(profile, probe)]
+
+
+def _auth_check(profile: AgentProfile, probe: ProbeResult) -> Check:
+    """After a session opened: what the agent reported about its auth, else whether one of
+    the variables the profile says authenticate it is set (a warning only: the session
+    opened without)."""
+    present = [n for n in profile.auth.env if n in probe.env_names]
+    status = probe.auth_status
+    if status is not None:
+        label = str(status.get("label") or status.get("kind") or "")
+        said = " ".join(str(status[k]) for k in ("detail",) if status.get(k))
+        reported = f"the agent reports: {label}" + (f" ({said})" if said else "")
+        if status.get("kind") != "none":
+            return Check("auth", True, reported)
+        if not present:
+            return Check("auth", False, reported, _auth_fix(profile, probe))
+        # claude-agent-acp says "Not logged in" with ANTHROPIC_AUTH_TOKEN, and its turns work.
+        detail = f"{reported}, though {present[0]} is set"
+        return Check("auth", True, detail, warning=True)
+    if not profile.auth.env:
+        return Check("auth", True, "session/new answered without asking for a key")
+    if present:
+        return Check("auth", True, f"{present[0]} is set; session/new answered")
+    names = ", ".join(profile.auth.env)
+    detail = f"none of {names} is set; session/new answered without (a prompt may still ask)"
+    return Check("auth", True, detail, _auth_fix(profile, probe), warning=True)
+
+
+def _auth_fix(profile: AgentProfile, probe: ProbeResult) -> str:
+    """The ways to authenticate the agent: a variable the profile or the agent names (and
+    passes to it), the agent's own terminal login."""
+    names = list(dict.fromkeys([*profile.auth.env, *probe.auth_vars]))
+    ways = []
+    if names:
+        others = f" (or one of {', '.join(names)})" if len(names) > 1 else ""
+        ways.append(f"export {names[0]}=…{others}")
+        passed = {*profile.env_passthrough, *profile.env}
+        if names[0] not in passed:
+            ways[-1] += f" and list {names[0]} under env_passthrough in the profile"
+    ways += [f"log in with `{line}` in a terminal" for line in probe.login_commands]
+    if not ways:
+        ways.append(f"log in with {profile.command}'s own login command")
+    return "; or ".join(ways)
 
 
 async def diagnose(
     loaded: LoadedConfig,
     names: Iterable[str] = (),
-    environ: Mapping[str, str] | None = None,
     *,
     start: bool = True,
+    concurrency: int = 1,
 ) -> list[Report]:
-    """A report for each profile named (default: every profile). ``start``: prove each
-    ready one by starting it in its sandbox through ``initialize``."""
-    host = os.environ if environ is None else environ
-    reports = []
-    for name in list(names) or loaded.profiles.names():
-        report = Report(name)
-        try:
-            profile = loaded.profiles.get(name).profile
-        except ConfigError as exc:
-            first = exc.problems[0] if exc.problems else exc
-            fix = "acp-bridge profiles list (for the names), or fix the file as said"
-            report.checks.append(Check("profile", False, str(first), fix))
-            reports.append(report)
-            continue
-        report.checks += await _command_checks(profile)
-        auth = _auth_check(profile, host)
-        if auth is not None:
-            report.checks.append(auth)
-        report.checks += await _sandbox_checks(loaded, profile)
-        if report.ready and start:  # found, and a sandbox to run in: does it really start?
-            report.checks.append(await _start_check(loaded, name))
-        reports.append(report)
-    return reports
+    """A report for each profile named (default: every profile), in that order. ``start``:
+    prove each ready one by starting it in its sandbox through ``initialize`` and
+    ``session/new``; ``concurrency`` profiles at a time (each probe is an agent starting:
+    on a small machine more at once makes each slower)."""
+    wanted = list(names) or loaded.profiles.names()
+    reports: dict[int, Report] = {}
+    limiter = anyio.CapacityLimiter(max(1, concurrency))
+
+    async def one(index: int, name: str) -> None:
+        async with limiter:
+            reports[index] = await _diagnose_one(loaded, name, start=start)
+
+    async with anyio.create_task_group() as tg:
+        for index, name in enumerate(wanted):
+            tg.start_soon(one, index, name)
+    return [reports[index] for index in range(len(wanted))]
+
+
+async def _diagnose_one(loaded: LoadedConfig, name: str, *, start: bool) -> Report:
+    report = Report(name)
+    try:
+        profile = loaded.profiles.get(name).profile
+    except ConfigError as exc:
+        first = exc.problems[0] if exc.problems else exc
+        fix = "acp-bridge profiles list (for the names), or fix the file as said"
+        report.checks.append(Check("profile", False, str(first), fix))
+        return report
+    report.checks.append(_command_check(profile))
+    if not report.ready:
+        return report
+    report.checks += await _sandbox_checks(loaded, profile)
+    if not report.ready:  # no sandbox: nothing of the agent can run, not even --version
+        return report
+    report.checks += await _version_checks(loaded, name, profile)
+    if report.ready and start:  # found, and a sandbox to run in: does it really start?
+        await _probe_checks(report, loaded, profile)
+    return report

@@ -31,12 +31,15 @@ import anyio
 from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
-from acp_bridge.errors import BridgeError, ConfigError, ErrorCode
+from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
 
 INSTALL_TIMEOUT = 1800.0
 """Seconds one install may take (npm agents are up to ~500 MB on a slow mirror)."""
 PROBE_TIMEOUT = 15.0
 OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
+_NEUTRAL = Path("/")
+"""Where the probes (``node --version``, ``python -c pass``) run: not our working folder,
+which may be gone or unreadable."""
 
 
 class InstallError(BridgeError):
@@ -70,13 +73,19 @@ async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
         return Installed(profile.name, spec, target, fresh=False)
     # Built in place (a venv's scripts name their venv's path: it cannot be moved) after
     # whatever was there; the stamp, written last, is what makes it an install.
-    await anyio.to_thread.run_sync(_fresh_dir, target)
+    try:
+        await anyio.to_thread.run_sync(_fresh_dir, target)
+    except OSError as exc:
+        raise folder_error(target, exc) from exc
     try:
         with anyio.fail_after(INSTALL_TIMEOUT):
             await _build(profile, spec, target)
-    except TimeoutError as exc:
+    except TimeoutError as exc:  # before OSError: a TimeoutError is one
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+    except OSError as exc:  # its files (package.json, the lock, the stamp): not the installer
+        await anyio.to_thread.run_sync(shutil.rmtree, target, True)
+        raise folder_error(target, exc) from exc
     except BaseException:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(shutil.rmtree, target, True)
@@ -92,6 +101,18 @@ async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None
     record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
     record |= {"version": spec.version, "command": command, "installed_at": time.time()}
     await anyio.Path(target / STAMP).write_text(json.dumps(record, indent=1))
+
+
+def folder_error(target: Path, exc: OSError) -> StateDirError:
+    """A folder of the managed prefix that cannot be made or written (a read-only or full
+    data directory, a file where a folder should be): the path and the fix, not a
+    traceback."""
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(target) else ""
+    return StateDirError(
+        f"cannot install into {target}{where}: {exc.strerror or exc}; the managed prefix "
+        "lives in $XDG_DATA_HOME/acp-bridge/agents (else ~/.local/share/acp-bridge/agents): "
+        "make that folder writable, or point XDG_DATA_HOME at one that is"
+    )
 
 
 def _fresh_dir(target: Path) -> None:
@@ -134,7 +155,7 @@ async def _node_major() -> int | None:
         return None
     try:
         with anyio.fail_after(PROBE_TIMEOUT):
-            text = await _run([node, "--version"], Path.cwd(), "node --version")
+            text = await _run([node, "--version"], _NEUTRAL, "node --version")
     except (InstallError, TimeoutError):
         return None
     found = re.match(r"v(\d+)", text.strip())
@@ -171,8 +192,7 @@ async def find_python(minimum: str | None) -> str:
         return sys.executable
     wanted = _version(minimum)[1]
     found = [shutil.which(f"python3.{minor}") for minor in range(20, wanted - 1, -1)]
-    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    found += [str(p) for p in sorted(pyenv.glob("3.*/bin/python"), key=_minor, reverse=True)]
+    found += _pyenv_pythons()
     for candidate in found:
         if candidate is not None and _minor(Path(candidate)) >= wanted and await _runs(candidate):
             return candidate
@@ -181,6 +201,18 @@ async def find_python(minimum: str | None) -> str:
         f"of that age is on PATH: install one (e.g. apt-get install python{minimum}, pyenv "
         f"install {minimum}) and try again"
     )
+
+
+def _pyenv_pythons() -> list[str]:
+    """pyenv's interpreters, newest first. A folder that cannot be looked into is no pyenv:
+    ``runuser`` and ``sudo`` keep the caller's ``PYENV_ROOT`` (``/root/.pyenv``, mode 0700),
+    and Python 3.11's glob raises on it."""
+    root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
+    try:
+        found = Path(root, "versions").glob("3.*/bin/python")
+        return [str(p) for p in sorted(found, key=_minor, reverse=True)]
+    except OSError:
+        return []
 
 
 def _minor(python: Path) -> int:
@@ -197,7 +229,7 @@ def _version(text: str) -> tuple[int, int]:
 async def _runs(python: str) -> bool:
     try:
         with anyio.fail_after(PROBE_TIMEOUT):
-            await _run([python, "-c", "pass"], Path.cwd(), python)
+            await _run([python, "-c", "pass"], _NEUTRAL, python)
     except (InstallError, TimeoutError):
         return False
     return True

@@ -15,10 +15,14 @@ counts as compound, so an allow rule does not match it.
 - :attr:`Command.parts`: the words of each simple command found (for rules that must match
   any part, such as ``reject``); :attr:`Command.nested` the bodies of ``$(…)`` and backticks
   read the same way.
+- :func:`without_cd_to`: a line less a leading ``cd DIR &&`` where DIR is exactly the
+  directory the line runs in (kimi wraps every command as ``cd '<cwd>' && CMD``): a ``cd``
+  to where the shell already is changes nothing, so it is not a second command.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from fnmatch import fnmatchcase
 
@@ -32,6 +36,8 @@ _KEYWORDS = frozenset(
 )  # fmt: skip
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|")
+_EXPANDS = re.compile(r"[$*?\[{~]")
+"""What the shell may expand in a word (quoted or not: the reader does not keep which)."""
 MAX_NESTED = 8
 """Substitutions inside substitutions are read this deep; deeper is unparsable."""
 MAX_LINE_CHARS = 128 << 10
@@ -118,6 +124,32 @@ def from_argv(argv: list[str] | tuple[str, ...]) -> Command:
     return Command(line, (words,) if words else (), frozenset() if words else frozenset({"empty"}))
 
 
+def without_cd_to(command: Command, cwd: str) -> Command:
+    """``command`` without a leading ``cd DIR &&`` when DIR, as written, is ``cwd`` resolved
+    (symlinks followed): what follows the ``&&``, read as a line of its own. Anything else
+    is left as it is, compound: a ``cd`` elsewhere, to a relative path (``CDPATH`` decides
+    where that goes), to a path that only resolves to ``cwd`` (a link can be swapped before
+    the line runs), with options, a variable or a substitution, or joined by any other
+    operator."""
+    parts = command.parts
+    if len(parts) < 2 or len(parts[0]) != 2 or parts[0][0] != "cd":
+        return command  # the usual line: not one that starts with `cd DIR`, no second read
+    reader = _Reader(command.line, 0)
+    reader.read()
+    if reader.first_operator is None or reader.first_operator[0] != "&&":
+        return command
+    _, start, end = reader.first_operator
+    head = parse_line(command.line[:start])
+    if not head.simple or head.words != parts[0]:
+        return command
+    target = head.words[1]
+    if not target.startswith("/") or _EXPANDS.search(target):
+        return command  # the reader keeps `$X` and globs as written; the shell would not
+    if os.path.normpath(target) != os.path.realpath(cwd):
+        return command
+    return parse_line(command.line[end:].lstrip(" \t"))
+
+
 def parse_line(line: str, _depth: int = 0) -> Command:
     """The simple commands of a shell line and what else it holds (see the module doc)."""
     if len(line) > MAX_LINE_CHARS:
@@ -143,6 +175,8 @@ class _Reader:
         self.nested: list[Command] = []
         self.word: list[str] | None = None  # None: between words
         self.target = False  # the next word is a redirection's target, not an argument
+        self.first_operator: tuple[str, int, int] | None = None
+        """The line's first operator, where it starts and ends (for :func:`without_cd_to`)."""
 
     def read(self) -> None:
         text = self.text
@@ -312,6 +346,8 @@ class _Reader:
             self._redirection()
             return
         operator = next(op for op in _OPERATORS if text.startswith(op, self.i))
+        if self.first_operator is None:
+            self.first_operator = (operator, self.i, self.i + len(operator))
         self.i += len(operator)
         self._end_command("background" if operator == "&" else "operator")
 

@@ -17,6 +17,11 @@ does) cannot be stopped mid-turn; its run still fails with ``budget`` when the f
 are over. A group whose total is already spent refuses new runs before they start. Runs of a
 group running at the same moment can overshoot the group total by what they use between two
 usage updates; the store has no way to reserve tokens an agent has not reported yet.
+
+What the other runs of a group spent is what they last reported: runs of this process are read
+live (:data:`LIVE`), the others as last written to the store (every ~50 ms while they run). A
+run over a budget is stopped without grace (see ``supervisor/active_run.py``), so the overshoot
+is what each run reports after the others' last report, whatever an agent does with a cancel.
 """
 
 from __future__ import annotations
@@ -98,6 +103,11 @@ def _over(used: float, limit: float | None) -> bool:
     return limit is not None and used > limit
 
 
+LIVE: dict[str, dict[str, BudgetGuard]] = {}
+"""The guards of the runs of this process that are running now, by group and run id: their
+figures are newer than what the store holds (written in batches)."""
+
+
 class BudgetGuard:
     """Tracks one run's usage against its budget and its group's."""
 
@@ -165,3 +175,21 @@ class BudgetGuard:
                 f"max_cost is {group.max_cost:g}"
             )
         return None
+
+
+def live_siblings(group: str, run_id: str) -> dict[str, BudgetGuard]:
+    """The other runs of ``group`` running in this process now, by id."""
+    return {other: guard for other, guard in LIVE.get(group, {}).items() if other != run_id}
+
+
+def join_live(group: str | None, run_id: str, guard: BudgetGuard) -> None:
+    """``run_id`` runs in this process: its group's other runs read its figures live."""
+    if group is not None:
+        LIVE.setdefault(group, {})[run_id] = guard
+
+
+def leave_live(group: str | None, run_id: str) -> None:
+    if group is not None and group in LIVE:
+        LIVE[group].pop(run_id, None)
+        if not LIVE[group]:
+            del LIVE[group]

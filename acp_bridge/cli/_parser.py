@@ -218,7 +218,9 @@ def build_parser(
     p.add_argument(
         "--skip-missing",
         action="store_true",
-        help="skip cases whose agent command is not installed (default: fail)",
+        help="skip the cases of agents the doctor finds not ready here (not installed, not "
+        "starting in their sandbox, refusing a session without a key), saying why "
+        "(default: they run and fail)",
     )
     p.add_argument("--keep", action="store_true", help="keep each case's workspace")
     batch_flags.add_executor_options(p)  # where the cases run
@@ -226,12 +228,21 @@ def build_parser(
 
     p = commands.add_parser(
         "doctor",
-        help="is each profile ready here: command, version, auth, sandbox (and the fixes)",
+        help="is each profile ready here: it starts each agent in its sandbox to prove it",
         formatter_class=_Formatter,
         description="For each PROFILE (default: every profile): whether its command is found, "
-        "its version (and whether it is older than min_version), whether a variable that "
-        "authenticates it is set, and which sandbox mode a run would use and why. Every "
-        "problem comes with a one-line fix. Exit 0 when everything asked about is ready.",
+        "which sandbox mode a run would use and why, its version (from the record `acp-bridge "
+        "agents install` keeps, else its version_args run in its sandbox; older than "
+        "min_version is not ready), and the proof: the agent started as a run starts it (its "
+        "sandbox, environment and managed install, in a temporary workspace) through "
+        "initialize and session/new, and closed again (session/close, else the agent ended); "
+        "no prompt is sent. Ready means all of that worked and the agent did not ask for a "
+        "key: a -32000 (auth required) answer to session/new or an auth status of 'not "
+        "logged in' is not ready. Each step is bounded by the profile's timeouts.startup and "
+        "timeouts.session (the probe at most 90 s, a --version at most 30 s); nothing of the "
+        "agent runs outside its sandbox or is left running, and it writes only its declared "
+        "state paths. Profiles are checked one after another. Every problem comes with a "
+        "one-line fix. Exit 0 when everything asked about is ready.",
     )
     p.add_argument("profiles", nargs="*", metavar="PROFILE")
     p.add_argument("--json", action="store_true", help="machine-readable output")

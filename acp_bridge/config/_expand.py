@@ -2,6 +2,12 @@
 
 ``${VAR}`` (and ``${VAR:-default}``, ``$$`` for a dollar) expands from the environment at
 load; relative path fields are resolved against the directory of the file that wrote them.
+
+A profile's ``sandbox.state`` and ``sandbox.readable`` are the exception
+(:func:`expand_for_agent`): they name where the *agent* writes and reads, and an agent
+relocates its state by its own environment (``${CODEX_HOME:-~/.codex}``), so they expand
+from the environment the agent gets — its base variables, ``env_passthrough`` and ``env``
+— not from the host's alone.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config._yaml.located import DataPath
 from acp_bridge.errors import Problem
 
@@ -20,25 +27,40 @@ MAX_NESTING = 8
 """Defaults inside defaults (``${A:-${B:-${C}}}``) go this deep, no deeper."""
 
 
-def expand_vars(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+def expand_vars(
+    text: str, environ: Mapping[str, str], fallback: Mapping[str, str] | None = None
+) -> tuple[str, list[str]]:
     """``text`` with ``${VAR}`` expanded; returns the result and the variables used.
 
     ``${NAME:-default}`` is ``default`` when NAME is not set; the default may itself hold
     references (``${A:-${B:-z}}``), expanded only when it is used, as a shell does.
+    ``fallback``: where a ``${NAME}`` without a default that ``environ`` lacks is read (a
+    reference with a default never reads it: unset in ``environ`` is unset).
     Raises ValueError with a readable reason on bad syntax or an unset variable.
     """
     if "$" not in text:  # most strings of a profile: nothing to expand, nothing to check
         return text, []
     used: list[str] = []
-    _expand(text, 0, environ, used, depth=0, evaluate=False)  # syntax first, all of it
-    value, _ = _expand(text, 0, environ, used, depth=0, evaluate=True)
+    where = _Lookup(environ, fallback)
+    _expand(text, 0, where, used, depth=0, evaluate=False)  # syntax first, all of it
+    value, _ = _expand(text, 0, where, used, depth=0, evaluate=True)
     return value, used
+
+
+class _Lookup:
+    """The environment a reference reads, and the one a required reference falls back to."""
+
+    __slots__ = ("environ", "fallback")
+
+    def __init__(self, environ: Mapping[str, str], fallback: Mapping[str, str] | None) -> None:
+        self.environ = environ
+        self.fallback = fallback
 
 
 def _expand(
     text: str,
     pos: int,
-    environ: Mapping[str, str],
+    environ: _Lookup,
     used: list[str],
     *,
     depth: int,
@@ -69,7 +91,7 @@ def _expand(
 def _reference(
     text: str,
     pos: int,
-    environ: Mapping[str, str],
+    environ: _Lookup,
     used: list[str],
     *,
     depth: int,
@@ -96,19 +118,21 @@ def _reference(
         )
     if depth + 1 > MAX_NESTING:
         raise ValueError(f"defaults nested deeper than {MAX_NESTING} levels in {text!r}")
-    is_set = evaluate and name in environ
+    is_set = evaluate and name in environ.environ
     if evaluate:
         used.append(name)
     default, end = _expand(
         text, after + 2, environ, used, depth=depth + 1, evaluate=evaluate and not is_set
     )
-    return (environ[name] if is_set else default), end + 1
+    return (environ.environ[name] if is_set else default), end + 1
 
 
-def _lookup(name: str, environ: Mapping[str, str], used: list[str]) -> str:
+def _lookup(name: str, where: _Lookup, used: list[str]) -> str:
     used.append(name)
-    if name in environ:
-        return environ[name]
+    if name in where.environ:
+        return where.environ[name]
+    if where.fallback is not None and name in where.fallback:
+        return where.fallback[name]
     raise ValueError(
         f"environment variable {name} is not set (write ${{{name}:-}} to allow it empty)"
     )
@@ -198,3 +222,63 @@ def _nul_keys(data: Any, path: DataPath = ()) -> Iterator[DataPath]:
     elif isinstance(data, list):
         for index, value in enumerate(data):
             yield from _nul_keys(value, (*path, index))
+
+
+AGENT_PATH_KEYS = ("state", "readable")
+"""The ``sandbox`` lists of a profile that expand from the agent's environment."""
+
+
+def expand_for_agent(
+    data: dict[str, Any], environ: Mapping[str, str]
+) -> dict[DataPath, tuple[str, ...]]:
+    """Expand a profile's ``sandbox.state`` and ``sandbox.readable`` entries, in place, from
+    the environment its agent gets (:func:`agent_environ`); the variables each used.
+
+    ``${NAME:-default}`` reads only that environment: a variable the agent is not given is
+    unset for it, and so the default, as the agent itself decides (``CODEX_HOME`` set on
+    the host but not passed through: codex writes ``~/.codex``). ``${NAME}`` without a
+    default that the agent is not given is read from the host (``${LAB}/state``: the
+    operator's own variable). A leading ``~`` is the agent's ``HOME``. What this pass
+    cannot expand is left as it is: the pass over the whole profile reports it where it is
+    written. The result is written with ``$`` doubled, for that pass to read as it is."""
+    sandbox = data.get("sandbox")
+    if not isinstance(sandbox, dict):
+        return {}
+    entries = [
+        (key, index, text)
+        for key in AGENT_PATH_KEYS
+        if isinstance(sandbox.get(key), list)
+        for index, text in enumerate(sandbox[key])
+        if isinstance(text, str) and ("$" in text or text.startswith("~"))
+    ]
+    if not entries:
+        return {}
+    agent = agent_environ(data, environ)
+    used: dict[DataPath, tuple[str, ...]] = {}
+    for key, index, text in entries:
+        try:
+            value, names = expand_vars(text, agent, fallback=environ)
+        except ValueError:
+            continue
+        home = agent.get("HOME")
+        if home and (value == "~" or value.startswith("~/")):
+            value = home + value[1:]
+        sandbox[key][index] = value.replace("$", "$$")
+        if names:
+            used[("sandbox", key, index)] = tuple(names)
+    return used
+
+
+def agent_environ(data: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment the agent of the profile ``data`` gets (its values expanded from
+    ``environ``, the host's), as ``_os/process/environment.py`` constructs it for a run."""
+    env, names = data.get("env"), data.get("env_passthrough")
+    extra: dict[str, str] = {}
+    for name, value in env.items() if isinstance(env, dict) else ():
+        if isinstance(name, str) and isinstance(value, str):
+            try:
+                extra[name] = expand_vars(value, environ)[0]
+            except ValueError:  # reported by the pass over the whole profile
+                continue
+    passthrough = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+    return constructed_env(depth=0, extra=extra, passthrough=passthrough, environ=environ)

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from acp_bridge.config._expand import expand_and_resolve
+from acp_bridge.config._expand import expand_and_resolve, expand_for_agent
 from acp_bridge.config._profile import AgentProfile
 from acp_bridge.config._reuse import PathFacts, Remembered
 from acp_bridge.config._yaml.located import DataPath, YamlDocument, field_name, validate_located
@@ -189,6 +189,8 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
         return known
     merged = _Merged(layers)
     merged.data.setdefault("name", layers[-1].name)  # a profile file may omit it: its stem
+    # Where the agent writes and reads follows the agent's environment (_expand.py).
+    agent_used = expand_for_agent(merged.data, environ)
     facts = PathFacts(merged.data, lambda path: merged.layer_of(path).doc.path.parent, environ)
     problems, env_used = expand_and_resolve(
         merged.data,
@@ -197,13 +199,14 @@ def resolve_profile(layers: list[ProfileLayer], environ: Mapping[str, str]) -> R
         base_dir_of=facts.base_dir_of,
         problem_at=merged.problem,
     )
+    env_used.update(agent_used)
     if problems:
         raise ProfileError(problems)
     try:
         profile = validate_located(AgentProfile, merged.data, merged.locate)
     except ConfigError as exc:
         raise ProfileError(exc.problems) from exc
-    profile.mark_from_environment(env_used)
+    profile.mark_from_environment(env_used, environ)
     resolved = ResolvedProfile(profile, dict(merged.owner), env_used)
     command = merged.data.get("command")  # a folder named by its absolute path is refused
     facts.observe(*([command] if isinstance(command, str) else []))

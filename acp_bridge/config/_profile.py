@@ -7,10 +7,10 @@ would exhaust memory or never end (``output_byte_limit: 1e13``) is a config erro
 not a crash mid-run.
 """
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Annotated, Literal, Self
 
-from pydantic import AfterValidator, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
 
 from acp_bridge._os.limits import (
     MAX_BYTES,
@@ -47,6 +47,14 @@ ToolKind = Literal[
 ]
 """The kinds of tool call an ACP agent declares, as permission rules name them."""
 PermissionMode = Literal["deny-all", "read-only", "workspace-write", "approve-all"]
+
+
+def _version_number(value: object) -> object:
+    """``protocol: 1`` as the docs write it, unquoted: YAML reads a number. A bool is not
+    one (``True == 1`` in Python), so ``protocol: true`` stays an error."""
+    if type(value) is int and value in (1, 2):
+        return str(value)
+    return value
 
 
 def _command_pattern(pattern: str) -> str:
@@ -169,7 +177,8 @@ class AuthSettings(StrictModel):
     env: list[EnvName] = Field(
         default_factory=empty_list,
         description="variables that authenticate the agent (any one of them will do); "
-        "acp-bridge doctor says whether one is set",
+        "acp-bridge doctor says whether one is set, and names them in its fix when the agent "
+        "asks for a key",
     )
 
 
@@ -289,10 +298,14 @@ class AgentProfile(StrictModel):
         description="allow unstable ACP methods and capabilities the agent advertises "
         "(session/fork, subagent sessions, plan operations); off by default, like --unstable",
     )
-    protocol: Literal["auto", "1", "2"] = Field(
-        "auto",
-        description="ACP wire version: auto (ask for 2, the v2 Preview, take 1 when that is "
-        "what the agent speaks), 1, or 2 (a v1-only agent is then an error)",
+    protocol: Annotated[
+        Literal["auto", "1", "2"],
+        BeforeValidator(_version_number, json_schema_input_type=Literal["auto", "1", "2", 1, 2]),
+    ] = Field(
+        "1",
+        description="ACP wire version: 1 (stable), 2 (the v2 Preview: a v1-only agent is then "
+        "an error), or auto (ask for 2, speak 1 with an agent that answers 1 or whose v2 "
+        "session setup does not validate)",
     )
     services: Literal["acp", "mcp", "both"] = Field(
         "acp",
@@ -333,7 +346,8 @@ class AgentProfile(StrictModel):
         "first out (runs.max_concurrent caps all lanes together); null: no limit",
     )
 
-    _from_environment: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
+    _from_secrets: frozenset[tuple[str | int, ...]] = PrivateAttr(frozenset())
+    _secret_parts: tuple[str, ...] = PrivateAttr(())
 
     @model_validator(mode="after")
     def _mistermorph_session_options(self) -> Self:
@@ -344,23 +358,32 @@ class AgentProfile(StrictModel):
             object.__setattr__(self, "session", session)  # frozen: set once, while validating
         return self
 
-    def mark_from_environment(self, paths: Iterable[tuple[str | int, ...]]) -> None:
-        """Remember which values were expanded from ``${VAR}``s (they hold host values)."""
-        self._from_environment = frozenset(paths)
+    def mark_from_environment(
+        self,
+        used: Mapping[tuple[str | int, ...], tuple[str, ...]],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """Remember which values were expanded from ``${VAR}``\\ s under a secret-looking
+        name (``${OPENAI_API_KEY}``), and those variables' values (from ``environ``): a
+        secret inside a longer value (``Bearer ${TOKEN}``, a JSON config) is one too."""
+        secret = {path: names for path, names in used.items() if any(map(looks_secret, names))}
+        self._from_secrets = frozenset(secret)
+        names = {name for found in secret.values() for name in found if looks_secret(name)}
+        self._secret_parts = tuple((environ or {}).get(name, "") for name in sorted(names))
 
     def secret_values(self) -> list[str]:
         """Values given to the agent that must never be shown, by the one redaction policy
         (``_os/redact.py``): in its ``env`` and in the ``env`` and ``headers`` of its MCP
-        servers, those under a secret-looking name and those expanded from the host's
-        environment."""
+        servers, those under a secret-looking name and those expanded from a variable with
+        one, and those variables' own values. A value expanded from ``${HOME}`` or
+        ``${XDG_DATA_HOME}`` is a path, not a secret: the errors that name it must show it."""
         named: list[tuple[tuple[str | int, ...], str, str]] = [
             (("env", k), k, v) for k, v in self.env.items()
         ]
         for index, server in enumerate(self.mcp_servers):
             for part, mapping in (("env", server.env), ("headers", server.headers)):
                 named += [(("mcp_servers", index, part, k), k, v) for k, v in mapping.items()]
-        return [
-            value
-            for path, name, value in named
-            if looks_secret(name) or path in self._from_environment
+        values = [
+            value for path, name, value in named if looks_secret(name) or path in self._from_secrets
         ]
+        return values + [part for part in self._secret_parts if part]

@@ -5,7 +5,9 @@ A profile's section is laid over the config file's (``sandbox:`` at the top leve
 default for every profile and for the ``bash`` entry): ``mode`` and ``network`` are taken
 from the first that sets them (else ``auto`` and on); ``state``, ``readable`` and ``hidden``
 are the union of both. Paths are resolved at load (``~`` is the user's home; relative paths
-are relative to the file that wrote them).
+are relative to the file that wrote them). A profile's ``state`` and ``readable`` expand
+``${VAR}`` from the environment its agent gets (``config/_expand.py``, ``expand_for_agent``),
+the config file's section from the host's.
 """
 
 from pathlib import Path
@@ -35,11 +37,14 @@ class SandboxSettings(BaseModel):
     state: list[Path] = Field(
         default_factory=empty_list,
         description="paths the agent may write besides its write roots: its own state "
-        "(~/.claude, ~/.codex, npm caches); missing directories are created",
+        "(~/.claude, ~/.codex, npm caches); missing directories are created. In a profile, "
+        "${VAR} reads the environment the agent gets, so a path follows the agent's own "
+        "relocation: ${CODEX_HOME:-~/.codex}",
     )
     readable: list[Path] = Field(
         default_factory=empty_list,
-        description="paths kept visible (read-only) even under /tmp or a hidden directory",
+        description="paths kept visible (read-only) even under /tmp or a hidden directory; "
+        "in a profile, ${VAR} reads the agent's environment, as for state",
     )
     hidden: list[Path] = Field(
         default_factory=empty_list,

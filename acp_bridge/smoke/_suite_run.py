@@ -11,6 +11,11 @@ executor keeps a guard on top (the timeout plus a margin), a remote one its own 
 Cancelling (Ctrl-C) cancels running cases gracefully where they run and skips those not
 started. A case the executor could not run (no node offers its agent, a lost node) is an
 ``error``, not a ``failed``: the agent was never judged.
+
+``skip_missing`` asks the doctor (``_agents/doctor.py``) about each agent the cases run here,
+before any case: an agent it finds not ready — not installed, or it does not start in its
+sandbox, or it refuses a session for want of a key — has its cases skipped, with the
+doctor's reason and fix, instead of failing each after its timeout.
 """
 
 from __future__ import annotations
@@ -23,11 +28,12 @@ from typing import Literal
 
 import anyio
 
-from acp_bridge._acp.agent_executable import find_command
+from acp_bridge._agents.doctor import diagnose
 from acp_bridge._batch.batch_run import TaskOutcome, run_batch
 from acp_bridge._batch.executor import Executor, LocalExecutor
 from acp_bridge._batch.tasks import BatchTask, Keyed, Workspace
 from acp_bridge._entries.request import EntryRequest
+from acp_bridge._os.race import race
 from acp_bridge._runs import foreground
 from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import SubtaskResult
@@ -63,6 +69,7 @@ class SmokeSettings:
     parallel: int = 1
     model: str | None = None
     skip_missing: bool = False
+    """Skip the cases of agents the doctor finds not ready here (local executor only)."""
     keep_workspaces: bool = False
     executor: Executor | None = None
     """Where the cases run (default: :class:`~acp_bridge.LocalExecutor`, this process)."""
@@ -70,11 +77,17 @@ class SmokeSettings:
 
 class SuiteRun:
     def __init__(
-        self, config: LoadedConfig, settings: SmokeSettings, progress: Progress | None = None
+        self,
+        config: LoadedConfig,
+        settings: SmokeSettings,
+        progress: Progress | None = None,
+        note: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
         self.progress = progress or (lambda run, outcome: None)
+        self.note = note or (lambda text: None)
+        """Told what happens before the first case (the doctor's probes take seconds)."""
         self.outcomes: dict[int, CaseOutcome] = {}
         """Finished cases by index; kept here so an outright cancel still leaves them."""
 
@@ -83,10 +96,14 @@ class SuiteRun:
         tasks: list[Keyed] = []
         executor = self.settings.executor or LocalExecutor()
         here = isinstance(executor, LocalExecutor)  # where --skip-missing can look
+        not_ready: dict[str, str] = {}
+        if here and self.settings.skip_missing:  # the doctor's probes, against an interrupt
+            asked = await race(lambda: self._not_ready(runs), cancel.wait)
+            not_ready = asked.value or {}
         for index, run in enumerate(runs):
-            missing = self._missing_command(run) if here else ""
-            if missing and self.settings.skip_missing:
-                self._ended(index, CaseOutcome(run, "skipped", [missing]))
+            why = not_ready.get(run.agent or "")
+            if why:
+                self._ended(index, CaseOutcome(run, "skipped", [why]))
             else:
                 tasks.append(Keyed(index, run.id, self._task(run)))
 
@@ -158,13 +175,26 @@ class SuiteRun:
         verdict: CaseVerdict = "failed" if failures else "passed"
         return CaseOutcome(run, verdict, failures, envelope, duration, workspace)
 
-    def _missing_command(self, run: CaseRun) -> str:
-        if run.agent is None:
-            return ""
-        try:
-            profile = self.config.profiles.get(run.agent).profile
-        except BridgeError:
-            return ""  # the run itself reports the broken or unknown profile
-        if find_command(profile) is None:
-            return f"{profile.command} is not installed (profile {run.agent})"
-        return ""
+    async def _not_ready(self, runs: list[CaseRun]) -> dict[str, str]:
+        """Agent → why the doctor finds it not ready here, and the fix; for each agent the
+        cases run whose profile loads (a broken or unknown one: the run itself says so)."""
+        agents = []
+        for run in runs:
+            if run.agent is None or run.agent in agents:
+                continue
+            try:
+                self.config.profiles.get(run.agent)
+            except BridgeError:
+                continue
+            agents.append(run.agent)
+        if agents:
+            self.note(f"--skip-missing: asking the doctor about {', '.join(agents)}")
+        reports = await diagnose(self.config, agents, concurrency=self.settings.parallel)
+        reasons = {}
+        for report in reports:
+            problem = report.problem
+            if problem is not None:
+                fix = f"; fix: {problem.fix}" if problem.fix else ""
+                where = f"acp-bridge doctor {report.profile}"
+                reasons[report.profile] = f"not ready ({where}): {problem.detail}{fix}"
+        return reasons

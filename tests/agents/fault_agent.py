@@ -94,7 +94,20 @@ def initialize_result() -> dict[str, Any]:
         ]
     if MODE == "malformed-initialize":
         del result["protocolVersion"]
+    if MODE == "login-status":  # as claude-agent-acp: its auth status follows session/new
+        result["agentCapabilities"]["_meta"] = {"authStatus": {}}
     return result
+
+
+def login_status() -> None:
+    """claude-agent-acp's notification after session/new: logged in with a key, or not."""
+    key = os.environ.get("FAKE_AGENT_KEY")
+    status = (
+        {"kind": "api_key", "label": "Fake API key", "detail": "FAKE_AGENT_KEY"}
+        if key
+        else {"kind": "none", "label": "Not logged in"}
+    )
+    send({"method": "_auth/status_update", "params": {"authStatus": status}})
 
 
 def prompt(message: dict[str, Any]) -> None:
@@ -249,10 +262,17 @@ def main() -> None:
             if MODE.startswith("auth-") and not authenticated:
                 send({"id": rid, "error": {"code": -32000, "message": "Authentication required"}})
                 continue
+            if MODE == "hang-at-session":
+                hang()
+            if MODE == "crash-at-session":
+                sys.stderr.write("fatal: cannot open a session here\n")
+                sys.exit(4)
             if MODE == "early-updates":
                 update("available_commands_update", availableCommands=[])
                 chunk("greeting before the session even exists")
             send({"id": rid, "result": {"sessionId": SESSION}})
+            if MODE == "login-status":
+                login_status()
             if MODE == "close-stdin":  # stops listening, keeps running: our writes now fail
                 os.close(0)
                 chunk("stopped listening")

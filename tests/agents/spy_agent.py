@@ -6,6 +6,10 @@ Usage: ``python spy_agent.py SCRIPT.json``. The script (all keys optional)::
 
     record        path of the JSONL file every received message is appended to
     initialize    merged into the initialize result (agentCapabilities, authMethods, …)
+    echo_version  answer initialize with the protocolVersion asked for, whatever it is (as
+                  fast-agent 0.10.45-0.10.48 and goose 1.52 do), the rest in v1's shape
+    v1            merged over the script when initialize asks for version 1 (a key set to
+                  null is removed): an agent that speaks v2, or v1 when asked for it
     session       merged into the session/new reply (modes, models, configOptions, …)
     setup         merged into the session/load, resume and fork replies
     sessions      the SessionInfo list session/list pages through (pageSize per page)
@@ -184,13 +188,22 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
     if method in ("session/new", "session/resume", "session/load", "session/fork"):
         SERVERS[:] = params.get("mcpServers") or []
     if method == "initialize":
-        return {
+        if params.get("protocolVersion") == 1 and "v1" in SCRIPT:
+            for key, value in SCRIPT.pop("v1").items():
+                if value is None:
+                    SCRIPT.pop(key, None)
+                else:
+                    SCRIPT[key] = value
+        reply = {
             "protocolVersion": 1,
             "agentCapabilities": {},
             "authMethods": [],
             "agentInfo": {"name": "spy-agent", "version": "1"},
             **SCRIPT.get("initialize", {}),
         }
+        if SCRIPT.get("echo_version"):
+            reply["protocolVersion"] = params.get("protocolVersion")
+        return reply
     if method == "session/new":
         return {"sessionId": SESSION, **SCRIPT.get("session", {})}
     if method in ("session/load", "session/resume"):
@@ -215,7 +228,7 @@ def result_for(method: str, params: dict[str, Any]) -> Any:
         return page
     if method == "session/set_config_option":
         for option in _config_options:
-            if option["id"] == params["configId"]:
+            if option.get("id", option.get("configId")) == params["configId"]:  # v1, v2
                 option["currentValue"] = params["value"]
         return {"configOptions": _config_options}
     if method in (

@@ -6,7 +6,9 @@ in session/new), inside the default sandbox, each call decided by the policy and
 the ledger. The two envelopes differ only in ``meta.protocol_version`` (and what is unique
 to a run: task id, session id, times, paths). The agent taking only stdio MCP servers gets
 the same tools through the bridge's relay, with the sandbox's network off too; a v2 session
-is resumed for a follow-up turn in a new agent process.
+is resumed for a follow-up turn in a new agent process. A config option is read and set as
+each version's schema says (v1 ``id``; v2 ``configId`` and a value tagged ``type: "id"``),
+the SDK's own validation judging what the bridge sends.
 """
 
 from __future__ import annotations
@@ -144,3 +146,29 @@ def test_a_v2_session_is_resumed_for_a_follow_up_in_a_new_process(tmp_path: Path
     assert "replayFrom" not in resume["params"]
     (server,) = resume["params"]["mcpServers"]  # the tools again, for the new process
     assert server["name"] == "acp-bridge"
+
+
+@pytest.mark.parametrize(("protocol", "spoken"), [("1", 1), ("2", 2), ("auto", 2)])
+def test_a_config_option_is_read_and_set_as_each_versions_schema_says(
+    tmp_path: Path, protocol: str, spoken: int
+) -> None:
+    work = tmp_path / "options"
+    work.mkdir()
+    extra = {"services": "mcp"} if protocol == "1" else {}
+    chosen = profile(protocol=protocol, session={"config_options": {"effort": "low"}}, **extra)
+    done = run(AGENT, chosen, "write and run", work)
+    result = done.result
+    assert_served(result, work)
+    assert result.meta.protocol_version == spoken
+    assert result.meta.config_options == {"effort": "low"}
+    assert not result.meta.warnings  # the SDK's agents need no tolerance
+    (sent,) = [
+        m["params"] for m in done.outgoing() if m.get("method") == "session/set_config_option"
+    ]
+    tag = {"type": "id"} if spoken == 2 else {}
+    assert sent == {
+        "sessionId": result.meta.session_id,
+        "configId": "effort",
+        "value": "low",
+        **tag,
+    }

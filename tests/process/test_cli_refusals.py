@@ -153,7 +153,7 @@ def test_doctor_shows_the_demo_agents_own_version(cli: Cli) -> None:
     _, out, _ = cli("doctor", "demo", "--json")
     (report,) = json.loads(out)
     (version,) = [c for c in report["checks"] if c["name"] == "version"]
-    assert version["detail"] == __version__
+    assert version["detail"] == f"{__version__} (asked in its sandbox)"
     assert sys.version.split()[0] != __version__
 
 

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ErrorCode
 from tests.conftest import AgentHarness
@@ -97,6 +99,22 @@ def test_the_configured_auth_method_is_used_before_session_new(spy: Spy) -> None
     missing, _ = run_spy(spy, advertise=methods_offered, auth={"method": "sso"})
     assert missing.meta.error_code == ErrorCode.AUTH_REQUIRED
     assert "'sso' is not offered by the agent (offered: login, key)" in missing.error
+
+
+def test_auth_required_on_the_prompt_ends_the_run_auth_required_naming_the_fix(
+    spy: Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # claude-agent-acp and fast-agent without a key: session/new works, the prompt -32000s.
+    error = {"code": -32000, "message": "Authentication required"}
+    monkeypatch.delenv("SPY_KEY", raising=False)
+    monkeypatch.setenv("SPY_TOKEN", "t-1234")  # on the host, but not passed to the agent
+    script = {"errors": {"session/prompt": error}}
+    auth = {"env": ["SPY_KEY", "SPY_TOKEN"]}
+    result = spy.harness.run("spy", "go", spy.config(script, timeouts=FAST, auth=auth))
+    assert result.meta.error_code == ErrorCode.AUTH_REQUIRED
+    assert "session/prompt" in result.error and "Authentication required" in result.error
+    assert "set SPY_KEY or SPY_TOKEN" in result.error
+    assert "SPY_TOKEN is set here but not passed to the agent (env_passthrough)" in result.error
 
 
 def test_mode_model_and_config_options_are_set_when_offered(spy: Spy) -> None:

@@ -1,5 +1,6 @@
 """Requests between the two sides, checked with the spy agent: ``$/cancel_request`` both
-ways, elicitation (host hook, headless refusal), and host hooks that pick an option."""
+ways, elicitation (host hook, headless refusal), host hooks that pick an option, and the
+file changes an agent reports beside those the sandbox measured."""
 
 from __future__ import annotations
 
@@ -152,3 +153,40 @@ def test_a_host_that_gives_no_answer_in_time_is_recorded_as_such(spy: Spy) -> No
     assert record.decision == "rejected"
     assert record.reason.endswith("the host gave no answer in time, rejected"), record.reason
     assert spy.reply_to("spy-0")["result"]["outcome"] == {"outcome": "selected", "optionId": "no"}
+
+
+def test_reported_changes_match_the_measured_ones_and_a_refused_edit_is_not_one(
+    spy: Spy,
+) -> None:
+    # opencode 1.18 reports a relative path (codex an absolute one) for a file the sandbox
+    # measures by its absolute path; a refused edit's diff describes a change never made.
+    written = str(spy.harness.workspace / "a.txt")
+    outside = "/tmp/acp-bridge-refused-edit.txt"
+
+    def tool(call_id: str, **body: Any) -> dict[str, Any]:
+        return {"update": {"sessionUpdate": "tool_call_update", "toolCallId": call_id, **body}}
+
+    def diff(path: str) -> list[dict[str, Any]]:
+        return [{"type": "diff", "path": path, "oldText": None, "newText": "x\n"}]
+
+    refused = {
+        "toolCall": {"toolCallId": "t2", "kind": "edit", "locations": [{"path": outside}]},
+        "options": OPTIONS,
+    }
+    steps = [
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "write a.txt",
+                    "kind": "edit", "status": "pending"}},
+        {"request": "fs/write_text_file", "params": {"path": written, "content": "x\n"}},
+        tool("t1", status="completed", content=diff("a.txt")),
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "write outside",
+                    "kind": "edit", "status": "pending", "content": diff(outside)}},
+        {"request": "session/request_permission", "params": refused},
+        tool("t2", status="failed"),
+    ]  # fmt: skip
+    result = spy.harness.run("spy", "go", spy.config({"prompt": steps, "answer": "OK"}))
+    assert result.status == "done", result.error
+    assert result.meta.files_changed == [written]
+    assert result.meta.reported_changes == [
+        {"operation": "add", "path": "a.txt", "tool_call_id": "t1"}
+    ]
+    assert not [w for w in result.meta.warnings or [] if "report" in w or "measure" in w]

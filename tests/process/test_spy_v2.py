@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from acp_bridge._acp.turn.lifecycle import NO_MESSAGE_ID
 from acp_bridge.errors import ErrorCode
 from tests.spy import Spy
 
@@ -25,7 +26,7 @@ def v2(script: dict[str, Any] | None = None, **init: Any) -> dict[str, Any]:
     caps = {"session": init.pop("session", {})}
     return {
         "initialize": {**V2_INIT, "capabilities": caps, **init},
-        "prompt_reply": {},
+        "prompt_reply": {"messageId": "user-1"},
         **(script or {}),
     }
 
@@ -35,7 +36,7 @@ def state(name: str, **extra: Any) -> dict[str, Any]:
 
 
 def test_auto_asks_for_2_and_takes_1_from_a_v1_agent(spy: Spy) -> None:
-    result = spy.harness.run("spy", "go", spy.config({"answer": "ONE"}))
+    result = spy.harness.run("spy", "go", spy.config({"answer": "ONE"}, protocol="auto"))
     assert result.status == "done", result.error
     assert (result.output, result.meta.protocol_version) == ("ONE", 1)
     sent = spy.request("initialize")["params"]
@@ -46,7 +47,7 @@ def test_auto_asks_for_2_and_takes_1_from_a_v1_agent(spy: Spy) -> None:
 
 def test_auto_speaks_2_with_a_v2_agent_and_the_turn_ends_at_idle(spy: Spy) -> None:
     script = v2({"prompt": [state("running"), {"say": "TWO", "messageId": "m1"}], "answer": ""})
-    result = spy.harness.run("spy", "go", spy.config(script))
+    result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert result.status == "done", result.error
     assert (result.output, result.meta.protocol_version) == ("TWO", 2)
     assert result.meta.stop_reason == "end_turn"
@@ -70,7 +71,9 @@ def test_protocol_2_refuses_a_v1_agent(spy: Spy) -> None:
 
 @pytest.mark.parametrize("version", [0, 3])
 def test_a_version_the_bridge_does_not_speak_is_a_clear_error(spy: Spy, version: int) -> None:
-    result = spy.harness.run("spy", "go", spy.config({"initialize": {"protocolVersion": version}}))
+    result = spy.harness.run(
+        "spy", "go", spy.config({"initialize": {"protocolVersion": version}}, protocol="auto")
+    )
     assert result.meta.error_code == ErrorCode.PROTOCOL_ERROR
     assert f"speaks ACP protocol version {version}" in result.error
     assert "acp-bridge speaks version 1 or 2" in result.error
@@ -78,7 +81,9 @@ def test_a_version_the_bridge_does_not_speak_is_a_clear_error(spy: Spy, version:
 
 def test_the_agents_unsupported_version_error_names_its_versions(spy: Spy) -> None:
     error = {"code": -32022, "message": "Unsupported", "data": {"requested": 2, "supported": [3]}}
-    result = spy.harness.run("spy", "go", spy.config({"errors": {"initialize": error}}))
+    result = spy.harness.run(
+        "spy", "go", spy.config({"errors": {"initialize": error}}, protocol="auto")
+    )
     assert result.meta.error_code == ErrorCode.PROTOCOL_ERROR
     assert "does not speak ACP protocol version 2 (it speaks [3])" in result.error
 
@@ -86,8 +91,11 @@ def test_the_agents_unsupported_version_error_names_its_versions(spy: Spy) -> No
 @pytest.mark.parametrize("reply", [{}, {"messageId": "user-1"}])
 def test_both_prompt_reply_shapes_are_accepted(spy: Spy, reply: dict[str, Any]) -> None:
     script = v2({"prompt_reply": reply, "prompt": [state("running")], "answer": "OK"})
-    result = spy.harness.run("spy", "go", spy.config(script))
+    result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert (result.status, result.output) == ("done", "OK"), result.error
+    # The v2 schema requires the messageId: a reply without it is accepted, and counted.
+    warned = [w for w in result.meta.warnings or [] if "messageId" in w]
+    assert warned == ([] if reply else [NO_MESSAGE_ID])
 
 
 def test_a_stale_idle_before_running_does_not_end_the_turn(spy: Spy) -> None:
@@ -96,13 +104,15 @@ def test_a_stale_idle_before_running_does_not_end_the_turn(spy: Spy) -> None:
         state("running"),
         {"say": "LATE ANSWER", "messageId": "m1"},
     ]
-    result = spy.harness.run("spy", "go", spy.config(v2({"prompt": steps, "answer": ""})))
+    result = spy.harness.run(
+        "spy", "go", spy.config(v2({"prompt": steps, "answer": ""}), protocol="auto")
+    )
     assert (result.status, result.output) == ("done", "LATE ANSWER"), result.error
 
 
 def test_an_idle_stop_reason_maps_like_a_v1_reply(spy: Spy) -> None:
     script = v2({"prompt": [state("running")], "answer": "partial", "stop": "max_tokens"})
-    result = spy.harness.run("spy", "go", spy.config(script))
+    result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert result.status == "failed"
     assert (result.meta.error_code, result.output) == (ErrorCode.MAX_TOKENS, "partial")
 
@@ -150,7 +160,9 @@ def test_upserts_missing_null_and_append(spy: Spy) -> None:
         },
         {"update": {"sessionUpdate": "agent_message", "messageId": "m2", "content": None}},
     ]
-    result = spy.harness.run("spy", "go", spy.config(v2({"prompt": steps, "answer": ""})))
+    result = spy.harness.run(
+        "spy", "go", spy.config(v2({"prompt": steps, "answer": ""}), protocol="auto")
+    )
     assert result.status == "done", result.error
     assert result.output == "FINAL"  # whole-message upserts; m2 was cleared
     (call,) = result.meta.tool_calls or []
@@ -179,7 +191,7 @@ def test_requires_action_with_a_permission_in_the_v2_shape(spy: Spy) -> None:
         {"request": "session/request_permission", "params": request},
         state("running"),
     ]
-    result = spy.harness.run("spy", "go", spy.config(v2({"prompt": steps})))
+    result = spy.harness.run("spy", "go", spy.config(v2({"prompt": steps}), protocol="auto"))
     assert result.status == "done", result.error
     (decision,) = result.meta.permissions or []
     assert (decision.tool_call_id, decision.title, decision.kind) == (
@@ -198,7 +210,9 @@ def test_unknown_underscore_variants_are_kept_not_errors(spy: Spy) -> None:
         state("_vendor_waiting"),
         {"say": "DONE", "messageId": "m1"},
     ]
-    result = spy.harness.run("spy", "go", spy.config(v2({"prompt": steps, "answer": ""})))
+    result = spy.harness.run(
+        "spy", "go", spy.config(v2({"prompt": steps, "answer": ""}), protocol="auto")
+    )
     assert (result.status, result.output) == ("done", "DONE"), result.error
     assert result.meta.unknown_updates == {"_vendor_progress": 1}
     transcript = result.meta.transcript
@@ -218,7 +232,7 @@ def test_mcp_servers_only_on_advertised_transports(
     spy: Spy, mcp: dict[str, Any], offered: str | None
 ) -> None:
     script = v2({"prompt": [state("running")], "answer": "OK"}, session={"mcp": mcp})
-    result = spy.harness.run("spy", "go", spy.config(script))
+    result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert result.status == "done", result.error
     servers = spy.request("session/new")["params"]["mcpServers"]
     assert [s["type"] for s in servers] == ([offered] if offered else [])

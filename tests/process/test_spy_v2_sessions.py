@@ -27,7 +27,7 @@ def v2(script: dict[str, Any], **init: Any) -> dict[str, Any]:
             "capabilities": {"session": {}},
             **init,
         },
-        "prompt_reply": {},
+        "prompt_reply": {"messageId": "user-1"},
         **script,
     }
 
@@ -46,7 +46,7 @@ def test_a_continued_v2_session_is_resumed_without_replay(spy: Spy) -> None:
         "prompt": [RUNNING, {"say": "NEW ANSWER", "messageId": "m2"}],
         "answer": "",
     })  # fmt: skip
-    result = spy.harness.run("spy", "go on", spy.config(script), resume="sess-old")
+    result = spy.harness.run("spy", "go on", spy.config(script, protocol="auto"), resume="sess-old")
     assert (result.status, result.output) == ("done", "NEW ANSWER"), result.error
     assert spy.methods() == ["initialize", "session/resume", "session/prompt", "session/close"]
     resumed = spy.request("session/resume")["params"]
@@ -75,7 +75,7 @@ class Turns:
 
 def test_each_turn_of_a_live_v2_session_has_its_own_idempotency_key(spy: Spy) -> None:
     script = v2({"prompt": [RUNNING, {"say": "ANSWER", "messageId": "m"}], "answer": ""})
-    config = spy.config(script, timeouts={"idle": 30})
+    config = spy.config(script, timeouts={"idle": 30}, protocol="auto")
     hook = Turns("second", "third")
     result = spy.harness.run("spy", "first", config, follow_ups=hook)
     assert [r.output for r in hook.seen] == ["ANSWER"] * 3, result.error
@@ -99,7 +99,9 @@ LOGIN = {"type": "agent", "methodId": "spy-login", "name": "Spy login"}
 
 def test_auth_login_with_the_profiles_method(spy: Spy) -> None:
     script = v2({"prompt": [RUNNING], "answer": "IN"}, authMethods=[LOGIN])
-    result = spy.harness.run("spy", "go", spy.config(script, auth={"method": "spy-login"}))
+    result = spy.harness.run(
+        "spy", "go", spy.config(script, auth={"method": "spy-login"}, protocol="auto")
+    )
     assert (result.status, result.output) == ("done", "IN"), result.error
     assert spy.methods() == [
         "initialize", "auth/login", "session/new", "session/prompt", "session/close"
@@ -111,7 +113,7 @@ def test_auth_required_on_v2_names_what_it_would_take(spy: Spy) -> None:
     terminal = {"type": "terminal", "methodId": "tui", "name": "Log in", "args": ["--login"]}
     required = {"code": -32000, "message": "Authentication required"}
     script = v2({"errors": {"session/new": required}}, authMethods=[LOGIN, terminal])
-    result = spy.harness.run("spy", "go", spy.config(script))
+    result = spy.harness.run("spy", "go", spy.config(script, protocol="auto"))
     assert result.meta.error_code == ErrorCode.AUTH_REQUIRED
     assert "spy-login (Spy login) cannot be completed headless" in result.error
     assert "tui needs an interactive login: run `" in result.error and "--login`" in result.error
@@ -119,11 +121,11 @@ def test_auth_required_on_v2_names_what_it_would_take(spy: Spy) -> None:
 
 
 def test_auth_logout_only_where_auth_methods_are_advertised(spy: Spy) -> None:
-    config = spy.config(v2({}, authMethods=[LOGIN]))
+    config = spy.config(v2({}, authMethods=[LOGIN]), protocol="auto")
     anyio.run(lambda: agent_logout("spy", config=config))
     assert spy.methods() == ["initialize", "auth/logout"]
     spy.record.unlink()
-    bare = spy.config(v2({}))
+    bare = spy.config(v2({}), protocol="auto")
     try:
         anyio.run(lambda: agent_logout("spy", config=bare))
     except NotOffered as exc:

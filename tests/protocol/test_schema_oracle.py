@@ -177,11 +177,15 @@ def test_sdk_agent_conversation_validates(harness: AgentHarness) -> None:
                 "args": [str(AGENTS / "sdk_agent.py")],
                 "session": {"mode": "plan"},
                 "permissions": {"rules": [{"kind": "execute", "decision": "allow"}]},
+                # auto's one initialize carries v1's keys beside v2's: its v1 part is checked
+                # (the demo agent's conversation checks the default, v1 alone)
+                "protocol": "auto",
             }
         }
     )
     result = harness.run("sdk", "write a.txt: 1\nrun true\nread a.txt", config)
     assert result.status == "done", result.error
+    assert result.meta.protocol_version == 1  # the SDK's agent answers 1
     assert check_transcript(Path(result.meta.transcript or "")) >= 12
 
 

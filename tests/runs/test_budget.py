@@ -55,3 +55,29 @@ def test_a_budget_the_store_cannot_keep_is_refused_before_anything_starts(
     with pytest.raises(ConfigError, match=r"must be a (whole )?number"):
         runs.bash("true", **options)
     assert not runs.db.exists() or runs.store().active() == []
+
+
+def test_a_run_over_its_budget_is_stopped_at_once_whatever_it_does_with_its_cancel(
+    runs: RunsEnv,
+) -> None:
+    # The agent reports a cost growing by 1 every 20 ms and ignores its cancel and SIGTERM:
+    # a graceful cancel would let it spend through the grace (30 s) before being cut off.
+    runs.usage_agent_config()
+    handle = runs.start("acp_spawn", "spend 1", "usage", max_cost=3)
+    result = handle.wait_sync(timeout=20)
+    assert result is not None and result.meta.error_code == "budget", result
+    assert handle.record().cost <= 3 + 1  # what it reported before the first report over
+
+
+def test_runs_of_a_group_overshoot_by_at_most_one_report_each(runs: RunsEnv) -> None:
+    """Six runs of one group, all spending at once: the group's total may go over by what
+    each run reports after the others' last report (here 1 each), never through a grace."""
+    runs.usage_agent_config()
+    handles = [
+        runs.start("acp_spawn", "spend 1", "usage", group="six", group_max_cost=10)
+        for _ in range(6)
+    ]
+    results = [handle.wait_sync(timeout=30) for handle in handles]
+    assert all(r is not None and r.meta.error_code == "budget" for r in results), results
+    spent = sum(handle.record().cost or 0 for handle in handles)
+    assert spent <= 10 + 6 * 1, spent

@@ -18,7 +18,7 @@ V2 = {
         "info": {"name": "spy-v2", "version": "1"},
         "capabilities": {"session": {}},
     },
-    "prompt_reply": {},
+    "prompt_reply": {"messageId": "user-1"},
     "resumed": [{"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}],
     "prompt": [{"update": {"sessionUpdate": "state_update", "state": "running"}}],
     "answer": "TURN DONE",
@@ -28,7 +28,7 @@ V2 = {
 def test_follow_ups_of_a_v2_session_resume_it(
     runs: RunsEnv, spy: Spy, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    runs.loaded = spy.config(V2)  # found by the CLI too: ./acp-bridge.yaml
+    runs.loaded = spy.config(V2, protocol="auto")  # found by the CLI too: ./acp-bridge.yaml
     envelopes: list[dict[str, Any]] = []
     for argv in (
         ["run", "-q", "--session", "v2-chat", "spy", "first"],

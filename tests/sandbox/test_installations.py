@@ -121,9 +121,15 @@ def test_a_launch_that_fails_writing_a_read_only_path_names_sandbox_state(
                "env": {"WRITE_ME": str(target)}, "sandbox": {"mode": mode}}  # fmt: skip
     result = harness.run("writer", "hi", harness.config({"writer": profile}))
     assert result.meta.error_code == "agent_exited", result.error
-    assert f"names {target}, which the sandbox keeps read-only" in result.error
+    # The path comes from the agent's environment: the error says so.
+    assert f"given {target} (WRITE_ME), which the sandbox keeps read-only" in result.error
     assert "list it under sandbox.state in the profile" in result.error
     assert not target.exists()
+    # Named by the agent alone (here: its argument is a script), it is named as the agent said.
+    script = f"import sys; open({str(target)!r}, 'w').write('x')"
+    profile = {"command": sys.executable, "args": ["-c", script], "sandbox": {"mode": mode}}
+    result = harness.run("writer", "hi", harness.config({"writer": profile}))
+    assert f"names {target}, which the sandbox keeps read-only" in result.error, result.error
 
 
 def test_doctor_calls_an_agent_that_cannot_start_in_its_sandbox_not_ready(
@@ -154,3 +160,108 @@ def test_doctor_calls_an_agent_that_cannot_start_in_its_sandbox_not_ready(
     assert "during initialize" in start["detail"]
     (start,) = [c for c in installed["checks"] if c["name"] == "start"]
     assert start["ok"] and "answered initialize in the sandbox" in start["detail"]
+
+
+TOLD = Path(__file__).parents[1] / "agents" / "told_agent.py"
+SPY = Path(__file__).parents[1] / "agents" / "spy_agent.py"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_folder_given_as_an_argument_is_named_with_sandbox_state(
+    harness: AgentHarness, mode: str, read_only_dir: Path
+) -> None:
+    """fast-agent's ``--home DIR``: the agent says only "storage write failed" (kimi's words),
+    the error names the folder, how it was given, and the key; with the key it runs."""
+    home = read_only_dir / "fahome"
+    profile = {"command": sys.executable, "args": [str(TOLD), "--home", str(home), "--quiet"],
+               "sandbox": {"mode": mode}}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.meta.error_code == "agent_exited", result.error
+    assert "storage write failed" in (result.meta.stderr_tail or "")
+    assert (
+        f"the agent was given {home} (argument --home), which the sandbox keeps read-only: "
+        "if the agent keeps its state there, list it under sandbox.state in the profile"
+    ) in result.error
+    profile["sandbox"] = {"mode": mode, "state": [str(home)]}
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.status == "done", result.error
+    assert (home / "state.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_relocated_state_folder_is_shown_as_it_is_and_secrets_are_not(
+    harness: AgentHarness, mode: str, read_only_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relocation such as ``CODEX_HOME`` passed through: its path is no secret — the error
+    and the stderr tail show it (they said ``[REDACTED]``), with the key that fixes it —
+    while a value under a secret-looking name stays hidden."""
+    home = read_only_dir / "codex-home"
+    token = "told-token-that-must-not-show"
+    monkeypatch.setenv("TOLD_HOME", str(home))
+    monkeypatch.setenv("TOLD_TOKEN", token)
+    profile = {"command": sys.executable, "args": [str(TOLD)], "sandbox": {"mode": mode},
+               "env_passthrough": ["TOLD_HOME", "TOLD_TOKEN"]}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.meta.error_code == "agent_exited", result.error
+    tail = result.meta.stderr_tail or ""
+    assert f"cannot write {home}/state.json" in tail and f"TOLD_HOME={home}" in tail, tail
+    assert token not in tail + result.error and "TOLD_TOKEN=[REDACTED]" in tail
+    # Said once, of the folder, with how it was given: not of the file the agent named in it.
+    assert result.error.endswith(
+        f"during initialize; the agent was given {home} (TOLD_HOME), which the sandbox keeps "
+        "read-only: if the agent keeps its state there, list it under sandbox.state in the "
+        "profile"
+    ), result.error
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_error_in_session_setup_that_names_no_path_says_where_the_agent_may_write(
+    harness: AgentHarness, mode: str, read_only_dir: Path
+) -> None:
+    """kimi answers ``session/new`` with "storage write failed" when its state folder is
+    read-only: nothing names the folder, so the error says what the agent may write, and
+    names the folder its environment points at."""
+    error = {"code": -32603, "message": "Internal error",
+             "data": {"details": "storage write failed: unrecognized I/O error"}}  # fmt: skip
+    script = harness.root / "spy.json"
+    script.write_text(json.dumps({"errors": {"session/new": error}}))
+    home = read_only_dir / "kimi-code"
+    home.mkdir()
+    profile = {"command": sys.executable, "args": [str(SPY), str(script)],
+               "env": {"KIMI_CODE_HOME": str(home)}, "sandbox": {"mode": mode}}  # fmt: skip
+    result = harness.run("kimi-like", "hi", harness.config({"kimi-like": profile}))
+    assert result.meta.error_code == "agent_error", result.error
+    assert result.error.startswith("agent answered session/new with error -32603")
+    assert (
+        f"the agent was given {home} (KIMI_CODE_HOME), which the sandbox keeps read-only: "
+        "if the agent keeps its state there, list it under sandbox.state in the profile"
+    ) in result.error
+    del profile["env"]
+    result = harness.run("kimi-like", "hi", harness.config({"kimi-like": profile}))
+    assert (
+        "the agent failed to write and names no path the sandbox refuses: it may write "
+        f"only {harness.workspace}" in result.error
+    ), result.error
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_state_path_follows_the_agents_own_relocation(
+    harness: AgentHarness, mode: str, read_only_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``state: ["${TOLD_HOME:-~/.told}"]`` (as ``${CODEX_HOME:-~/.codex}``): where the agent's
+    environment puts it — the profile's ``env``, or the host's through ``env_passthrough``."""
+    monkeypatch.delenv("TOLD_HOME", raising=False)
+    state = {"mode": mode, "state": ["${TOLD_HOME:-~/.told}"]}
+    by_profile = read_only_dir / "by-profile"
+    profile = {"command": sys.executable, "args": [str(TOLD)], "sandbox": state,
+               "env": {"TOLD_HOME": str(by_profile)}}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.status == "done", result.error
+    assert (by_profile / "state.json").read_text() == "{}"
+    passed = read_only_dir / "passed"
+    monkeypatch.setenv("TOLD_HOME", str(passed))
+    profile = {"command": sys.executable, "args": [str(TOLD)], "sandbox": state,
+               "env_passthrough": ["TOLD_HOME"]}  # fmt: skip
+    result = harness.run("told", "[]", harness.config({"told": profile}))
+    assert result.status == "done", result.error
+    assert (passed / "state.json").read_text() == "{}"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from acp_bridge._os.fs.paths import real_path
 from acp_bridge._os.sandbox.bwrap import bwrap_argv
 from acp_bridge._os.sandbox.landlock import READ, fs_rights, landlock_rules
-from acp_bridge._os.sandbox.needed import needed_paths
+from acp_bridge._os.sandbox.needed import called_links, needed_paths
 from acp_bridge._os.sandbox.plan import Access, _below, _depth, _inside, plan_paths
 from acp_bridge._os.sandbox.spec import DEFAULT_HIDDEN_SYSTEM, SandboxSpec
 from acp_bridge.errors import ConfigError
@@ -113,6 +113,51 @@ def test_bad_specs_are_config_errors(tree: Path, kw: dict[str, object], message:
 def test_a_missing_write_root_is_a_config_error(tree: Path) -> None:
     with pytest.raises(ConfigError, match="write root does not exist"):
         plan_paths(spec_for(tree, write=(tree / "nope",)))
+
+
+def symlinks(argv: list[str]) -> list[tuple[str, str]]:
+    """The (link, target) pairs of a bwrap command line's ``--symlink`` options."""
+    return [(argv[i + 2], argv[i + 1]) for i, arg in enumerate(argv) if arg == "--symlink"]
+
+
+def test_the_links_on_the_way_to_what_a_command_is_given_are_made_again_in_the_host_tmp(
+    tree: Path,
+) -> None:
+    """``HOME=/tmp/…/home`` → ``real-home`` (issue 33): the plan shows ``real-home``'s
+    managed install and state at their resolved paths, and bubblewrap's own ``/tmp`` holds no
+    ``home`` unless it is made again there. Only a link in a replaced tmp dir is made, and
+    only one that leads somewhere visible: not one inside a secret, not one already visible."""
+    assert str(tree).startswith("/tmp/"), "the tree must be under the host's /tmp"
+    real = tree / "real-home"
+    (real / ".local/share/agents/bin").mkdir(parents=True)
+    (real / ".claude").mkdir()
+    (tree / "home-link").symlink_to(real)
+    (tree / "ws/to-real").symlink_to(real)  # inside a write root: visible as it is
+    (tree / "home/.ssh/key-link").symlink_to(tree / "ws")  # inside a secret
+    (tree / "nowhere").symlink_to(tree / "venv")  # leads only to what is hidden
+    spec = spec_for(tree, write=(tree / "ws", real / ".claude"), home=tree / "home")
+    env = {
+        "PATH": f"{tree}/home-link/.local/share/agents/bin:/usr/bin",
+        "HOME": f"{tree}/home-link",
+        "KEY": f"{tree}/home/.ssh/key-link/x",
+        "WS": f"{tree}/ws/to-real/.claude",
+        "NOWHERE": f"{tree}/nowhere/bin",
+    }
+    argv = ["true", f"--state={tree}/home-link/.claude"]
+    links = called_links(argv, env, tree / "ws")
+    assert {link for link, _, _ in links} == {
+        f"{tree}/home-link", f"{tree}/ws/to-real", f"{tree}/home/.ssh/key-link",
+        f"{tree}/nowhere",
+    }  # fmt: skip
+    plan = plan_paths(spec, needed=needed_paths(argv, env, tree / "ws"))
+    command = bwrap_argv(
+        argv, plan=plan, cwd=spec.cwd, network=False, private_tmp=tree / "p", links=links
+    )
+    assert symlinks(command) == [(f"{tree}/home-link", str(real))]
+    # After the plan's mounts (the link goes into bwrap's own /tmp), before any remount.
+    at = command.index("--symlink")
+    assert command.index("/tmp") < at < command.index("--remount-ro")
+    assert called_links(["true"], {"PATH": "/usr/bin"}, tree / "ws") == ()  # no link: no walk
 
 
 def test_both_launchers_render_the_same_plan(tree: Path) -> None:

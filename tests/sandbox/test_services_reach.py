@@ -34,7 +34,7 @@ def v2_script(mcp: dict[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any
             "info": {"name": "spy-v2", "version": "1"},
             "capabilities": {"session": {"mcp": mcp}},
         },
-        "prompt_reply": {},
+        "prompt_reply": {"messageId": "user-1"},
         "prompt": [
             {"update": {"sessionUpdate": "state_update", "state": "running"}},
             {"mcp": calls},
@@ -53,7 +53,9 @@ def write_and_run(workspace: Path) -> list[dict[str, Any]]:
 def run(spy: Spy, script: dict[str, Any], mode: str, network: str, **profile: Any) -> Any:
     sandbox = {"mode": mode, "network": network}
     permissions = profile.pop("permissions", {"mode": "workspace-write", "rules": [RUN_RULE]})
-    config = spy.config(script, sandbox=sandbox, permissions=permissions, **profile)
+    config = spy.config(
+        script, sandbox=sandbox, permissions=permissions, protocol="auto", **profile
+    )
     return spy.harness.run("spy", "use the tools", config)
 
 

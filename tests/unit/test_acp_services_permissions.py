@@ -129,6 +129,39 @@ async def test_locations_come_from_diffs_and_raw_input_too(roots: Roots) -> None
     assert await decide(policy(roots), sneaky) == "no"
     honest = request("edit", [], rawInput={"path": f"{ws}/ok.py"})
     assert await decide(policy(roots), honest) == "yes"
+    # pydantic-acp's names of a location: each is checked like any other
+    for key in ("filepath", "target_path", "destination_path", "source_path"):
+        assert await decide(policy(roots), request("edit", [], rawInput={key: "/etc/x"})) == "no"
+        inside = request("edit", [], rawInput={key: f"{ws}/x"})
+        assert await decide(policy(roots), inside) == "yes"
+
+
+@pytest.mark.parametrize(
+    ("kind", "sandboxed"),
+    [("edit", "yes"), ("delete", "yes"), ("move", "yes"), ("other", "no"), (None, "no"),
+     ("execute", "no")],
+)  # fmt: skip
+async def test_a_file_change_that_names_no_location_is_held_by_the_sandbox(
+    roots: Roots, kind: str | None, sandboxed: str
+) -> None:
+    """pydantic-acp's approved ``update_note(name, content)`` and kimi's ``Write`` name no
+    path: under workspace-write they pass when the OS sandbox holds what the agent's own
+    process writes, never without it, and the ledger says why either way."""
+    note = request(kind, [], title="update_note", rawInput={"name": "todo", "content": "x"})
+    for mode in ("bwrap", "landlock"):
+        rules = policy(roots, sandbox=mode)
+        assert await decide(rules, note) == sandboxed
+        if sandboxed == "yes":
+            assert f"allowed because the {mode} sandbox keeps" in rules.ledger.records[-1].reason
+    rules = policy(roots)  # the sandbox off
+    assert await decide(rules, note) == "no"
+    reason = rules.ledger.records[-1].reason
+    if kind != "execute":  # a command is refused for what it is, located or not
+        assert "names no location to check" in reason and "a rule by its title or name" in reason
+    assert await decide(policy(roots, "read-only", sandbox="bwrap"), note) == "no"
+    # A location named is checked as ever, sandbox or not.
+    outside = request(kind, ["/etc/passwd"], title="update_note")
+    assert await decide(policy(roots, sandbox="bwrap"), outside) == "no"
 
 
 # --- rules and the host hook --------------------------------------------------------------------

@@ -93,6 +93,31 @@ acp:
     assert expanded.profiles.get("needs-key").profile.env == {"API_KEY": "k"}
 
 
+def test_the_secrets_of_a_profile_are_its_values_under_secret_names(tmp_path: Path) -> None:
+    """A value is a secret under a secret-looking name, or made from a variable with one (and
+    that variable's value is too, inside a longer value); a path made from ``${LAB}`` is
+    not: the errors that name it must show it."""
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        """
+acp:
+  agents:
+    - name: x
+      command: agent
+      env: {OPENAI_API_KEY: k-123456, CODEX_HOME: "${LAB}/codex", URL: "${PLAIN}",
+            CONFIG: '{"key": "${MY_TOKEN}"}'}
+      mcp_servers:
+        - {name: docs, type: http, url: "http://h/mcp",
+           headers: {Authorization: "Bearer ${MY_TOKEN}", X-Trace: "${PLAIN}"}}
+""",
+    )
+    environ = {"LAB": str(tmp_path), "MY_TOKEN": "tok-123456", "PLAIN": "plain-value"}
+    profile = load_config(config, environ=environ).profiles.get("x").profile
+    assert sorted(profile.secret_values()) == sorted(
+        ["k-123456", '{"key": "tok-123456"}', "Bearer tok-123456", "tok-123456"]
+    )
+
+
 # --- search order --------------------------------------------------------------------------
 
 
@@ -166,6 +191,64 @@ def test_the_new_name_loads_without_a_warning(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_config(path, environ={}).config.runs.supervisor_idle == 0.5
+
+
+# --- state paths follow the agent's environment -------------------------------------------
+
+
+def state_of(tmp_path: Path, environ: dict[str, str], **profile: object) -> list[str]:
+    """The resolved ``sandbox.state`` of a profile ``codex`` laid over ``profiles/codex.yaml``
+    (which passes CODEX_HOME through and lists ``${CODEX_HOME:-~/.codex}``, as a built-in
+    profile does), given the config entry's ``profile`` keys."""
+    write(
+        tmp_path / "profiles" / "codex.yaml",
+        "name: codex\ncommand: codex-acp\nenv_passthrough: [CODEX_HOME]\n"
+        'sandbox: {state: ["${CODEX_HOME:-~/.codex}", "${LAB:-/nolab}/x", ~/.npm]}\n',
+    )
+    entry = json.dumps({"name": "codex", **profile})
+    config = write(
+        tmp_path / "acp-bridge.yaml", f"profiles_dirs: [profiles]\nacp:\n  agents: [{entry}]\n"
+    )
+    loaded = load_config(config, environ=environ)
+    return [str(p) for p in loaded.profiles.get("codex").profile.sandbox.state]
+
+
+def test_state_paths_expand_from_the_environment_the_agent_gets(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    relocated, lab = tmp_path / "relocated", tmp_path / "lab"
+    base = {"HOME": str(home)}
+    # Nothing set: the agent's defaults.
+    assert state_of(tmp_path, base) == [f"{home}/.codex", "/nolab/x", f"{home}/.npm"]
+    # Passed through from the host: the host's value, which the agent gets.
+    with_host = {**base, "CODEX_HOME": str(relocated)}
+    assert state_of(tmp_path, with_host)[0] == str(relocated)
+    # Set on the host but not given to the agent: the agent uses its default, so does this.
+    assert state_of(tmp_path, with_host, env_passthrough=[])[0] == f"{home}/.codex"
+    # Set by the profile (from a host variable): what the agent gets. ${LAB:-/nolab} has a
+    # default and the agent is not given LAB: the default, as for CODEX_HOME above.
+    assert state_of(tmp_path, {**base, "LAB": str(lab)}, env={"CODEX_HOME": "${LAB}/c"}) == [
+        f"{lab}/c", "/nolab/x", f"{home}/.npm",
+    ]  # fmt: skip
+    # The agent's HOME is its own: `~` follows a profile that sets it.
+    agent_home = tmp_path / "agent-home"
+    assert state_of(tmp_path, base, env={"HOME": str(agent_home)}) == [
+        f"{agent_home}/.codex", "/nolab/x", f"{agent_home}/.npm",
+    ]  # fmt: skip
+
+
+def test_a_state_variable_without_a_default_may_be_the_operators(tmp_path: Path) -> None:
+    """``${LAB}/state``: not given to the agent, required, so read from the host (the
+    operator names a folder of theirs); unset anywhere, the profile is broken, at its line."""
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        'acp:\n  agents:\n    - {name: x, command: a, sandbox: {state: ["${LAB}/state"]}}\n',
+    )
+    loaded = load_config(config, environ={"LAB": str(tmp_path)})
+    assert loaded.profiles.get("x").profile.sandbox.state == [tmp_path / "state"]
+    assert loaded.profiles.get("x").source_of(("sandbox", "state", 0)).env_vars == ("LAB",)
+    with pytest.raises(ProfileError, match=r"acp.agents\[0\].sandbox.state\[0\]: .*LAB is not set"):
+        load_config(config, environ={}).profiles.get("x")
 
 
 # --- layering and provenance ------------------------------------------------------------------
@@ -315,3 +398,23 @@ def test_profile_schema_is_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     assert "command" in schema["properties"]
     json.dumps(schema)
+
+
+# --- protocol: as the docs write it -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "read"), [("1", "1"), ("2", "2"), ('"2"', "2"), ("auto", "auto")]
+)
+def test_protocol_is_v1_by_default_and_may_be_a_yaml_number(
+    tmp_path: Path, written: str, read: str
+) -> None:
+    path = write(
+        tmp_path / "c.yaml",
+        "acp:\n  agents:\n"
+        f"    - {{name: a, command: x, protocol: {written}}}\n"
+        "    - {name: b, command: x}\n",
+    )
+    profiles = load_config(path, environ={}, search=False).profiles
+    assert profiles.get("a").runnable().protocol == read
+    assert profiles.get("b").runnable().protocol == "1"  # the v2 Preview only when asked

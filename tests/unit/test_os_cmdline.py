@@ -19,7 +19,7 @@ from acp_bridge._acp.services.permissions import PermissionPolicy, PermissionQue
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.turn_collector import TurnCollector
 from acp_bridge._acp.wire.schema import RequestPermissionParams
-from acp_bridge._os.cmdline import from_argv, parse_line
+from acp_bridge._os.cmdline import from_argv, parse_line, without_cd_to
 from acp_bridge._os.fs.roots import Roots
 from acp_bridge.config import AgentProfile, Permissions
 from acp_bridge.events import Event, EventSink
@@ -116,6 +116,91 @@ def test_an_argv_is_not_a_shell_line_unless_it_runs_one() -> None:
     assert from_argv(["npm", "test;", "rm"]).simple  # three plain words, no shell
     assert not from_argv(["bash", "-lc", "npm test; rm -rf ~"]).simple
     assert from_argv(["/bin/sh", "-c", "npm test"]).words == ("npm", "test")
+
+
+# --- a cd to where the line runs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "dropped"),
+    [
+        ("cd '{cwd}' && echo ran", "echo ran"),  # kimi's shape
+        ('cd "{cwd}" && echo ran > ran.txt', "echo ran > ran.txt"),
+        ("cd {cwd}/ && npm test", "npm test"),
+        ("cd {cwd}/sub/.. && npm test", "npm test"),  # the same folder, written otherwise
+        ("cd {cwd} && cd {cwd} && npm test", "cd {cwd} && npm test"),  # one, not every
+        ("cd {cwd}", None),  # nothing after it: one command already
+        ("cd {cwd}; npm test", None),  # only `&&`
+        ("cd {cwd} || rm -rf ~", None),
+        ("cd {cwd} | npm test", None),
+        ("cd {cwd} & npm test", None),
+        ("cd /elsewhere && npm test", None),
+        ("cd {cwd}/sub && npm test", None),
+        ("cd . && npm test", None),  # relative: CDPATH decides where it goes
+        ("cd sub/.. && npm test", None),
+        ("cd -P {cwd} && npm test", None),
+        ("cd -- {cwd} && npm test", None),
+        ("cd $HOME && npm test", None),
+        ("cd {cwd}* && npm test", None),  # a glob: the shell picks the folder
+        ("cd {cwd}/$(rm -rf ~) && npm test", None),
+        ("cd {cwd} > /tmp/x && npm test", None),
+        ("X=1 cd {cwd} && npm test", None),
+        ("echo {cwd} && npm test", None),
+        ("cd {cwd}\nnpm test && true", None),
+        ("true && cd {cwd} && npm test", None),  # not leading
+    ],
+)
+def test_a_leading_cd_to_the_cwd_is_not_a_command(
+    tmp_path: Path, line: str, dropped: str | None
+) -> None:
+    (tmp_path / "sub").mkdir()
+    line = line.format(cwd=tmp_path).replace("\\n", "\n")
+    parsed = parse_line(line)
+    result = without_cd_to(parsed, str(tmp_path))
+    if dropped is None:
+        assert result is parsed
+    else:
+        assert result == parse_line(dropped.format(cwd=tmp_path))
+
+
+def test_a_cd_is_compared_with_the_cwd_resolved(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    to_real = parse_line(f"cd {tmp_path}/real && npm test")
+    assert without_cd_to(to_real, str(tmp_path / "link")).words == ("npm", "test")
+    # Through a link it is not dropped: the link may point elsewhere by the time it runs.
+    to_link = parse_line(f"cd {tmp_path}/link && npm test")
+    assert without_cd_to(to_link, str(tmp_path / "real")) is to_link
+
+
+SHELL_TEXT = st.text(alphabet=" abc/.;&|$()`'\"<>#=\n-*", max_size=40)
+
+
+@given(SHELL_TEXT)
+def test_dropping_takes_the_cd_and_nothing_else(rest: str) -> None:
+    """Whatever follows ``cd /w &&``, what is judged is that text alone, read the same way;
+    and whatever a line is, the only part it can lose is its exact ``cd /w``."""
+    line = f"cd '/w' && {rest}"
+    result = without_cd_to(parse_line(line), "/w")
+    alone = parse_line(rest.lstrip(" \t"))
+    if alone.parts:  # else the line is one command already (`cd` and what it redirects)
+        assert result == alone
+    for text in (rest, f"cd /w {rest}", f"cd /w&&{rest}"):
+        parsed = parse_line(text)
+        kept = without_cd_to(parsed, "/w")
+        if kept is not parsed:
+            assert parsed.parts[0] == ("cd", "/w") and kept.parts == parsed.parts[1:]
+            assert kept.reasons <= parsed.reasons | {"empty"}
+
+
+async def test_a_rule_sees_the_command_after_the_cd(roots: Roots, tmp_path: Path) -> None:
+    rule = {"kind": "execute", "command": "echo", "decision": "allow"}
+    cwd = tmp_path  # the roots' and the policy's session cwd
+    rules = PermissionPolicy(Permissions.model_validate({"rules": [rule]}), roots, cwd=cwd)
+    assert await allowed(rules, request("Bash", raw={"command": f"cd '{cwd}' && echo hi"}))
+    assert not await allowed(rules, request("Bash", raw={"command": "cd /tmp && echo hi"}))
+    argv = ["/bin/bash", "-c", f"cd '{cwd}' && echo hi"]
+    assert await allowed(rules, request("Bash", raw={"command": argv}))
 
 
 # --- rules --------------------------------------------------------------------------------------

@@ -45,3 +45,10 @@ def test_refused_by_default_allowed_when_named(tmp_path: Path) -> None:
     check_write_roots([home / "."], explicit=[home], home=home)  # the same folder
     with pytest.raises(ConfigError, match="whole filesystem"):
         check_write_roots([Path("/")], explicit=[home], home=home)
+
+
+def test_a_home_that_is_a_file_protects_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home-file"
+    home.write_text("")
+    assert too_broad(tmp_path, home) is None
+    assert too_broad(tmp_path, tmp_path / "home-folder-missing") is not None

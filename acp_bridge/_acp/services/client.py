@@ -50,7 +50,7 @@ from acp_bridge._acp.wire.schema import (
     ToolCallUpdate,
     WriteTextFileParams,
 )
-from acp_bridge._os.cmdline import Command, from_argv, parse_line
+from acp_bridge._os.cmdline import Command, from_argv, parse_line, without_cd_to
 from acp_bridge._os.fs.roots import Roots
 from acp_bridge._os.process.procgroup import Launcher
 from acp_bridge._os.race import race
@@ -74,11 +74,17 @@ def describe_write(request: WriteTextFileParams) -> Described:
     return f"Write {request.path}", request.path, (request.path,), None
 
 
-def describe_command(request: CreateTerminalParams) -> Described:
+def describe_command(request: CreateTerminalParams, session_cwd: Path | None = None) -> Described:
+    """A terminal request as the policy judges it: by what the shell will run there. A
+    leading ``cd`` to the terminal's own cwd (the request's, else ``session_cwd``) is not a
+    command of its own (:func:`~acp_bridge._os.cmdline.without_cd_to`)."""
     line = " ".join([request.command, *request.args])
     # Judged as it will run: an argv as it is, a shell line by what the shell will run.
     argv = shell_argv(request.command, request.args)
     command = parse_line(argv[2]) if argv[:2] == ["/bin/sh", "-c"] else from_argv(argv)
+    where = request.cwd if request.cwd is not None else session_cwd
+    if where is not None and Path(where).is_absolute():  # a relative one is refused anyway
+        command = without_cd_to(command, str(where))
     return line, line, (), command
 
 
@@ -100,8 +106,10 @@ class ClientServices:
         on_tool_call: Callable[[ToolCallUpdate], None] | None = None,
         launcher: Launcher | None = None,
         announced: Callable[[str], ToolCallUpdate | None] | None = None,
+        sandbox: str = "off",
     ) -> None:
         self.profile = profile
+        self.cwd = cwd
         self.signals = signals
         self.sink = sink
         self.ledger = PermissionLedger()
@@ -111,6 +119,7 @@ class ClientServices:
             permission_hook=permission_hook,
             ledger=self.ledger,
             cwd=cwd,
+            sandbox=sandbox,
         )
         self.files = FileService(
             roots,
@@ -185,7 +194,7 @@ class ClientServices:
             terminals = self.terminals
             routes += [
                 self._served(
-                    "terminal/create", "execute", CreateTerminalParams, describe_command,
+                    "terminal/create", "execute", CreateTerminalParams, self.describe_command,
                     terminals.create,
                 ),
                 Route("terminal/output", TerminalIdParams, terminals.output),
@@ -194,6 +203,10 @@ class ClientServices:
                 Route("terminal/release", TerminalIdParams, terminals.release),
             ]  # fmt: skip
         return Router(routes)
+
+    def describe_command(self, request: CreateTerminalParams) -> Described:
+        """A terminal request as the policy judges it (:func:`describe_command`)."""
+        return describe_command(request, self.cwd)
 
     def _served(
         self,

@@ -32,7 +32,6 @@ import anyio
 from acp_bridge._acp.rpc.router import RequestError
 from acp_bridge._acp.services.client import (
     ClientServices,
-    describe_command,
     describe_read,
     describe_write,
 )
@@ -161,7 +160,7 @@ class ServicesMcp:
         timeout = args.pop("timeout", None)
         run = CreateTerminalParams.model_validate({**args, "sessionId": sid})
         return await services.serve_tool(
-            tool, "execute", run, describe_command, lambda r: self._run(r, timeout)
+            tool, "execute", run, services.describe_command, lambda r: self._run(r, timeout)
         )
 
     async def _run(self, request: CreateTerminalParams, timeout: Any) -> dict[str, Any]:

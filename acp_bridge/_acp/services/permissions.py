@@ -9,7 +9,9 @@ its id first (``_acp/turn/tool_calls.py``). The command of a tool call is
 ``execute`` call) never matches a line of several commands unless it says ``compound: true`` (and
 then only when every command of the line matches it, and the line has no ``$(…)``, backticks,
 subshell or assignment); a ``reject`` or ``ask`` rule matches when any command of the line does,
-those inside ``$(…)`` included. The locations a tool call names are its ``locations``,
+those inside ``$(…)`` included. A leading ``cd`` to the directory the line runs in (the
+terminal's cwd; for a permission request, the session cwd) is no command of its own
+(``without_cd_to``). The locations a tool call names are its ``locations``,
 the paths of its ``diff`` content, and path-like fields of its ``rawInput`` (``path``,
 ``file_path``, … — agents such as fast-agent name the file only there); relative ones are
 taken from the session cwd.
@@ -22,15 +24,19 @@ think, fetch       allow              allow                           allow
 switch_mode        reject             allow                           allow
 edit, delete,      reject             allow if it names a location    allow
 move, other, …                        and every one is inside the
-                                      write roots
+                                      write roots (see below)
 execute            reject             reject                          allow
 =================  =================  ==============================  ================
 
 ``deny-all`` rejects everything. Why ``execute`` is rejected by ``workspace-write``: a command
 can change anything the user can, wherever it runs (in our terminal or inside the agent), so
 no location check can hold it to the roots; a rule (``{kind: execute, decision: allow}``)
-opts in. A changing tool call that names no location is rejected for the same reason: there
-is nothing to check. ``fetch`` changes nothing here; the network is not something the modes
+opts in. A changing tool call that names no location has nothing to check: rejected — except
+an ``edit``, ``delete`` or ``move`` when the agent runs in an OS sandbox, which holds what
+its own process writes to the write roots, its state paths and its private ``/tmp``
+(pydantic-acp's approved tools and kimi's ``Write`` name no path); a write it then asks the
+bridge to serve is judged by its path, as always. The reason in ``meta.permissions`` says
+so. ``fetch`` changes nothing here; the network is not something the modes
 govern (a rule can). ``switch_mode`` is refused by ``read-only`` because a mode switch may
 turn off the agent's own permission requests.
 
@@ -67,7 +73,7 @@ from acp_bridge._acp.wire.schema import (
     RequestPermissionParams,
     permission_selected,
 )
-from acp_bridge._os.cmdline import Command, parse_line, prefix_matches
+from acp_bridge._os.cmdline import Command, parse_line, prefix_matches, without_cd_to
 from acp_bridge._os.fs.roots import Roots
 from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.config import PermissionRule, Permissions
@@ -77,6 +83,9 @@ from acp_bridge.errors import SandboxViolation
 Decision = Literal["allow", "reject", "ask"]
 LOOKING_KINDS = frozenset({"read", "search"})
 HARMLESS_KINDS = frozenset({"think", "fetch"})
+FILE_KINDS = frozenset({"edit", "delete", "move"})
+"""The changing kinds that are file changes: what an OS sandbox confines (``execute`` and
+``other`` may do anything else)."""
 log = logging.getLogger("acp_bridge.permissions")
 
 
@@ -205,7 +214,7 @@ def _outside(paths: tuple[str, ...], check: Callable[[Path], Path]) -> str | Non
 
 
 def _mode_verdict(
-    settings: Permissions, roots: Roots, question: PermissionQuestion
+    settings: Permissions, roots: Roots, question: PermissionQuestion, sandbox: str = "off"
 ) -> tuple[Decision, str]:
     mode, kind = settings.mode, question.kind or "unknown"
     if mode == "approve-all":
@@ -229,7 +238,21 @@ def _mode_verdict(
             "allow it with a rule"
         )
     if not question.locations:
-        return "reject", f"mode {mode}: kind {kind} names no location to check"
+        if kind in FILE_KINDS and sandbox != "off":
+            return "allow", (
+                f"mode {mode}: kind {kind} names no location; allowed because the {sandbox} "
+                "sandbox keeps the agent's own writes to its write roots, state paths and "
+                "private /tmp (a write it asks the bridge for is judged by its path)"
+            )
+        fix = (
+            " (with the sandbox off nothing holds the agent's own writes to the roots)"
+            if kind in FILE_KINDS
+            else ""
+        )
+        return "reject", (
+            f"mode {mode}: kind {kind} names no location to check{fix}; "
+            "allow it with a rule by its title or name"
+        )
     outside = _outside(question.locations, roots.check_write)
     if outside is not None:
         return "reject", f"mode {mode}: {outside} is outside the write roots"
@@ -257,9 +280,13 @@ class PermissionPolicy:
         permission_hook: PermissionHook | None = None,
         ledger: PermissionLedger | None = None,
         cwd: Path | None = None,
+        sandbox: str = "off",
     ) -> None:
         self.settings = settings
         self.roots = roots
+        self.sandbox = sandbox
+        """The OS sandbox mode the agent runs in (``off``: none): a file change that names
+        no location is allowed only inside one."""
         self.permission_hook = permission_hook
         self.ledger = ledger or PermissionLedger()
         self.cwd = cwd
@@ -271,7 +298,7 @@ class PermissionPolicy:
         for index, rule in enumerate(self.settings.rules):
             if _rule_matches(rule, question):
                 return rule.decision, f"rule {index + 1} ({rule.decision})"
-        return _mode_verdict(self.settings, self.roots, question)
+        return _mode_verdict(self.settings, self.roots, question, self.sandbox)
 
     async def verdict(self, question: PermissionQuestion) -> tuple[bool, str]:
         """(allow?, reason) for one question: rules, then mode, then the hook for ``ask``."""
@@ -333,6 +360,8 @@ class PermissionPolicy:
     def question(self, params: RequestPermissionParams) -> PermissionQuestion:
         tool = params.tool_call
         command = command_of(tool)
+        if command is not None and self.cwd is not None:  # `cd <cwd> && CMD` is CMD
+            command = without_cd_to(command, str(self.cwd))
         return PermissionQuestion(
             tool_call_id=tool.tool_call_id,
             title=tool.title or "",

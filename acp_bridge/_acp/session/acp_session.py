@@ -33,7 +33,14 @@ from acp_bridge._acp.session.auth import configured_method, headless_choice, why
 from acp_bridge._acp.session.session_options import SessionChoices, SessionOptions
 from acp_bridge._acp.session.setup_params import profile_mcp_servers, system_prompt_param
 from acp_bridge._acp.session.tracing import NO_TRACING, Tracing
-from acp_bridge._acp.turn.lifecycle import acknowledged, turn_result
+from acp_bridge._acp.turn.lifecycle import (
+    NO_MESSAGE_ID,
+    V1_TURN_END,
+    acknowledged,
+    ended_the_v1_way,
+    no_message_id,
+    turn_result,
+)
 from acp_bridge._acp.turn.prompt_turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.turn.turn_collector import TurnCollector
 from acp_bridge._acp.wire.schema import (
@@ -52,14 +59,14 @@ from acp_bridge._acp.wire.schema import (
     SessionSetup,
     TextBlock,
     Wire,
-    parse_reply,
 )
 from acp_bridge._acp.wire.session_schema import ForkSessionResult, SessionLifecycleParams
 from acp_bridge._acp.wire.versions import (
     UNSUPPORTED_VERSION,
-    accepted_version,
     initialize_params,
     initialize_result,
+    setup_reply,
+    spoken_version,
     unsupported_version,
 )
 from acp_bridge._os.race import on_any, race, wait_any
@@ -126,6 +133,13 @@ class AcpSession:
         self.phase = "starting"
         self.warnings: list[str] = []
         self.turn_in_progress = False
+        self.prompted = False
+        """Whether a prompt was sent: from then on the session's work cannot be redone."""
+
+    def warn(self, warning: str) -> None:
+        """A warning for ``meta.warnings``, once however often it happens (each turn, say)."""
+        if warning not in self.warnings:
+            self.warnings.append(warning)
 
     async def call(self, method: str, params: Wire | dict[str, Any]) -> Any:
         """A request with the trace context in its ``_meta``; its result."""
@@ -145,7 +159,10 @@ class AcpSession:
             if exc.rpc_code == UNSUPPORTED_VERSION:
                 raise unsupported_version(exc.data, setting) from exc
             raise
-        self.protocol_version = version = accepted_version(setting, reply)
+        version, note = spoken_version(setting, reply)
+        if note is not None:
+            self.warn(note)
+        self.protocol_version = self.state.version = version
         result = initialize_result(version, reply)
         self.init = result
         info = result.agent_info
@@ -254,11 +271,11 @@ class AcpSession:
             "system_prompt": self.system_prompt_param(),
         }
         setup: SessionSetup
+        version = self.protocol_version
         if resume is None:
             new = NewSessionParams(**common)
-            created = parse_reply(
-                NewSessionResult, await self.call_authenticated(method, new), method
-            )
+            raw = await self.call_authenticated(method, new)
+            created = setup_reply(version, NewSessionResult, raw, method)
             self.session_id, setup = created.session_id, created
         else:
             params = SessionLifecycleParams(session_id=resume, **common)
@@ -269,10 +286,10 @@ class AcpSession:
             finally:
                 self.collector.replay(False)
             if method == "session/fork":
-                forked = parse_reply(ForkSessionResult, raw, method)
+                forked = setup_reply(version, ForkSessionResult, raw, method)
                 self.session_id, setup = forked.session_id, forked
             else:
-                self.session_id, setup = resume, parse_reply(SessionSetup, raw, method)
+                self.session_id, setup = resume, setup_reply(version, SessionSetup, raw, method)
         self.session_method = method
         self.state.apply_setup(setup)
         self.sink.emit("status", phase="session", session_id=self.session_id, method=method)
@@ -305,7 +322,7 @@ class AcpSession:
         self.phase = "prompt"
         self.signals.cancelled = anyio.Event()  # the services hold self.signals; new per turn
         self.collector.begin_turn()
-        self.turn_in_progress = True
+        self.turn_in_progress = self.prompted = True
         self.sink.emit("status", phase="prompting")
         key = secrets.token_hex(8) if self.v2 else None  # v2: a retried prompt is safe
         params = PromptParams(
@@ -319,8 +336,15 @@ class AcpSession:
         async def turn_end() -> Response:
             """v1: the prompt's reply. v2: the reply acknowledges; ``idle`` ends the turn."""
             reply = await sent[0].wait()
-            if not self.v2 or not acknowledged(reply):
+            if not self.v2:
                 return reply
+            if ended_the_v1_way(reply):  # no idle will come: the turn is over
+                self.warn(V1_TURN_END)
+                return reply
+            if not acknowledged(reply):
+                return reply
+            if no_message_id(reply):
+                self.warn(NO_MESSAGE_ID)
             await wait_any(state.ended, self.conn.closed_event)
             if not state.ended.is_set():
                 return Response(reply.method, failure=self.conn.failure)

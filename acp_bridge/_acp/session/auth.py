@@ -4,7 +4,9 @@
 A method of type ``terminal`` needs a person at a terminal: never attempted, the error says
 the command to run. An ``env_var`` method needs its variables in the agent's environment.
 An ``agent`` method (the default type) is the agent's own login flow, which may open a
-browser: only used when the profile names it.
+browser: only used when the profile names it. An agent that takes the prompt's -32000 as its
+answer (claude-agent-acp, fast-agent: ``session/new`` works without a key) is told apart
+by :func:`auth_refused_prompt`, which names the variables the profile's ``auth.env`` lists.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from acp_bridge._acp.wire.schema import AuthMethod
-from acp_bridge.errors import AuthRequiredError
+from acp_bridge.errors import AgentRequestError, AuthRequiredError
 
 
 def why_not_headless(method: AuthMethod, command: str, env: Mapping[str, str]) -> str | None:
@@ -54,3 +56,27 @@ def headless_choice(
         )
     detail = "; ".join(reasons) or "the agent offers no auth methods"
     raise AuthRequiredError(f"the agent requires authentication: {detail}")
+
+
+def auth_refused_prompt(
+    error: AgentRequestError,
+    variables: Sequence[str],
+    agent_env: Mapping[str, str],
+    host_env: Mapping[str, str],
+) -> AuthRequiredError:
+    """The agent answered the prompt -32000 (auth required): the error names the fix, from
+    the profile's ``auth.env`` (any one of them authenticates the agent) and where each is."""
+    said = f"the agent requires authentication: it answered session/prompt with {error.rpc_code}"
+    said += f" {error.rpc_message}"
+    if not variables:
+        return AuthRequiredError(
+            f"{said}; the profile names no variable that authenticates it (auth.env): log the "
+            "agent in its own way, or set its key and list it under auth.env and env_passthrough"
+        )
+    fixes = [f"set {' or '.join(variables)} (the profile's auth.env) for the agent"]
+    for name in variables:
+        if name in agent_env:
+            fixes.append(f"{name} is set and the agent refused it: check its value")
+        elif name in host_env:
+            fixes.append(f"{name} is set here but not passed to the agent (env_passthrough)")
+    return AuthRequiredError(f"{said}; {'; '.join(fixes)}")

@@ -37,9 +37,9 @@ from acp_bridge._acp.wire.schema import (
     SetConfigOptionResult,
     SetModeParams,
     Wire,
-    parse_reply,
 )
 from acp_bridge._acp.wire.session_schema import SetModelParams
+from acp_bridge._acp.wire.versions import setup_reply
 from acp_bridge.errors import NotOffered
 
 OptionValue = str | bool | int | float
@@ -186,16 +186,16 @@ class SessionOptions:
             self._refuse(setting, flag, problem)
 
     async def _set_option(self, option: ConfigOption, value: str | bool) -> None:
+        v2 = self._state.version == 2
         params = SetConfigOptionParams(
             session_id=self._session_id,
             config_id=option.id,
             value=value,
-            type="boolean" if isinstance(value, bool) else None,
+            # v1 tags a boolean only; v2 every value, a select's as its value id
+            type="boolean" if isinstance(value, bool) else "id" if v2 else None,
         )
-        reply = parse_reply(
-            SetConfigOptionResult,
-            await self._request("session/set_config_option", params),
-            "session/set_config_option",
-        )
+        method = "session/set_config_option"
+        raw = await self._request(method, params)
+        reply = setup_reply(self._state.version, SetConfigOptionResult, raw, method)
         if reply.config_options:  # the complete state, dependent changes included
             self._state.config_options = list(reply.config_options)

@@ -3,14 +3,21 @@
 v2 diffs are structured: ``changes`` (operation, path, and for move/copy the old path) with
 an optional ``patch`` (``git_patch`` text); v1 diffs name one ``path`` with its old and new
 text. Both become records for ``meta.reported_changes``; the patch text is kept, bounded,
-for ``meta.reported_patch``. :func:`disagreements` compares the reported paths with the
-sandbox's own ``files_changed``: a path reported but not changed, or changed but not
-reported by an agent that reports changes, is flagged in ``meta.warnings`` — the
-measurement is the fact, the report is the agent's word.
+for ``meta.reported_patch``. Only the changes of tool calls that completed are reported: a
+diff shown with a permission request that was refused (or a call that failed) describes a
+change never made (codex-acp's refused edits). :func:`disagreements` compares the reported
+paths with the sandbox's own ``files_changed``: a path reported but not changed, or changed
+but not reported by an agent that reports changes, is flagged in ``meta.warnings`` — the
+measurement is the fact, the report is the agent's word. Agents report a path relative to
+the session's cwd (opencode 1.18) or absolute (codex), the sandbox measures absolute ones:
+both are compared absolute.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 MAX_CHANGES = 2048
@@ -22,8 +29,9 @@ class FileChanges:
     """Every file change the agent's tool calls reported, in order, without duplicates."""
 
     def __init__(self) -> None:
-        self.changes: dict[tuple[str, str], dict[str, Any]] = {}
-        self.patch: list[str] = []
+        self.changes: dict[tuple[str, str, str], dict[str, Any]] = {}
+        """By tool call, operation and path: each call's own, until only the made count."""
+        self.patch: list[tuple[str, str]] = []  # (tool call id, git_patch text)
         self._patch_chars = 0
 
     def content(self, tool_call_id: str, items: list[Any]) -> None:
@@ -43,13 +51,13 @@ class FileChanges:
                     )
             patch = diff.get("patch")
             if isinstance(patch, dict) and isinstance(patch.get("text"), str):
-                self._keep_patch(patch["text"])
+                self._keep_patch(tool_call_id, patch["text"])
         elif isinstance(diff.get("path"), str):  # v1: one file, old and new text
             operation = "add" if diff.get("oldText") is None else "modify"
             self._add(tool_call_id, operation, diff["path"], None)
 
     def _add(self, tool_call_id: str, operation: str, path: str, old: Any) -> None:
-        key = (operation, path[:PATH_CHARS])
+        key = (tool_call_id, operation, path[:PATH_CHARS])
         if key in self.changes or len(self.changes) >= MAX_CHANGES:
             return
         record = {"operation": operation, "path": path[:PATH_CHARS], "tool_call_id": tool_call_id}
@@ -57,14 +65,23 @@ class FileChanges:
             record["old_path"] = old[:PATH_CHARS]
         self.changes[key] = record
 
-    def _keep_patch(self, text: str) -> None:
+    def _keep_patch(self, tool_call_id: str, text: str) -> None:
         room = MAX_PATCH_CHARS - self._patch_chars
         if room > 0:
-            self.patch.append(text[:room])
+            self.patch.append((tool_call_id, text[:room]))
             self._patch_chars += min(len(text), room)
 
-    def records(self) -> list[dict[str, Any]]:
-        return list(self.changes.values())
+    def records(self, made: Collection[str]) -> list[dict[str, Any]]:
+        """The changes of the tool calls in ``made`` (those that completed), each operation
+        on a path once (the first call that reported it)."""
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for (call_id, operation, path), record in self.changes.items():
+            if call_id in made:
+                out.setdefault((operation, path), record)
+        return list(out.values())
+
+    def patch_text(self, made: Collection[str]) -> str:
+        return "".join(text for call_id, text in self.patch if call_id in made)
 
     def clear(self) -> None:
         self.changes.clear()
@@ -76,19 +93,23 @@ def disagreements(reported: list[dict[str, Any]], measured: list[str], cwd: str)
     """Warnings where the agent's reported changes and the measured ones differ."""
     if not reported:
         return []
-    prefix = cwd.rstrip("/") + "/"
+    root = os.path.normpath(cwd)
+    prefix = root.rstrip("/") + "/"
 
-    def relative(path: str) -> str:
+    def absolute(path: str) -> str:
+        return os.path.normpath(Path(root, path))  # an absolute path stays itself
+
+    def shown(path: str) -> str:
         return path[len(prefix) :] if path.startswith(prefix) else path
 
-    said = {relative(c["path"]) for c in reported}
-    said |= {relative(c["old_path"]) for c in reported if "old_path" in c}
-    seen = set(measured)
+    said = {absolute(c["path"]) for c in reported}
+    said |= {absolute(c["old_path"]) for c in reported if "old_path" in c}
+    seen = {absolute(path) for path in measured}
     out = []
-    if only_said := sorted(said - seen):
+    if only_said := sorted(shown(path) for path in said - seen):
         out.append(
             f"the agent reported changes the sandbox did not measure: {', '.join(only_said[:20])}"
         )
-    if only_seen := sorted(seen - said):
+    if only_seen := sorted(shown(path) for path in seen - said):
         out.append(f"files changed that the agent did not report: {', '.join(only_seen[:20])}")
     return out

@@ -60,13 +60,38 @@ class TurnState:
             self._sink.emit("status", phase=state)
 
 
+V1_TURN_END = (
+    "the agent ended a v2 turn the v1 way (stopReason in the session/prompt reply, no idle): "
+    "the turn ended there"
+)
+NO_MESSAGE_ID = "the agent acknowledged a v2 prompt without the messageId the v2 schema requires"
+
+
 def acknowledged(response: Response) -> bool:
-    """Whether a v2 ``session/prompt`` reply says the prompt was inserted: ``{}`` or
-    ``{messageId}`` (the spec requires the id; the SDK's own agents have sent ``{}``)."""
+    """Whether a v2 ``session/prompt`` reply says the prompt was inserted: ``{messageId}``,
+    or ``{}`` (the v2 schema requires the id; the SDK's own agents have sent ``{}``: accepted,
+    with the warning :data:`NO_MESSAGE_ID`)."""
     if response.failure is not None or response.error is not None:
         return False
     result = response.result
     return isinstance(result, dict) and type(result.get("messageId", "")) is str
+
+
+def no_message_id(response: Response) -> bool:
+    return isinstance(response.result, dict) and "messageId" not in response.result
+
+
+def ended_the_v1_way(response: Response) -> bool:
+    """A v2 prompt reply that is v1's turn end (``{stopReason}``), as agents that echo the
+    version they are asked for send it (fast-agent 0.10.45 under ``protocol: 2``): the turn
+    is over, no ``idle`` will come."""
+    result = response.result
+    return (
+        response.failure is None
+        and response.error is None
+        and isinstance(result, dict)
+        and isinstance(result.get("stopReason"), str)
+    )
 
 
 def turn_result(state: TurnState, reply: Response) -> Response:

@@ -18,13 +18,14 @@ from acp_bridge._acp.wire.schema import (
     SessionModeState,
     SessionSetup,
 )
+from acp_bridge._acp.wire.versions import read_config_options
 
 
 class SessionState:
     # A plain class, not a dataclass: those compile their methods as every command starts.
     __slots__ = (
         "commands", "config_options", "mode_id", "model_id", "models", "modes", "title",
-        "updated_at",
+        "updated_at", "version",
     )  # fmt: skip
 
     def __init__(
@@ -46,6 +47,8 @@ class SessionState:
         self.title = title
         self.updated_at = updated_at
         self.commands: list[str] = [] if commands is None else commands
+        self.version: int | None = None
+        """The wire version spoken (set at initialize): how config options are keyed."""
 
     def apply_setup(self, setup: SessionSetup) -> None:
         """A session setup reply (new, load, resume, fork): what it says replaces ours."""
@@ -57,6 +60,8 @@ class SessionState:
             self.model_id = setup.models.current_model_id
         if setup.config_options is not None:
             self.config_options = list(setup.config_options)
+        if setup.available_commands is not None:
+            self.commands_update({"availableCommands": setup.available_commands})
 
     def options(self) -> dict[str, ConfigOption]:
         return {option.id: option for option in self.config_options}
@@ -94,6 +99,7 @@ class SessionState:
         options = update.get("configOptions")
         if not isinstance(options, list):
             raise TypeError("configOptions must be a list")
+        options = read_config_options(self.version, options)  # TypeError: skipped, counted
         self.config_options = [ConfigOption.model_validate(o) for o in options]
 
     def session_info_update(self, update: dict[str, Any]) -> None:

@@ -37,7 +37,9 @@ from acp_bridge._os.cmdline import Command, from_argv, parse_line
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
-RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path")
+# pydantic-acp names a tool call's locations by the last four (its extract_tool_call_locations)
+RAW_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absolute_path", "notebook_path",
+                 "filepath", "target_path", "destination_path", "source_path")  # fmt: skip
 RAW_COMMAND_KEYS = ("command", "cmd", "argv")
 MAX_LOCATIONS = 64
 MAX_TEXT = 8192
@@ -259,6 +261,18 @@ class TurnToolCalls:
 
     def records(self) -> list[ToolCallRecord]:
         return [call.record for call in self.calls.values()]
+
+    def made(self) -> set[str]:
+        """The tool calls that completed: only their reported file changes were made."""
+        calls = self.calls.items()
+        return {call_id for call_id, call in calls if call.record.status == "completed"}
+
+    def reported_changes(self) -> list[dict[str, Any]]:
+        """The file changes the completed tool calls reported (``meta.reported_changes``)."""
+        return self.file_changes.records(self.made())
+
+    def reported_patch(self) -> str:
+        return self.file_changes.patch_text(self.made())
 
     def clear(self) -> None:
         self.calls = {}

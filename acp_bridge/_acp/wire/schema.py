@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from acp_bridge._records.field_defaults import empty_list, instance_of
-from acp_bridge.errors import ProtocolError
+from acp_bridge.errors import MalformedReply
 
 PROTOCOL_VERSION = 1
 
@@ -265,11 +265,13 @@ class SessionModelState(Wire):
 
 
 class SessionSetup(Wire):
-    """What a session setup reply may carry: session/new, load, resume, fork."""
+    """What a session setup reply may carry: session/new, load, resume, fork (v2 read into
+    it by ``_acp/wire/versions.py``)."""
 
     modes: SessionModeState | None = None
     models: SessionModelState | None = None
     config_options: list[ConfigOption] | None = None
+    available_commands: list[Any] | None = None  # v2 lists them here too
 
 
 class NewSessionResult(SessionSetup):
@@ -285,7 +287,8 @@ class SetConfigOptionParams(Wire):
     session_id: str
     config_id: str
     value: str | bool
-    type: Literal["boolean"] | None = None  # only for boolean options
+    # v1 tags only a boolean value; v2 tags every value ("id" for a select's value id)
+    type: Literal["boolean", "id"] | None = None
 
 
 class SetConfigOptionResult(Wire):
@@ -378,7 +381,7 @@ def parse_reply(model: type[ModelT], data: Any, method: str) -> ModelT:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "result"
-        raise ProtocolError(f"malformed reply to {method}: {where}: {first['msg']}") from exc
+        raise MalformedReply(f"malformed reply to {method}: {where}: {first['msg']}") from exc
 
 
 # Tool calls and permission requests (v1, and v2's permission shape read into v1's).

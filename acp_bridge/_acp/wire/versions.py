@@ -4,9 +4,10 @@
 Negotiation is the spec's rule, the same in both versions: the client's ``initialize``
 names the latest version it speaks; the agent answers with that version when it speaks it,
 else with the latest it does (a v2 agent with nothing at or below the request fails with
--32022). The profile's ``protocol`` chooses what we ask for: ``auto`` (the default) and
-``2`` ask for 2, ``1`` asks for 1. A reply we do not speak, or one below what ``2`` demands,
-is a clear error naming both.
+-32022). The profile's ``protocol`` chooses what we ask for: ``1`` (the default) asks for
+1, ``auto`` and ``2`` ask for 2. A reply we do not speak, or one below what ``2`` demands,
+is a clear error naming both; a reply that names 2 in v1's shape is an agent that echoes
+the version asked for (:func:`spoken_version`).
 
 Under ``auto`` the one ``initialize`` must serve both: its params carry the v1 keys
 (``clientCapabilities``, ``clientInfo``) and the v2 keys (``capabilities``, ``info``), each
@@ -16,6 +17,13 @@ drops what does not parse under the version it picks). The v2 reply is read into
 supports new, list, resume, close, prompt and cancel; its MCP transports and prompt
 capabilities move from ``session``; its auth methods name their id ``methodId``, and a
 non-empty list advertises ``auth/login`` and ``auth/logout``.
+
+Session setup is read the same way (:func:`setup_reply`, :func:`read_config_options`), as
+the v2 schema of ``@agentclientprotocol/sdk`` 2.4.0 has it: a config option names its id
+``configId`` (v1: ``id``), a setup reply may list the session's ``availableCommands``, and
+modes and models are not v2's (nor are ``session/set_mode`` and ``session/set_model``).
+Writing follows the same schema: a value set is tagged, ``id`` for a select's value
+(``_acp/session/session_options.py``).
 """
 
 from __future__ import annotations
@@ -26,9 +34,10 @@ from acp_bridge._acp.wire.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResult,
+    ModelT,
     parse_reply,
 )
-from acp_bridge.errors import ProtocolError
+from acp_bridge.errors import MalformedReply, ProtocolError
 
 ProtocolSetting = Literal["auto", "1", "2"]
 SPOKEN = (1, 2)
@@ -75,6 +84,33 @@ def accepted_version(setting: ProtocolSetting, reply: Any) -> int:
             f"the agent speaks ACP protocol version {version}; acp-bridge speaks {speaks}"
         )
     return version
+
+
+def spoken_version(setting: ProtocolSetting, reply: Any) -> tuple[int, str | None]:
+    """The version this connection speaks, and a warning when it is not what the reply says.
+
+    An agent that echoes the version it is asked for answers 2 in v1's shape and speaks v1
+    (fast-agent 0.10.45-0.10.48, goose 1.52.0, the PyPI claude-code-acp 0.5.1). Under
+    ``auto`` the one ``initialize`` carried v1's keys too, so the agent has all v1 needs:
+    it is spoken as v1. Under ``2`` it is taken at its word, with a warning that says why
+    its turns may end the v1 way."""
+    version = accepted_version(setting, reply)
+    if version != 2 or not _v1_shaped(reply):
+        return version, None
+    shape = "the agent answered protocolVersion 2 in v1's shape (agentCapabilities, agentInfo)"
+    if setting == "auto":
+        return 1, f"{shape}: spoken as v1"
+    return 2, f"{shape}: it may speak only v1 (profile protocol: 1)"
+
+
+def _v1_shaped(reply: Any) -> bool:
+    """v1's ``agentCapabilities`` or ``agentInfo``, and none of v2's ``capabilities``, ``info``."""
+    return (
+        isinstance(reply, dict)
+        and "capabilities" not in reply
+        and "info" not in reply
+        and ("agentCapabilities" in reply or "agentInfo" in reply)
+    )
 
 
 def unsupported_version(data: Any, setting: ProtocolSetting) -> ProtocolError:
@@ -131,3 +167,34 @@ def _v1_auth_method(method: Any) -> Any:
 
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def setup_reply(version: int | None, model: type[ModelT], reply: Any, method: str) -> ModelT:
+    """A session setup reply (``session/new``, ``resume``, ``fork``, ``load``,
+    ``session/set_config_option``) read as ``model``; a malformed one is a ProtocolError."""
+    if version == 2 and isinstance(reply, dict):
+        reply = {k: v for k, v in reply.items() if k not in ("modes", "models")}
+        if isinstance(reply.get("configOptions"), list):
+            try:
+                reply["configOptions"] = read_config_options(2, reply["configOptions"])
+            except TypeError as exc:
+                raise MalformedReply(f"malformed reply to {method}: {exc}") from exc
+    return parse_reply(model, reply, method)
+
+
+def read_config_options(version: int | None, options: list[Any]) -> list[Any]:
+    """Config options in the shape the one model reads: v2's ``configId`` as ``id``. In v2
+    an option without ``configId`` is malformed (TypeError), whatever else it names: the
+    meaning of a v1 ``id`` there is not the schema's."""
+    if version != 2:
+        return options
+    read = []
+    for index, option in enumerate(options):
+        if isinstance(option, dict):
+            config_id = option.get("configId")
+            if not isinstance(config_id, str):
+                raise TypeError(f"configOptions.{index}.configId: Field required (v2)")
+            option = {k: v for k, v in option.items() if k not in ("id", "configId")}
+            option["id"] = config_id
+        read.append(option)
+    return read

@@ -1,9 +1,11 @@
 """Joining a Ray cluster as a bridge worker: the node offers what it can run.
 
 ``acp-bridge worker --address HEAD:PORT`` runs the doctor's checks on the profiles (is the
-command there, its version, its login, the sandbox) and starts a Ray node that offers
-:data:`~.placement.SLOT` (its task slots) and ``agent:<profile>`` for each profile that is
-ready — so a batch's ``acp_spawn`` tasks land only where their agent can start. The node
+command there, the sandbox, its version, and the proof: the agent started in its sandbox
+through ``initialize`` and ``session/new`` without asking for a key) and starts a Ray node
+that offers :data:`~.placement.SLOT` (its task slots) and ``agent:<profile>`` for each
+profile that is ready — so a batch's ``acp_spawn`` tasks land only where their agent can
+start and open a session. The node
 inherits this process's environment, with ``ACP_BRIDGE_CONFIG`` pointing at the config the
 checks read, so its tasks use the same profiles.
 

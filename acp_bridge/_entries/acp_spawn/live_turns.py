@@ -36,7 +36,7 @@ class FollowUp:
     # A plain class, not a dataclass: these records are made on every start-up's import
     # path, where a dataclass compiles each generated method from source (~2-4 M
     # instructions a class, issue 24). Never changed once made.
-    __slots__ = ("cancel", "output_schema", "task", "task_id", "timeout")
+    __slots__ = ("abort", "cancel", "output_schema", "task", "task_id", "timeout")
 
     def __init__(
         self,
@@ -45,6 +45,7 @@ class FollowUp:
         timeout: float | None = None,
         cancel: anyio.Event | None = None,
         output_schema: str | None = None,
+        abort: anyio.Event | None = None,
     ) -> None:
         self.task = task
         self.task_id = task_id
@@ -53,6 +54,8 @@ class FollowUp:
         self.cancel = cancel
         """Set to end the turn gracefully (``session/cancel``), like a run's ``cancel``."""
         self.output_schema = output_schema
+        self.abort = abort
+        """Set to end it now, no grace (a run over its budget), like a run's ``abort``."""
 
 
 class Held:

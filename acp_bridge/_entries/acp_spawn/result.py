@@ -22,18 +22,23 @@ from acp_bridge._acp.wire.schema import KNOWN_STOP_REASONS
 from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge._entries.confinement import Confinement
 from acp_bridge._os.redact import Redactor
-from acp_bridge._os.sandbox.denials import explain_denials
+from acp_bridge._os.sandbox.denials import Given, explain_denials
 from acp_bridge._output_schema.schema_check import check_structured_output
 from acp_bridge._output_schema.structured_output import SchemaRegistry, parse_structured_output
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import Meta, OutputKind, SubtaskResult, done, failed
 from acp_bridge.errors import (
     AgentExitedError,
+    AgentRequestError,
     BridgeError,
     ErrorCode,
     OutputSchemaError,
     ProtocolError,
 )
+
+SETTING_UP = frozenset({"initialize", "authenticate", "session/new", "session/load",
+                        "session/resume", "session/fork", "configure"})  # fmt: skip
+"""The phases in which an agent's error may be its sandbox's doing (it keeps state there)."""
 
 _STOP_REASON_ERRORS: dict[str, tuple[ErrorCode, str]] = {
     "cancelled": (ErrorCode.CANCELLED, "the agent cancelled the turn"),
@@ -89,6 +94,9 @@ class AcpResult:
         self.error: BridgeError | None = None
         self.confinement: Confinement | None = None
         self.warnings: list[str] = []
+        self.given: list[Given] = []
+        """The paths the agent was given (arguments, its variables): named when it fails
+        on one the sandbox refuses (``_os/sandbox/denials.py``)."""
         self._checked: tuple[str, Answer] | None = None
         """The answer text last checked, and its verdict."""
 
@@ -176,6 +184,13 @@ class AcpResult:
                 )
                 + self._sandbox_note()
             )
+        elif isinstance(error, AgentRequestError) and self.session and self.process:
+            # kimi: "storage write failed" in session/new, where its state folder is read-only
+            note = self._sandbox_note(str(error)) if self.session.phase in SETTING_UP else ""
+            if note:
+                error = AgentRequestError(
+                    error.method, error.rpc_code, error.rpc_message, error.data, note
+                )
         common: dict[str, Any] = {"meta": meta, "notes": notes, "output_schema": self.output_schema}
         partial = self.collector.answer()
         if error is None and result is None:  # cannot happen; if it does, say what we know
@@ -197,12 +212,13 @@ class AcpResult:
             return failed(str(answer.error), answer.error.code, output=answer.output, **common)
         return done(answer.output, output_kind=answer.kind, **common)
 
-    def _sandbox_note(self) -> str:
-        """Whether the agent's own words (its stderr) point at the sandbox, and the fix."""
+    def _sandbox_note(self, said: str = "") -> str:
+        """Whether the agent's own words (its stderr, the error it ``said``) or the paths it
+        was given point at the sandbox, and the fix."""
         plan = self.confinement.box.first_plan if self.confinement is not None else None
         if plan is None or self.process is None or not self.process.started:
             return ""
-        note = explain_denials(self.process.stderr_tail(), plan)
+        note = explain_denials(self.process.stderr_tail(), plan, self.given, said)
         return f"; {note}" if note else ""
 
     def _warnings(self) -> list[str]:
@@ -217,7 +233,7 @@ class AcpResult:
         if self.confinement is not None:
             warnings += self.confinement.notes
             measured = self.confinement.files  # None: nothing was measured
-            reported = self.collector.tools.file_changes.records()
+            reported = self.collector.tools.reported_changes()
             if measured is not None:
                 warnings += disagreements(reported, measured.paths, str(self.confinement.cwd))
         return warnings
@@ -230,7 +246,6 @@ class AcpResult:
         confined = self.confinement.meta() if self.confinement is not None else {}
         state = collector.state
         notices, compactions = collector.notices.records()
-        changes = collector.tools.file_changes
         return Meta(
             agent=self.profile.name,
             session_id=self.session.session_id if self.session else None,
@@ -249,8 +264,8 @@ class AcpResult:
             notices=notices,
             compactions=compactions,
             subagents=collector.subagents.records(),
-            reported_changes=changes.records() or None,
-            reported_patch="".join(changes.patch) or None,
+            reported_changes=collector.tools.reported_changes() or None,
+            reported_patch=collector.tools.reported_patch() or None,
             elicitations=(services.elicitation.records or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,

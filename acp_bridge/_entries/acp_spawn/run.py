@@ -10,7 +10,9 @@ host uses OpenTelemetry each phase has its span (``acp.initialize``, ``acp.sessi
 ``acp.prompt``, ``acp.shutdown``). Whatever happens, the run ends in the same bounded
 wind-down (SIGKILL to all it started at the end) and one envelope with what was gathered.
 Given ``follow_ups``, the session may take further turns before that wind-down, each a run
-of its own with its own deadline (``live_turns.py``).
+of its own with its own deadline (``live_turns.py``). Under ``protocol: auto`` an agent whose
+v2 replies do not validate before any prompt is wound down and started again on v1, once,
+in the same sandbox and under the same deadline (:meth:`AcpRun._restart_on_v1`).
 
 Start the agent first (issue 24): this module needs none of the session machinery to get
 the agent's process started. The session's phases and the records of what the run gathers
@@ -128,6 +130,36 @@ class AcpRun(RunState):
         return launched
 
     async def _run_agent(self, confinement: Confinement, started: RunProcesses) -> None:
+        try:
+            v1_instead = await self._start_agent(confinement, started)
+            if v1_instead is not None:
+                await self._restart_on_v1(v1_instead, confinement, started)
+        finally:
+            with anyio.CancelScope(shield=True):  # no matter what: nothing outlives the run
+                await started.kill_all(wait=KILL_RESERVE)
+
+    async def _restart_on_v1(
+        self, why: str, confinement: Confinement, started: RunProcesses
+    ) -> None:
+        """Start the agent again, on v1, in the same run: its v2 session setup did not
+        validate (``SessionPhases.v1_instead``), before any prompt. The first agent has been
+        wound down and ended; whatever it left is killed before the second starts. The run
+        keeps its sandbox, workspace, deadline and transcript; what it gathered starts
+        afresh, with the warning that says why."""
+        first = self.records().process
+        ended = first.exit_description() if first is not None else "never started"
+        await started.kill_all(wait=KILL_RESERVE)
+        warning = f"restarted on ACP v1: {why}"
+        self.transcript.note(f"restarting the agent on ACP v1: the agent (v2) {ended}; {why}")
+        self.sink.emit("warning", message=warning)
+        self.profile = self.profile.model_copy(update={"protocol": "1"})
+        self.result = None
+        self.records().warnings.append(warning)
+        await self._start_agent(confinement, started)
+
+    async def _start_agent(self, confinement: Confinement, started: RunProcesses) -> str | None:
+        """Start the agent and take it through the session's phases; why it must be started
+        again on v1, else None."""
         launch = self._launch(confinement)
         process = AgentProcess(
             launch.argv,
@@ -144,10 +176,8 @@ class AcpRun(RunState):
         try:
             async with process:  # started: what follows loads while the agent starts up
                 phases = self.session_phases()(self, process, confinement, started)
-                await phases.run_session()
+                return await phases.run_session()
         except BridgeError as exc:  # spawn failures: nothing ran
             result = self.records()
             result.error = result.error or exc
-        finally:
-            with anyio.CancelScope(shield=True):  # no matter what: nothing outlives the run
-                await started.kill_all(wait=KILL_RESERVE)
+            return None

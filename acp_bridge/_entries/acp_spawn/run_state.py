@@ -24,7 +24,8 @@ from acp_bridge._entries.enveloped import RunContext
 from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._os.fs.roots import Roots
 from acp_bridge._os.process.environment import constructed_env
-from acp_bridge._os.redact import Redactor
+from acp_bridge._os.redact import Redactor, looks_secret
+from acp_bridge._os.sandbox.denials import given_paths
 from acp_bridge._output_schema.structured_output import SchemaRegistry
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree
@@ -89,7 +90,13 @@ class RunState:
         )
         # The managed install of the profile's package, if any (agents install), else PATH.
         self.command, self.env = agent_command(profile, self.env)
-        passed = [self.env[name] for name in profile.env_passthrough if name in self.env]
+        # A passed-through value is a secret under a secret-looking name (OPENAI_API_KEY);
+        # CODEX_HOME and XDG_DATA_HOME are paths, which the errors must show as they are.
+        passed = [
+            self.env[name]
+            for name in profile.env_passthrough
+            if name in self.env and looks_secret(name)
+        ]
         self.redactor = Redactor([*profile.secret_values(), *passed])
         if self.redactor:
             sink.redact = self.redactor.data  # events reach stderr and the run store
@@ -131,4 +138,7 @@ class RunState:
                 tracing=self.tracing,
             )
             self.result.confinement = self.confinement
+            own = [*self.profile.env, *self.profile.env_passthrough]  # not PATH, HOME, …
+            env = [(name, self.env[name]) for name in own if name in self.env]
+            self.result.given = given_paths(self.profile.args, env)
         return self.result

@@ -10,6 +10,9 @@ while the agent starts up, not before.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import anyio
 
 from acp_bridge._acp.agent_process import AgentProcess
@@ -17,10 +20,11 @@ from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.mcp_transport import ServicesOffer, ServicesReach
 from acp_bridge._acp.session.acp_session import AcpSession
+from acp_bridge._acp.session.auth import auth_refused_prompt
 from acp_bridge._acp.session.session_options import SessionChoices
 from acp_bridge._acp.session.tracing import set_attributes
 from acp_bridge._acp.turn.prompt_turn import TurnOutcome, TurnSignals, turn_error
-from acp_bridge._acp.wire.schema import Implementation
+from acp_bridge._acp.wire.schema import AUTH_REQUIRED, Implementation
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import needs_repair, repair_prompt
@@ -31,7 +35,13 @@ from acp_bridge._entries.enveloped import END_GRACE, resolve_timeout
 from acp_bridge._os.process.procgroup import RunProcesses
 from acp_bridge._output_schema.structured_output import structured_output_instruction
 from acp_bridge._version import __version__
-from acp_bridge.errors import BridgeError, RunCancelled, RunStalled
+from acp_bridge.errors import (
+    AgentRequestError,
+    BridgeError,
+    MalformedReply,
+    RunCancelled,
+    RunStalled,
+)
 
 CLIENT_INFO = Implementation(name="acp-bridge", title="acp-bridge", version=__version__)
 
@@ -67,10 +77,12 @@ class SessionPhases:
             options.get("system_prompt"),
         )
 
-    async def run_session(self) -> None:
+    async def run_session(self) -> str | None:
         """Serve the agent, take the session through its phases, wind down; a phase's
-        error goes to the records. Called inside the process's ``async with``."""
+        error goes to the records. Called inside the process's ``async with``. Returns why
+        the agent must be started again on v1 (:meth:`v1_instead`), else None."""
         run, result, process = self.run, self.result, self.process
+        v1_instead: str | None = None
         async with anyio.create_task_group() as services_tg:
             result.process = process
             services = result.services = ClientServices(
@@ -86,13 +98,14 @@ class SessionPhases:
                 on_tool_call=self.collector.tool_call_seen,
                 launcher=self.confinement.launch,
                 announced=self.collector.announced,
+                sandbox=self.confinement.mode,
             )
             async with JsonRpcConnection(
                 process.stdout,
                 process.stdin,
                 on_update=self.collector,
                 router=services.router(),
-                on_notification=services.notification,
+                on_notification=self.notification,
                 transcript=self.transcript,
                 max_message_bytes=self.profile.max_message_bytes,
             ) as conn:
@@ -115,12 +128,35 @@ class SessionPhases:
                 try:
                     await self._phases(session)
                 except BridgeError as exc:
-                    result.error = exc
+                    v1_instead = self.v1_instead(session, exc)
+                    if v1_instead is None:
+                        result.error = exc
                 finally:
                     with anyio.CancelScope(shield=True), self.tracing.span("acp.shutdown"):
                         await run.clock.wind_down(session, process, services, self.started)
                         await offer.stop()
             services_tg.cancel_scope.cancel()
+        return v1_instead
+
+    def v1_instead(self, session: AcpSession, error: BridgeError) -> str | None:
+        """Why this agent is to be started again on v1, if it is: under ``protocol: auto``
+        a v2 reply that does not validate, before any prompt was sent (so nothing the agent
+        did is done twice). Its session is wound down as any other; the run starts the agent
+        again (``run.py``), once: a v1 run never comes here."""
+        if (
+            isinstance(error, MalformedReply)
+            and session.v2
+            and self.profile.protocol == "auto"
+            and not session.prompted
+        ):
+            return f"its v2 reply did not validate ({error})"
+        return None
+
+    def notification(self, method: str, params: Any) -> None:
+        """The agent's notifications other than ``session/update``: the services' (a
+        probe's phases also read what the agent reports about itself)."""
+        if self.result.services is not None:
+            self.result.services.notification(method, params)
 
     async def _phases(self, session: AcpSession) -> None:
         run, timeouts, clock = self.run, self.profile.timeouts, self.run.clock
@@ -184,7 +220,13 @@ class SessionPhases:
         if error is not None:
             raise error
         assert outcome.response is not None
-        outcome.response.unwrap()  # an error reply or a dead agent ends the run here
+        try:
+            outcome.response.unwrap()  # an error reply or a dead agent ends the run here
+        except AgentRequestError as exc:
+            if exc.rpc_code != AUTH_REQUIRED:
+                raise
+            auth = self.profile.auth.env
+            raise auth_refused_prompt(exc, auth, self.run.env, os.environ) from exc
         if outcome.result is None and outcome.parse_error is not None:
             raise outcome.parse_error
         if self.result.output_schema or self.run.follow_ups is not None:
@@ -230,7 +272,7 @@ class SessionPhases:
             anyio.current_time() + timeout,
             timeout,
             follow.cancel,
-            clock.abort,
+            follow.abort if follow.abort is not None else clock.abort,
             shutdown_grace=clock.shutdown_grace,
             transcript=clock.transcript,
             stall=clock.stall,

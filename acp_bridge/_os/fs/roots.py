@@ -189,12 +189,14 @@ hold projects: only they themselves are refused)."""
 def too_broad(root: Path, home: Path) -> str | None:
     """Why ``root`` (resolved) is too broad to be a write root by default, or None: the
     whole filesystem, the home folder itself (every project, every dotfile, the agents'
-    logins), a system folder, or any folder above one of those."""
+    logins), a system folder, or any folder above one of those. A ``home`` that is a file
+    has no projects or logins in it to protect."""
     if root == Path("/"):
         return "it is the whole filesystem"
-    if root == home:
+    homes = () if home.is_file() else (str(home),)
+    if homes and root == home:
         return "it is the home folder itself"
-    for folder in (*SYSTEM_FOLDERS, str(home)):
+    for folder in (*SYSTEM_FOLDERS, *homes):
         path = Path(folder)
         if root == path or path.is_relative_to(root):
             return f"it holds {folder}" if root != path else f"{folder} is a system folder"

@@ -211,10 +211,22 @@ def settled_environ(pid: int) -> bytes:
 
 
 def _environ(pid: int) -> bytes | None:
-    """Its environment; None when it is gone or not ours to read."""
+    """Its environment; None when it is gone or not ours to read; empty while it is ours
+    but refused to us.
+
+    Why empty: a reader without CAP_SYS_PTRACE (any user but root) is refused a process of
+    its own while that process is inside an ``execve`` (its new memory is not yet marked
+    readable to its owner): the same window in which root reads an empty environment, so
+    the same retry applies (:func:`settled_environ`)."""
     try:
         with open(f"{PROC}/{pid}/environ", "rb") as file:  # noqa: PTH123
             return file.read()
+    except PermissionError:
+        try:
+            ours = os.stat(f"{PROC}/{pid}").st_uid == os.geteuid()  # noqa: PTH116 - hot path
+        except OSError:
+            return None
+        return b"" if ours else None
     except OSError:
         return None
 

@@ -13,6 +13,11 @@ Layout, in mount order (later mounts cover earlier ones, so deeper rules come la
   by the agent and its terminals, which run in sandboxes of their own), other host tmp dirs
   and hidden directories as empty read-only tmpfs, hidden files as ``/dev/null``, readable
   paths under those re-bound read-only at their own path, write roots bound read-write;
+- the symlinks on the way to what the command is given (:func:`called_links
+  <acp_bridge._os.sandbox.needed.called_links>`) that lie in a replaced host tmp dir, made
+  again there (``--symlink``): ``HOME=/tmp/u`` → ``/tmp/real-u`` has its target bound, and
+  without the link ``$HOME/.local/…`` is not found. Only there, and only to a visible path:
+  never inside a secret;
 - ``--remount-ro`` of each mask last: the re-bound paths needed mount points inside them.
 
 Processes: ``--unshare-pid`` makes bwrap's init PID 1 of the run; when the command exits,
@@ -38,7 +43,9 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+from acp_bridge._os.fs.paths import path_of
 from acp_bridge._os.process import proc
+from acp_bridge._os.sandbox.needed import Link
 from acp_bridge._os.sandbox.plan import Access, PathPlan
 
 TMP = Path("/tmp")
@@ -52,9 +59,11 @@ def bwrap_argv(
     network: bool,
     private_tmp: Path | None,
     bwrap: str = "bwrap",
+    links: Sequence[Link] = (),
 ) -> list[str]:
     """The full argv that runs ``command`` under bubblewrap. ``private_tmp`` is the host
-    directory seen as ``/tmp`` (``None``: a tmpfs of this sandbox alone)."""
+    directory seen as ``/tmp`` (``None``: a tmpfs of this sandbox alone); ``links``: the
+    symlinks on the way to what it is given, made again where a host tmp dir is replaced."""
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if not network:
@@ -73,6 +82,15 @@ def bwrap_argv(
             masks.append(path)
         else:  # a file, a socket: reads as empty, cannot be written or connected to
             args += ["--ro-bind", "/dev/null", path]
+    made: set[str] = set()
+    for link, target, reached in links:
+        where = path_of(link)
+        holder = plan.rule_of(path_of(link.rpartition("/")[0] or "/"))
+        replaced = holder is not None and holder.why == "host tmp" and not plan.in_secret(where)
+        if link in made or not replaced or not plan.shows_any_of(path_of(reached)):
+            continue  # visible as it is on the host, or in a secret, or leading nowhere
+        made.add(link)
+        args += ["--symlink", target, link]
     for path in masks:
         args += ["--remount-ro", path]
     return [*args, "--chdir", str(cwd), "--", *command]

@@ -1,6 +1,8 @@
 """What a command needs to see wherever it lives (issues 11, 20): its installation, its
 interpreter's, the packages its arguments name. The plan makes these readable even under
-the host's ``/tmp``, never under a secret.
+the host's ``/tmp``, never under a secret. And the symlinks on the way to what it is given
+(:func:`called_links`): a ``HOME`` or a data folder reached through a link that lives in
+the host's ``/tmp`` (issue 33).
 
 Asked for every process a run starts (the agent, each terminal), so the arithmetic is on
 strings: paths here are absolute and normalised (:func:`_clean`) before any is looked at,
@@ -141,3 +143,53 @@ def needed_paths(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> tupl
     out.append(_parent(_parent(_parent(_parent(package)))))  # the folder holding acp_bridge/
     resolved = dict.fromkeys(real_path(p) for p in dict.fromkeys(out))
     return tuple(path_of(p) for p in resolved)
+
+
+Link = tuple[str, str, str]
+"""A symlink on the way to a path a process is given: where it is, its target, and the path
+reached through it (both resolved)."""
+_TMP_PREFIXES = tuple(f"{tmp}/" for tmp in HOST_TMP_DIRS)
+MAX_CALLED = 64
+"""Paths of one launch looked at for links (an environment can be large)."""
+
+
+def called_links(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path, found: str | None = None
+) -> tuple[Link, ...]:
+    """The symlinks on the way to the paths a process is given under the host's tmp dirs, as
+    it is given them: its command as ``found`` on ``PATH``, the absolute paths among its
+    arguments, every ``PATH`` entry and the absolute paths in its environment (``HOME``,
+    ``XDG_DATA_HOME``). The plan makes their targets visible at their resolved paths, but
+    a link itself lies where the sandbox replaces the host's tmp dirs, and without it
+    ``$HOME/.local/…`` or the managed install on ``PATH`` is not found (exit 127). Only
+    paths written under a host tmp dir are looked at (elsewhere a link is visible as it is),
+    and one with no link on the way costs one resolve."""
+    where = _clean(os.fspath(cwd))
+    given: list[str] = []
+    if argv:
+        command = found or argv[0]  # a bare name not found: nothing to look at
+        if "/" in command:
+            given.append(command if command.startswith("/") else f"{where}/{command}")
+        for arg in argv[1:]:
+            given.append(arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg)
+    for name, value in env.items():
+        given += value.split(os.pathsep) if name == "PATH" else [value]
+    links: dict[tuple[str, str], Link] = {}  # a link once per path reached through it
+    candidates = [g for g in given if g.startswith(_TMP_PREFIXES) and "\n" not in g]
+    for path in candidates[:MAX_CALLED]:
+        clean = _clean(path)
+        if "/../" in clean or clean.endswith("/.."):
+            continue  # `..` after a link is the link's parent's: not worth the walk
+        reached = real_path(clean)
+        if reached == clean:
+            continue
+        done = ""
+        for name in clean.split("/")[1:]:
+            here = f"{done}/{name}"
+            if os.path.islink(here):  # noqa: PTH114 (strings: see the module docstring)
+                target = real_path(here)
+                links.setdefault((here, reached), (here, target, reached))
+                done = target
+            else:
+                done = here
+    return tuple(links.values())

@@ -86,11 +86,20 @@ class PathPlan(FrozenRecord):
 
     rules: tuple[PathRule, ...]
     warnings: tuple[str, ...]
-    _compared = __slots__ = ("rules", "warnings")
+    secrets: tuple[str, ...]
+    """The secrets hidden, each whole (a rule for one may be dropped as redundant: under a
+    hidden ``/tmp``, ``/tmp/u/.ssh`` needs none of its own)."""
+    _compared = __slots__ = ("rules", "warnings", "secrets")
 
-    def __init__(self, rules: tuple[PathRule, ...], warnings: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        rules: tuple[PathRule, ...],
+        warnings: tuple[str, ...] = (),
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         object.__setattr__(self, "rules", rules)
         object.__setattr__(self, "warnings", warnings)
+        object.__setattr__(self, "secrets", secrets)
 
     def access_of(self, path: Path) -> Access:
         """The access the sandbox gives ``path`` (an absolute, resolved path)."""
@@ -99,6 +108,25 @@ class PathPlan(FrozenRecord):
         if not matching:
             return Access.READ
         return max(matching, key=lambda r: _depth(str(r.path))).access
+
+    def rule_of(self, path: Path) -> PathRule | None:
+        """The rule that decides ``path``'s access (the deepest one above or at it)."""
+        where = str(path)
+        matching = [r for r in self.rules if _inside(where, str(r.path))]
+        return max(matching, key=lambda r: _depth(str(r.path))) if matching else None
+
+    def shows_any_of(self, path: Path) -> bool:
+        """Whether the sandbox shows ``path`` or anything below it (a hidden ``/tmp/u``
+        whose ``.claude`` is a write root shows something)."""
+        where = str(path)
+        if self.access_of(path) is not Access.HIDDEN:
+            return True
+        return any(r.access is not Access.HIDDEN and _below(str(r.path), where) for r in self.rules)
+
+    def in_secret(self, path: Path) -> bool:
+        """Whether ``path`` is a hidden secret or inside one."""
+        where = str(path)
+        return any(_inside(where, secret) for secret in self.secrets)
 
     def hidden(self) -> tuple[Path, ...]:
         """The paths the sandbox hides (each with everything below it, deeper rules aside)."""
@@ -159,7 +187,7 @@ def plan_paths(
         if not redundant:
             kept.append(PathRule(path_of(where), access, why, os.path.isdir(where)))  # noqa: PTH112
             kept_texts.append(where)
-    return PathPlan(tuple(kept), tuple(warnings))
+    return PathPlan(tuple(kept), tuple(warnings), tuple(secret_texts))
 
 
 def _exists(path: str) -> bool:

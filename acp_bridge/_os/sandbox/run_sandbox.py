@@ -35,7 +35,7 @@ from acp_bridge._os.process.stdio_handoff import handoff_argv
 from acp_bridge._os.sandbox.bwrap import bwrap_argv, signal_command
 from acp_bridge._os.sandbox.choose import SandboxChoice
 from acp_bridge._os.sandbox.landlock import landlock_rules, shim_argv
-from acp_bridge._os.sandbox.needed import needed_paths
+from acp_bridge._os.sandbox.needed import called_links, needed_paths
 from acp_bridge._os.sandbox.plan import PathPlan, plan_paths
 from acp_bridge._os.sandbox.spec import SandboxSpec, resolve
 from acp_bridge._os.shared_thread import SharedThread
@@ -155,7 +155,7 @@ class RunSandbox:
         # Inside, "not found" would come back as bwrap's exit 1 or the shim's 127: say it
         # here, as an unsandboxed spawn would (the one resolver: procgroup's).
         try:
-            resolve_command(argv[0], env.get("PATH", os.defpath), where)
+            found = resolve_command(argv[0], env.get("PATH", os.defpath), where)
         except IsADirectoryError as exc:
             raise SpawnError(f"cannot execute {exc.filename}: it is a directory") from exc
         except PermissionError as exc:
@@ -176,6 +176,7 @@ class RunSandbox:
                 network=self.choice.network,
                 private_tmp=self.private_tmp,
                 bwrap=self.choice.bwrap or "bwrap",
+                links=called_links(argv, env, where, found),
             )
             warnings = plan.warnings
         else:

@@ -303,12 +303,14 @@ class Store:
         ).fetchone()
         return (None, None) if row is None else (row[0], row[1])
 
-    def group_spent(self, name: str, *, besides: str = "") -> tuple[int, float]:
-        """Tokens and cost used so far by the runs of group ``name`` (except ``besides``)."""
+    def group_spent(self, name: str, *, besides: Iterable[str] = ()) -> tuple[int, float]:
+        """Tokens and cost used so far by the runs of group ``name`` (but those ``besides``)."""
+        left_out = list(besides) or [""]
+        marks = ", ".join("?" * len(left_out))
         row = self.db.execute(
             "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost), 0) FROM runs"
-            " WHERE group_name = ? AND id != ?",
-            (name, besides),
+            f" WHERE group_name = ? AND id NOT IN ({marks})",
+            (name, *left_out),
         ).fetchone()
         return int(row[0]), float(row[1])
 

@@ -28,7 +28,7 @@ from anyio.abc import TaskGroup
 from acp_bridge._os.process import proc
 from acp_bridge._os.process.proc import Identity
 from acp_bridge._runs import unfinished
-from acp_bridge._runs.budget import Budget, BudgetGuard
+from acp_bridge._runs.budget import Budget, BudgetGuard, join_live, leave_live, live_siblings
 from acp_bridge._runs.recorder import MAX_EVENTS, EventRecorder
 from acp_bridge._runs.store.run_records import Outcome, RunRecord
 from acp_bridge._runs.store.run_store import Store
@@ -52,6 +52,8 @@ class Control:
         self.reason: str | None = None  # "stop" or "budget"
         self.message = ""
         self.cancel = anyio.Event()
+        self.abort = anyio.Event()
+        """Set with ``cancel`` for a run over its budget: no grace, its processes killed."""
         self.scope = scope
         """The entry call's scope (shared by the runs of one call): cut HARD_GRACE after a stop."""
 
@@ -59,6 +61,11 @@ class Control:
         if self.reason is None:
             self.reason, self.message = reason, message
         self.cancel.set()  # the entry winds down gracefully, keeping its partial output
+        if reason == "budget":
+            # Without grace: an agent that ignores its cancel (or is slow to act on it)
+            # would go on spending through it, past the overshoot the docs promise (what a
+            # run reports after the others' last report). Its partial output is kept.
+            self.abort.set()
         self.scope.deadline = min(self.scope.deadline, anyio.current_time() + HARD_GRACE)
 
 
@@ -89,8 +96,9 @@ class ActiveRun:
             Budget(run.max_tokens, run.max_cost),
             group=run.group,
             group_budget=Budget(*group_max),
-            spent_by_others=lambda: store.group_spent(run.group or "", besides=run.id),
+            spent_by_others=lambda: _spent_by_others(store, run),
         )
+        join_live(run.group, run.id, self.guard)
         max_events = int(store.setting("max_events") or MAX_EVENTS)
         self.recorder = EventRecorder(
             store,
@@ -117,7 +125,10 @@ class ActiveRun:
         self.recorder.add(event.to_dict())
         if event.kind == "status" and event.data.get("session_id"):
             self.recorder.note(session_id=str(event.data["session_id"]))
-        elif event.kind == "usage":
+        elif event.kind == "usage" and self.control.reason != "budget":
+            # Once stopped for its budget the run is being killed: what it reports meanwhile
+            # is no spending the bridge let happen, and counting it would charge the group
+            # for the kill's own few milliseconds.
             reason = self.guard.observe(event.data)
             self.recorder.note(tokens=self.guard.tokens, cost=self.guard.cost)
             if reason:
@@ -160,6 +171,7 @@ class ActiveRun:
         """Stop recording (every event in the store before the envelope is) and say how the
         run ended: ``result`` as the budget and a stop request make it (None: cut off)."""
         self.ended = True
+        leave_live(self.run.group, self.run.id)
         self.tasks.cancel()
         self.recorder.flush()
         run, control, guard = self.run, self.control, self.guard
@@ -178,3 +190,13 @@ class ActiveRun:
         while not self.store.stop_requested(self.run.id):
             await self.wakeup.wait(STOP_LOOK)
         self.control.stop("stop", "stopped on request")
+
+
+def _spent_by_others(store: Store, run: RunRecord) -> tuple[int, float]:
+    """What the other runs of ``run``'s group spent: those running in this process as they
+    reported it last, the rest as last written to the store."""
+    siblings = live_siblings(run.group or "", run.id)
+    tokens, cost = store.group_spent(run.group or "", besides=[run.id, *siblings])
+    for guard in siblings.values():
+        tokens, cost = tokens + guard.tokens, cost + guard.cost
+    return tokens, cost

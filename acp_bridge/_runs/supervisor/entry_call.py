@@ -146,7 +146,7 @@ class EntryCall:
             self._tg = tg
             turn.start(tg)
             with turn.control.scope, report_groups(self._on_group):
-                result = await self._call(run, turn.control.cancel)
+                result = await self._call(run, turn.control.cancel, turn.control.abort)
             tg.cancel_scope.cancel()  # the side tasks of whichever run is in progress now
         self._tg = None
         return result
@@ -177,7 +177,7 @@ class EntryCall:
         )
         return request if found is None else request.replace(worktree=str(found))
 
-    async def _call(self, run: RunRecord, cancel: anyio.Event) -> SubtaskResult:
+    async def _call(self, run: RunRecord, cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:
         """The entry's envelope (entries never raise; reading the request or config may)."""
         with contextlib.suppress(OSError):  # relative paths as the caller meant them
             os.chdir(run.caller_cwd)  # the same for every run of this process (env_key)
@@ -199,7 +199,7 @@ class EntryCall:
             return unfinished.run_failed(run, str(exc), exc.code)
         with foreground.recorded_elsewhere(run.id):
             result = await run_entry_with_follow_ups(
-                request, config=config, on_event=self._on_event, cancel=cancel,
+                request, config=config, on_event=self._on_event, cancel=cancel, abort=abort,
                 follow_ups=self.follow_up,
             )  # fmt: skip
         if run.follows is not None and result.status == "failed" and not result.meta.session_method:
@@ -248,5 +248,6 @@ class EntryCall:
             task_id=follow.id,
             timeout=request.option("timeout"),
             cancel=turn.control.cancel,
+            abort=turn.control.abort,
             output_schema=request.option("output_schema"),
         )

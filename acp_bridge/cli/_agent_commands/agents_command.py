@@ -54,20 +54,19 @@ def install_if_missing(loaded: LoadedConfig, name: str) -> None:
         _install(profile)
 
 
-def _row(name: str, profile: AgentProfile) -> dict[str, Any]:
+def _row(loaded: LoadedConfig, name: str, profile: AgentProfile) -> dict[str, Any]:
     spec = spec_of(profile)
-    stamp = installed(spec)
     managed = managed_command(profile)
     system = on_path(profile.command)
+    # The managed install's from its record; an install of the operator's, as it says in
+    # its sandbox (never outside: a --version may write the agent's state).
+    version = anyio.run(command_version, loaded, name)[0] if managed or system else None
     return {
         "name": name,
         "package": f"{spec.manager}:{spec.name}",
         "pinned": spec.version,
         "installed": managed is not None or system is not None,
-        # The managed install's from its record; an install of the operator's, as it says.
-        "version": stamp["version"]
-        if stamp and managed
-        else system and command_version(profile, system),
+        "version": version,
         "from": managed or system,
         "managed": managed is not None,
     }
@@ -76,7 +75,7 @@ def _row(name: str, profile: AgentProfile) -> dict[str, Any]:
 def cmd_agents_list(args: argparse.Namespace) -> int:
     loaded = load(args)
     rows = [
-        _row(name, resolved.profile)
+        _row(loaded, name, resolved.profile)
         for name, resolved in loaded.profiles.usable().items()
         if resolved.profile.package is not None
     ]

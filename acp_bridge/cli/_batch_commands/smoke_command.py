@@ -126,7 +126,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep,
         executor=executor_from(args),
     )
-    suite_run = SuiteRun(load(args), settings, progress)
+    suite_run = SuiteRun(load(args), settings, progress, note=lambda text: err(one_line(text)))
     started, clock = datetime.now(UTC), time.monotonic()
     interrupted = False
 

@@ -7,7 +7,9 @@
 // Its MCP client is minimal on purpose: streamable HTTP with JSON responses, or a stdio
 // server it starts, whichever the client offered (it advertises both; with
 // TS_AGENT_MCP=stdio only stdio). A v2 session can be resumed (session/resume sends the
-// current state before its reply, as the SDK requires) and prompted again.
+// current state before its reply, as the SDK requires) and prompted again. Each session
+// offers one config option, "effort" (low | high), keyed as each version's schema keys it
+// (v1 `id`, v2 `configId`), and takes the SDK's own validation of the request that sets it.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
@@ -103,6 +105,11 @@ function answerOf(outcome) {
   return `wrote=${outcome.wrote} exit=${exit} output=${JSON.stringify(outcome.structured?.output ?? outcome.ran)}`;
 }
 
+function effortOption(key, current) {
+  const options = [{ value: "low", name: "Low" }, { value: "high", name: "High" }];
+  return { [key]: "effort", name: "Effort", type: "select", currentValue: current, options };
+}
+
 // --- ACP v2 -----------------------------------------------------------------------------
 
 const sessions2 = new Map();
@@ -117,8 +124,11 @@ const v2agent = v2
   .onRequest(v2.methods.agent.session.new, ({ params }) => {
     const sessionId = `ts-v2-${sessions2.size + 1}`;
     sessions2.set(sessionId, params);
-    return { sessionId };
+    return { sessionId, configOptions: [effortOption("configId", "high")] };
   })
+  .onRequest(v2.methods.agent.session.setConfigOption, ({ params }) => ({
+    configOptions: [effortOption("configId", params.value)],
+  }))
   .onRequest(v2.methods.agent.session.resume, async ({ params, client }) => {
     // This process never saw the session: it goes on from what the client sends again.
     sessions2.set(params.sessionId, params);
@@ -163,8 +173,11 @@ const v1agent = v1
   .onRequest(v1.methods.agent.session.new, ({ params }) => {
     const sessionId = `ts-v1-${sessions1.size + 1}`;
     sessions1.set(sessionId, params);
-    return { sessionId };
+    return { sessionId, configOptions: [effortOption("id", "high")] };
   })
+  .onRequest(v1.methods.agent.session.setConfigOption, ({ params }) => ({
+    configOptions: [effortOption("id", params.value)],
+  }))
   .onRequest(v1.methods.agent.session.prompt, async ({ params, client }) => {
     const session = sessions1.get(params.sessionId);
     const update = (body) => client.notify(v1.methods.client.session.update, { sessionId: params.sessionId, update: body });

@@ -17,8 +17,11 @@ is refused with ``limit_exceeded`` before anything is shipped.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import shutil
+import stat
 import tarfile
 import tempfile
 from collections.abc import AsyncIterator
@@ -140,6 +143,13 @@ async def _git_workspace(repo: str, ref: str, prepared: Prepared) -> None:
 
 
 async def _put_back_modes(prepared: Prepared) -> None:
+    """The workspace's own folder opened again for its owner (a task may lock it: its
+    changes could not be measured, nor the folder removed), and the modes in the git
+    folders of a ``git`` workspace's repository put back."""
+    with contextlib.suppress(OSError):
+        mode = os.lstat(prepared.path).st_mode
+        if stat.S_ISDIR(mode) and stat.S_IMODE(mode) & stat.S_IRWXU != stat.S_IRWXU:
+            os.chmod(prepared.path, stat.S_IMODE(mode) | stat.S_IRWXU)  # noqa: PTH101 (lstat)
     if prepared.repository_modes is None:
         return
     restored = await anyio.to_thread.run_sync(restore_modes, prepared.repository_modes)

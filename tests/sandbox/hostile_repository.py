@@ -267,6 +267,7 @@ def unwritable() -> None:
     (W / "locked").chmod(0)
     (W / ".git/objects").chmod(0)
     (W / ".git").chmod(0)
+    W.chmod(0)  # its worktree itself
 
 
 def index_redirect() -> None:

@@ -21,17 +21,21 @@ def remove_tree(path: Path) -> bool:
     """Remove ``path`` (a folder, a file or a link) and everything below it; True when it is
     gone (something the kernel refuses to remove — an immutable file, a mount point — stays)."""
 
+    opened: set[Path] = set()
+
     def unlock(func: object, failed: str, exc_info: object) -> None:
         where = Path(failed)
         with contextlib.suppress(OSError):
             if where != path:
                 os.chmod(where.parent, stat.S_IRWXU)  # noqa: PTH101 (a folder rmtree entered)
             info = os.lstat(where)
-            if stat.S_ISDIR(info.st_mode):
-                os.chmod(where, stat.S_IRWXU)  # noqa: PTH101 (lstat: a folder, not a link)
-                shutil.rmtree(where, ignore_errors=True)
-            else:
+            if not stat.S_ISDIR(info.st_mode):
                 where.unlink()
+            elif where not in opened:  # once each: a folder that stays locked is left
+                opened.add(where)
+                os.chmod(where, stat.S_IRWXU)  # noqa: PTH101 (lstat: a folder, not a link)
+                # The same way down: a locked folder may hold more locked folders.
+                shutil.rmtree(where, onerror=unlock)
 
     try:
         info = os.lstat(path)

@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -449,6 +450,9 @@ async def finish_worktree(
     remove the worktree. Whatever the agent did to it, it is kept or removed: a measurement
     that fails (or ``measure=False``) says so in the notes and counts as a change."""
     notes: list[str] = []
+    with contextlib.suppress(OSError):  # made 0700 by the bridge; the agent may lock it
+        if stat.S_ISDIR(os.lstat(wt.path).st_mode):
+            os.chmod(wt.path, stat.S_IRWXU)  # noqa: PTH101 (lstat: a folder, not a link)
     if wt.caller_modes is not None:
         restored = await anyio.to_thread.run_sync(restore_modes, wt.caller_modes)
         if restored:
@@ -546,6 +550,10 @@ def _set_aside(git_dir: Path, aside: Path) -> None:
     remove_tree(aside)
     private_dir(aside.parent)
     with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(git_dir).st_mode):
+            # Moving a folder rewrites its "..": it must be writable (the agent may have
+            # made it 0; its processes have ended).
+            os.chmod(git_dir, stat.S_IRWXU)  # noqa: PTH101 (lstat: a folder, not a link)
         os.rename(git_dir, aside)  # noqa: PTH104 (a link moved, not followed)
 
 

@@ -222,3 +222,27 @@ def test_compare_applies_the_winner_and_nothing_else(harness: AgentHarness, mode
     assert left_in_state(caller.repo) == []
     status = git(caller.repo, "status", "--porcelain").stdout
     assert "work.txt" in status and not caller.marker.exists()
+
+
+@pytest.mark.parametrize("root", ["parent", "git folder elsewhere"])
+def test_a_write_root_that_holds_the_callers_repository_is_refused(
+    harness: AgentHarness, root: str
+) -> None:
+    caller = Caller(harness, "bwrap")
+    if root == "git folder elsewhere":  # a repository whose .git lives apart from its files
+        moved = harness.root / "elsewhere" / "repo.git"
+        moved.parent.mkdir()
+        (caller.repo / ".git").rename(moved)
+        (caller.repo / ".git").write_text(f"gitdir: {moved}\n")
+        caller.before = snapshot(caller.repo) | snapshot(moved.parent)
+        writable = moved.parent
+    else:
+        writable = harness.root
+    profile = {"command": sys.executable, "args": [str(AGENT)], "write_roots": [str(writable)]}
+    config = harness.config({"hostile": profile}, sandbox={"mode": "bwrap"})
+    result = harness.run("hostile", "caller-git-writes", config, isolation="worktree", guard=60)
+    assert result.status == "failed" and result.meta.error_code == "config_error", result
+    what = "git folder" if root == "git folder elsewhere" else "working tree"
+    assert f"holds the repository's {what}" in str(result.error), result.error
+    now = snapshot(caller.repo) | (snapshot(writable) if root != "parent" else {})
+    assert now == caller.before and left_in_state(caller.repo) == []

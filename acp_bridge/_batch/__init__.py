@@ -12,7 +12,7 @@ Modules:
 - :mod:`.tasks` — a task: an :class:`~acp_bridge.EntryRequest` plus a caller's key and a
   workspace; parsing one from JSON;
 - :mod:`.workspace` — a task's working directory on the node that runs it (fresh, a copy
-  shipped as a bounded tarball, a git worktree) and what the task changed there;
+  shipped as a bounded tarball, a git checkout) and what the task changed there;
 - :mod:`.executor` — what an executor does (:class:`~.executor.Executor`) and the local one;
 - :mod:`.batch_run` — :func:`~.batch_run.batch` / ``batch_sync``: order, retries, ``meta.batch``,
   records in the run store (:mod:`.store_records`);

@@ -38,8 +38,9 @@ class Workspace(BaseModel):
 
     Empty: a fresh empty directory. ``files``: written into it first. ``upload``: a
     directory of the submitting machine, copied there (shipped as a tarball of at most the
-    executor's ``max_upload_bytes``). ``git``: a fresh git worktree (detached at ``ref``) of a
-    repository the node can reach by that path, or a clone when it is a URL. The task's
+    executor's ``max_upload_bytes``). ``git``: a fresh checkout (detached at ``ref``) of a
+    repository the node can reach by that path — in a repository of its own that borrows
+    that one's objects, which the task never changes — or a clone when it is a URL. The task's
     changes come back in ``meta.files_changed`` and ``meta.diff``; the directory is removed
     afterwards unless ``keep``."""
 

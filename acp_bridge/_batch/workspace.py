@@ -1,12 +1,14 @@
 """A task's workspace on the node that runs it, and what the task changed there.
 
 Made on the node itself (a remote executor ships only the description, and an upload as a
-tarball): a fresh directory, the files a task asks for, an uploaded copy, or a git worktree
-of a repository the node reaches. Before the run its state is recorded (git or a snapshot,
-:mod:`acp_bridge._os.git.changes`); after it, ``meta.files_changed`` (paths relative to the
-workspace) and ``meta.diff`` (a file in this machine's state directory) are filled in where
-the entry did not measure them itself. Then the caller's ``inspect`` looks at the result
-(smoke's file expectations) and the directory goes, unless the task keeps it.
+tarball): a fresh directory, the files a task asks for, an uploaded copy, or a git checkout
+of a repository the node reaches (a local one is checked out in a repository of the
+workspace's own, borrowing its objects: nothing the task does there reaches it). Before
+the run its state is recorded (git or a snapshot, :mod:`acp_bridge._os.git.changes`); after
+it, ``meta.files_changed`` (paths relative to the workspace) and ``meta.diff`` (a file in
+this machine's state directory) are filled in where the entry did not measure them itself.
+Then the caller's ``inspect`` looks at the result (smoke's file expectations) and the
+directory goes, unless the task keeps it.
 
 Why the bound on uploads: a tarball travels through the object store, which is memory on
 every node it crosses; past :data:`MAX_UPLOAD_BYTES` (or the executor's own bound) a task
@@ -15,8 +17,11 @@ is refused with ``limit_exceeded`` before anything is shipped.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import shutil
+import stat
 import tarfile
 import tempfile
 from collections.abc import AsyncIterator
@@ -29,9 +34,12 @@ import anyio
 
 from acp_bridge._batch.tasks import Inspect, Workspace
 from acp_bridge._os.fs.locations import state_dir
+from acp_bridge._os.fs.modes import RecordedModes, restore_modes
 from acp_bridge._os.fs.private_files import private_dir
+from acp_bridge._os.fs.removal import remove_tree
 from acp_bridge._os.git.changes import measure_changes, take_baseline
 from acp_bridge._os.git.commands import GitError, git
+from acp_bridge._os.git.worktrees import check_out
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, LimitExceeded
 
@@ -74,7 +82,10 @@ class Prepared:
     path: Path
     temp_dir: Path
     """The temporary directory around it (removed at the end unless kept)."""
-    worktree_of: Path | None = None
+    repository_modes: RecordedModes | None = None
+    """A ``git`` workspace's: the modes and owners in the git folders of the repository it
+    was checked out of, before the task (put back after it: Landlock lets a task change
+    them)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -118,9 +129,10 @@ async def _git_workspace(repo: str, ref: str, prepared: Prepared) -> None:
     path = prepared.path
     try:
         if await anyio.Path(repo).is_dir():
+            # A repository of the workspace's own, borrowing the objects of `repo`: what
+            # the task does there (its commits, its .git) never reaches `repo`.
             top = Path(await anyio.Path(repo).resolve())
-            await git("worktree", "add", "--detach", "--quiet", str(path), ref, cwd=top)
-            prepared.worktree_of = top
+            prepared.repository_modes = await check_out(top, ref, path)
             return
         if "://" not in repo and not repo.endswith(".git"):
             raise ConfigError(f"workspace git {repo!r}: no such repository on this node")
@@ -130,16 +142,28 @@ async def _git_workspace(repo: str, ref: str, prepared: Prepared) -> None:
         raise ConfigError(f"workspace git {repo!r} at {ref!r}: {exc}") from None
 
 
+async def _put_back_modes(prepared: Prepared) -> None:
+    """The workspace's own folder opened again for its owner (a task may lock it: its
+    changes could not be measured, nor the folder removed), and the modes in the git
+    folders of a ``git`` workspace's repository put back."""
+    with contextlib.suppress(OSError):
+        mode = os.lstat(prepared.path).st_mode
+        if stat.S_ISDIR(mode) and stat.S_IMODE(mode) & stat.S_IRWXU != stat.S_IRWXU:
+            os.chmod(prepared.path, stat.S_IMODE(mode) | stat.S_IRWXU)  # noqa: PTH101 (lstat)
+    if prepared.repository_modes is None:
+        return
+    restored = await anyio.to_thread.run_sync(restore_modes, prepared.repository_modes)
+    if restored:
+        prepared.notes.append(
+            f"the mode or owner of {len(restored)} entries of the repository's git folder "
+            f"changed during the task (the first: {restored[0]}): put back"
+        )
+
+
 async def _remove(prepared: Prepared) -> None:
     with anyio.CancelScope(shield=True):
-        if prepared.worktree_of is not None:
-            try:
-                await git(
-                    "worktree", "remove", "--force", str(prepared.path), cwd=prepared.worktree_of
-                )
-            except GitError as exc:
-                prepared.notes.append(f"worktree not removed: {exc}")
-        await anyio.to_thread.run_sync(lambda: shutil.rmtree(prepared.temp_dir, ignore_errors=True))
+        if not await anyio.to_thread.run_sync(remove_tree, prepared.temp_dir):
+            prepared.notes.append(f"workspace {prepared.temp_dir} not removed entirely")
 
 
 @dataclass
@@ -163,6 +187,8 @@ async def workspace(
     try:
         yield prepared
     finally:
+        with anyio.CancelScope(shield=True):
+            await _put_back_modes(prepared)  # Measured.finish did, unless the task failed
         if not spec.keep:
             await _remove(prepared)
 
@@ -187,6 +213,7 @@ class Measured:
         folder = await anyio.to_thread.run_sync(private_dir, state_dir() / "batches")
         diff = folder / f"{self.task_id}.diff"
         with anyio.CancelScope(shield=True):
+            await _put_back_modes(self.prepared)
             changes = await measure_changes(self.baseline, diff=diff)
         root = self.prepared.path.resolve()
         update: dict[str, Any] = {}

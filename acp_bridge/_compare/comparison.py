@@ -56,6 +56,7 @@ from acp_bridge._compare.verifier import VerifierResult, verify
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.fs.input_files import InputRefused, read_bytes
+from acp_bridge._os.fs.locations import state_dir
 from acp_bridge._os.git.worktrees import discard_worktrees
 from acp_bridge._runs.budget import usage_figures
 from acp_bridge.config import AgentProfile, LoadedConfig, load_config
@@ -290,7 +291,7 @@ class _Comparison:
         ids = [f"{planned.task_id}-verify" for planned in self.plan]
         if not self.checked["keep"]:
             ids += [planned.task_id for planned in self.plan]
-        self.warnings += await discard_worktrees(self.repo.top, ids)
+        self.warnings += await discard_worktrees(self.repo.top, ids, state_dir=state_dir())
 
     async def _result(self) -> CompareResult:
         attempts = [self.settled[p.key] for p in self.plan if p.key in self.settled]

@@ -9,6 +9,7 @@ refused with git's own reason, and nothing is half-applied (``--check`` first).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,13 +101,14 @@ async def diff_stats(diff: Path, top: Path) -> DiffStats:
     return DiffStats(paths, added, removed, binary)
 
 
-async def apply_diff(diff: Path, where: Path) -> str:
+async def apply_diff(diff: Path, where: Path, env: Mapping[str, str] | None = None) -> str:
     """Apply ``diff`` to the working tree at ``where``; "" when it did, else why not
-    (nothing applied: git checks the whole diff first)."""
+    (nothing applied: git checks the whole diff first). ``env``: git's, for a worktree
+    (read through the bridge's own git folder for it)."""
     for args in (("apply", "--check"), ("apply",)):
         result = await git(
-            *args, "--whitespace=nowarn", "--", str(diff), cwd=where, timeout=GIT_TIMEOUT,
-            check=False,
+            *args, "--whitespace=nowarn", "--", str(diff), cwd=where, env=env,
+            timeout=GIT_TIMEOUT, check=False,
         )  # fmt: skip
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines() or [f"exit code {result.returncode}"]

@@ -26,7 +26,6 @@ from acp_bridge._compare.patches import apply_diff
 from acp_bridge._entries.confinement import Confinement, confined
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level
 from acp_bridge._os.fs.roots import Roots
-from acp_bridge._os.git.commands import git
 from acp_bridge._os.process.environment import constructed_env
 from acp_bridge._os.race import race
 from acp_bridge.config import AgentProfile, LoadedConfig
@@ -96,11 +95,12 @@ async def verify(
             write_roots=roots.write,
             isolation="worktree",
             keep_worktree="never",
+            worktree_start=base,
             shutdown_grace=profile.timeouts.shutdown_grace,
             deadline=deadline,
             explicit_write_roots=profile.write_roots or (),
         ) as confinement:
-            result = await _in_worktree(command, confinement, base, diff, env, profile, cancel)
+            result = await _in_worktree(command, confinement, diff, env, profile, cancel)
             result.sandbox = confinement.box.meta()
     except BridgeError as exc:  # no worktree or sandbox: the command never ran
         result = VerifierResult(command=command, passed=False, error=str(exc))
@@ -111,18 +111,15 @@ async def verify(
 async def _in_worktree(
     command: str,
     confinement: Confinement,
-    base: str,
     diff: Path | None,
     env: dict[str, str],
     profile: AgentProfile,
     cancel: anyio.Event,
 ) -> VerifierResult:
     worktree = confinement.worktree
-    assert worktree is not None
-    if worktree.base != base:  # the caller's HEAD moved since the attempts started
-        await git("reset", "--quiet", "--hard", base, cwd=worktree.path)
+    assert worktree is not None  # at the commit the attempts started from
     if diff is not None:
-        refused = await apply_diff(diff, worktree.path)
+        refused = await apply_diff(diff, worktree.path, env=worktree.git_env())
         if refused:
             return VerifierResult(command=command, passed=False, error=refused)
     roots = Roots.for_session(confinement.cwd, confinement.read_roots, confinement.write_roots)

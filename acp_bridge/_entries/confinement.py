@@ -29,6 +29,7 @@ import anyio
 
 from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge._os.fs.locations import config_dir, run_store_files, state_dir
+from acp_bridge._os.fs.paths import resolved
 from acp_bridge._os.fs.roots import check_write_roots
 from acp_bridge._os.git.changes import (
     Baseline,
@@ -47,7 +48,7 @@ from acp_bridge._os.process.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge.config import ResolvedSandbox
 from acp_bridge.config._sandbox_section import IsolationMode, KeepWorktree
-from acp_bridge.errors import BridgeError, RunTimeout, StateDirError
+from acp_bridge.errors import BridgeError, ConfigError, RunTimeout, StateDirError
 
 SHIM_GRACE_SHARE = 0.5  # of the shutdown grace: the Landlock shim must finish before SIGKILL
 FINISH_RESERVE = 1.0
@@ -182,6 +183,7 @@ async def confined(
     isolation: IsolationMode = "none",
     keep_worktree: KeepWorktree = "changed",
     reopen: Path | None = None,
+    worktree_start: str = "HEAD",
     measure: bool = True,
     diff: Path | None = None,
     shutdown_grace: float = 2.0,
@@ -193,6 +195,7 @@ async def confined(
     diff of the run's changes goes (None: no diff is kept). ``deadline``: the run's
     (``anyio.current_time()``), if it has one; ``last_deadline``: the deadline of its last
     turn, asked when the run is over (follow-up turns each have their own).
+    ``worktree_start``: the commit a fresh worktree starts from (a verifier's: the attempts').
     ``explicit_write_roots``: what the profile names as write roots; only those may be too
     broad to be one by default (the filesystem, the home folder, a system folder)."""
     check_write_roots(write_roots, explicit=explicit_write_roots)
@@ -201,12 +204,18 @@ async def confined(
     set_up = False
     with anyio.move_on_at(deadline):
         choice = await choose_mode(settings.mode, network=settings.network)
-        worktree, notes = await _worktree(cwd, task_id, isolation, reopen, scratch, deadline)
+        worktree, notes = await _worktree(
+            cwd, task_id, isolation, reopen, worktree_start, state, deadline
+        )
         set_up = True
-    if not set_up:  # a worktree half made is left to `git worktree prune`
+    if not set_up:  # a worktree half made is removed by create_worktree itself
         raise RunTimeout("the run's timeout passed while its sandbox was being set up")
+    conf: Confinement | None = None
+    ran = False
     try:
         reads, writes = _mapped(read_roots, worktree), _mapped(write_roots, worktree)
+        if worktree is not None:
+            _refuse_writes_to_repository(worktree, (*writes, *settings.state))
         notes += await _make_state_dirs(settings.state)
         store_files = run_store_files()
         spec = sandbox_spec(
@@ -242,6 +251,7 @@ async def confined(
             if anyio.current_time() >= deadline:
                 raise RunTimeout("the run's timeout passed while its files were being recorded")
         try:
+            ran = True
             async with conf.box:
                 yield conf
         finally:
@@ -249,19 +259,29 @@ async def confined(
             # cancelled (shielded), and never let a failed measurement hide the run's error.
             last = deadline if last_deadline is None else last_deadline()
             end = last + END_GRACE  # the run's own end: measuring may not pass it
+            # A reopened worktree holds the session's earlier turns: never removed here.
+            keep: KeepWorktree = "always" if worktree and worktree.reopened else keep_worktree
             with anyio.CancelScope(shield=True, deadline=end) as finishing:
-                # A reopened worktree holds the session's earlier turns: never removed here.
-                reopened = worktree is not None and worktree.start_tree is not None
-                keep: KeepWorktree = "always" if reopened else keep_worktree
                 await _finish(conf, baseline, scratch, keep, diff, end)
             if finishing.cancelled_caught:
                 conf.notes.append("files changed not measured: the run's end grace ran out")
-            worktree = None  # finished, or kept as it is: nothing left to clean up
+            if conf.worktree_meta is not None:
+                worktree = None  # kept or removed: nothing left to do
     finally:
-        if worktree is not None:  # the sandbox could not even be set up
-            with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError):
-                kept: KeepWorktree = "always" if worktree.start_tree else "changed"
-                await finish_worktree(worktree, scratch=scratch / "worktree", keep=kept)
+        if worktree is not None:  # kept or removed all the same, whatever happened
+            # Never started: nothing to keep (unless an earlier turn's). Not measured in time:
+            # kept, unless the run says never.
+            kept: KeepWorktree = keep_worktree if ran else "never"
+            with anyio.CancelScope(shield=True), contextlib.suppress(BridgeError, OSError):
+                result = await finish_worktree(
+                    worktree,
+                    scratch=scratch / "worktree",
+                    keep="always" if worktree.reopened else kept,
+                    measure=False,
+                )
+                if conf is not None:
+                    conf.worktree_meta = result.meta()
+                    conf.notes += result.notes
         # Made only when used (a run without a worktree or snapshot copies has none): no
         # thread hop for a folder that is not there (a stat, from the dentry cache).
         if scratch.exists() or scratch.is_symlink():
@@ -274,22 +294,43 @@ async def _worktree(
     task_id: str,
     isolation: IsolationMode,
     reopen: Path | None,
-    scratch: Path,
+    start: str,
+    state: Path,
     deadline: float,
 ) -> tuple[Worktree | None, list[str]]:
     """The run's worktree: the one an earlier turn of its session kept (``reopen``), else a
-    fresh one for ``isolation: worktree``, else none; and what to say about it."""
+    fresh one for ``isolation: worktree`` (from ``start``), else none; and what to say about
+    it."""
     timeout = _git_time(ChangeLimits(), deadline)
     if reopen is not None:
         if await anyio.Path(reopen).is_dir():
-            return await reopen_worktree(
-                reopen, cwd, scratch=scratch / "worktree", timeout=timeout
-            ), []
+            return await reopen_worktree(reopen, cwd, state_dir=state, timeout=timeout), []
         note = f"the session's worktree {reopen} is gone: this turn works in a fresh one"
-        return await create_worktree(cwd, task_id, state_dir=state_dir(), timeout=timeout), [note]
+        fresh = await create_worktree(cwd, task_id, state_dir=state, start=start, timeout=timeout)
+        return fresh, [note]
     if isolation == "worktree":
-        return await create_worktree(cwd, task_id, state_dir=state_dir(), timeout=timeout), []
+        fresh = await create_worktree(cwd, task_id, state_dir=state, start=start, timeout=timeout)
+        return fresh, []
     return None, []
+
+
+def _refuse_writes_to_repository(worktree: Worktree, writes: Sequence[Path]) -> None:
+    """A write root (or agent state path) that holds the caller's repository, or one of its
+    git directories, is refused in a worktree run: the agent could change through it what
+    the worktree keeps it from — in the sandbox, and through the bridge's own file service,
+    which serves writes outside any sandbox. Roots inside the repository are not in
+    ``writes``: they were moved into the worktree."""
+    held = {worktree.repo: "working tree"} | dict.fromkeys(worktree.caller.git_dirs, "git folder")
+    for root in writes:
+        where = resolved(root)
+        for path, what in held.items():
+            if where == path or where in path.parents:
+                raise ConfigError(
+                    f"isolation worktree: the write root {root} holds the repository's {what} "
+                    f"{path}: the agent could change the repository the worktree keeps it "
+                    "from; name write roots inside the repository (they move into the "
+                    "worktree) or beside it"
+                )
 
 
 async def _finish(

@@ -4,6 +4,7 @@ and its refusals, a verifier that hangs, the budget, failures, and no worktree l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from acp_bridge import DirtyWorkingTree, compare
+from acp_bridge._os.fs.locations import state_dir
 from acp_bridge.config import LoadedConfig
 from tests.conftest import AgentHarness
 from tests.helpers import git, new_repo, run_bounded
@@ -45,11 +47,17 @@ def config(harness: AgentHarness) -> LoadedConfig:
 
 
 def leftovers(repo: Path) -> tuple[list[str], list[str]]:
-    """Worktrees besides the repository's own, and acp-bridge branches."""
+    """The attempts' worktrees left in the bridge's state (with their records), and the
+    branches each holds; the caller's repository never holds one."""
     listed = git(repo, "worktree", "list", "--porcelain").splitlines()
-    worktrees = [line for line in listed if line.startswith("worktree ")][1:]
-    branches = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/acp-bridge/")
-    return worktrees, branches.split()
+    assert [line for line in listed if line.startswith("worktree ")][1:] == []
+    assert git(repo, "for-each-ref", "refs/heads/acp-bridge/") == ""
+    folder = f"{repo.name}-{hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]}"
+    worktrees = sorted((state_dir() / "worktrees" / folder).glob("*"))
+    records = sorted(p.name for p in (state_dir() / "worktree-records" / folder).glob("*"))
+    assert records == [p.name for p in worktrees]
+    branches = [git(p, "branch", "--show-current").strip() for p in worktrees]
+    return [str(p) for p in worktrees], branches
 
 
 def run_cli(
@@ -197,13 +205,12 @@ def test_keep_leaves_each_attempts_worktree_and_branch(config: LoadedConfig, rep
     )
     worktrees, branches = leftovers(repo)
     assert sorted(branches) == sorted(f"acp-bridge/{a.task_id}" for a in result.attempts)
-    assert sorted(w.removeprefix("worktree ") for w in worktrees) == sorted(
-        str(a.worktree) for a in result.attempts
-    )
+    assert worktrees == sorted(str(a.worktree) for a in result.attempts)
     writer = next(a for a in result.attempts if a.agent == "writer")
     assert (Path(str(writer.worktree)) / "expected.txt").is_file()
+    status = git(Path(str(writer.worktree)), "status", "--porcelain").splitlines()
+    assert sorted(status) == [" M README.md", "?? expected.txt"]  # a repository to work in
     assert result.reason.startswith("fastest of the 4 attempt(s) that ended done")
-    git(repo, "worktree", "remove", "--force", str(writer.worktree))  # a person's cleanup
 
 
 def test_failures_leave_no_worktree_and_cannot_win(config: LoadedConfig, repo: Path) -> None:

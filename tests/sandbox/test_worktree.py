@@ -1,6 +1,6 @@
 """isolation: worktree — four concurrent runs on one repository each get their own branch
-and diff; unchanged worktrees go away; an agent in the sandbox can commit on its branch
-but cannot touch the repository's hooks."""
+(in a repository of their own) and diff; unchanged worktrees go away; an agent in the
+sandbox can commit on its branch but cannot touch the caller's repository."""
 
 from __future__ import annotations
 
@@ -64,9 +64,11 @@ def test_four_concurrent_runs_get_their_own_branch_and_diff(repo: Path, tmp_path
         diff = result.files.diff.read_text()
         assert f"+run {n}" in diff and "uncommitted" not in diff
         assert all(f"mine{m}" not in diff for m in range(4) if m != n)
-    branches = sh(repo, "git branch --list 'acp-bridge/*' --format='%(refname:short)'").split()
-    assert branches == [f"acp-bridge/task{n}" for n in range(4)]
-    assert "mine3" in sh(repo, "git show --stat acp-bridge/task3")
+    for n, result in results.items():  # each branch in its worktree's own repository
+        assert sh(result.path, "git branch --show-current") == f"acp-bridge/task{n}\n"
+    assert "mine3" in sh(results[3].path, "git show --stat acp-bridge/task3")
+    assert sh(repo, "git branch --list 'acp-bridge/*'") == ""  # none in the caller's
+    assert sh(repo, "git worktree list --porcelain").count("worktree ") == 1
     assert sh(repo, "git status --porcelain") == " M src/app.txt\n"  # the caller's tree as left
 
 
@@ -87,7 +89,7 @@ def test_an_unchanged_worktree_is_removed_with_its_branch(repo: Path, tmp_path: 
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "landlock"])
-def test_the_sandboxed_agent_commits_on_its_branch_but_cannot_touch_hooks(
+def test_the_sandboxed_agent_commits_on_its_branch_but_cannot_touch_the_repository(
     repo: Path, tmp_path: Path, mode: str
 ) -> None:
     async def go() -> tuple[WorktreeResult, int]:
@@ -112,10 +114,14 @@ def test_the_sandboxed_agent_commits_on_its_branch_but_cannot_touch_hooks(
         assert codes[0] == 0
         return await finish_worktree(wt, scratch=tmp_path / "scratch"), codes[1]
 
+    before = sh(repo, "git count-objects -v")
     result, hook_code = anyio.run(go)
     assert hook_code != 0 and not (repo / ".git/hooks/pre-commit").exists()
     assert (repo / ".git/hooks").is_dir()  # it was there to be written to
-    assert result.kept and "boxed" in sh(repo, f"git log -1 --format=%s {result.branch}")
+    assert result.kept and "boxed" in sh(result.path, f"git log -1 --format=%s {result.branch}")
+    assert sh(result.path, "git status --porcelain") == ""  # its .git, as the bridge wrote it
+    assert sh(repo, "git count-objects -v") == before  # its commit is not in the caller's
+    assert sh(result.path, "git fsck --no-progress 2>&1") == ""
 
 
 def test_what_cannot_be_isolated_is_a_config_error(tmp_path: Path) -> None:

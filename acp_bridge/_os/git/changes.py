@@ -4,7 +4,10 @@ agent in-process, a terminal, a callback — before/after, per write root.
 Git mode (the root is in a git work tree and not ignored): the root's whole state is
 recorded as a git *tree* before and after — ``git add -A`` into a scratch copy of the
 index, objects into a scratch object directory that borrows the repository's as an
-alternate, then ``write-tree``. Comparing two trees is exact where ``git status`` is not:
+alternate, then ``write-tree``, all through a git directory of the bridge's own made at the
+baseline (:mod:`.git_dirs`): the repository's configuration, hooks and ``.git`` file, which
+the run may change, are read once before it and never by the commands that measure it.
+Comparing two trees is exact where ``git status`` is not:
 a file already dirty before the run and edited again shows up, one dirty before and left
 alone does not, and the text diff shows only what the run did. The user's index, objects
 and refs are never written. Files git ignores are not reported (build outputs, caches);
@@ -27,9 +30,12 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+import anyio
+
 from acp_bridge._os.fs.paths import resolved as real
 from acp_bridge._os.fs.private_files import create_private, private_dir
-from acp_bridge._os.git.commands import GitError, compare_trees, git, git_tree, may_be_in_work_tree
+from acp_bridge._os.git.commands import GitError, git, may_be_in_work_tree
+from acp_bridge._os.git.git_dirs import borrowed_by, holds_objects, read_small, write_git_dir
 from acp_bridge._os.git.snapshots import (
     ChangeLimits as ChangeLimits,
 )
@@ -40,8 +46,12 @@ from acp_bridge._os.git.snapshots import (
     unchanged_if_small,
     walk,
 )
+from acp_bridge._os.git.trees import compare_trees, git_tree, write_diff
 from acp_bridge._os.stoppable import StopToken, in_thread
 from acp_bridge._records.frozen import FrozenRecord
+
+MAX_EXCLUDE_BYTES = 1 << 20
+"""The largest ``info/exclude`` of a repository that is honoured when measuring."""
 
 
 class FilesChanged(FrozenRecord):
@@ -83,10 +93,13 @@ class FilesChanged(FrozenRecord):
 # Plain classes: a dataclass compiles its generated methods from source when its module
 # loads, on every start-up's path (~2 M instructions a class).
 class _GitRoot:
-    __slots__ = ("root", "scratch", "top", "tree")
+    __slots__ = ("diff_objects", "root", "scratch", "top", "tree")
 
-    def __init__(self, root: Path, top: Path, scratch: Path, tree: str) -> None:
+    def __init__(
+        self, root: Path, top: Path, scratch: Path, tree: str, diff_objects: tuple[Path, ...]
+    ) -> None:
         self.root, self.top, self.scratch, self.tree = root, top, scratch, tree
+        self.diff_objects = diff_objects  # see trees.py
 
 
 class Baseline:
@@ -106,28 +119,51 @@ class Baseline:
 # --- git ---------------------------------------------------------------------------------
 
 
-async def _git_root(root: Path, scratch: Path, timeout: float) -> _GitRoot | None:
-    """The git baseline of ``root``, or None when snapshot mode must do."""
+async def _git_root(
+    root: Path, scratch: Path, timeout: float, writable: Sequence[Path]
+) -> _GitRoot | None:
+    """The git baseline of ``root``, or None when snapshot mode must do. What it learns of
+    the repository it learns now, before the run: after it, ``.git`` may be the run's
+    (``writable``: the run's roots)."""
     if not may_be_in_work_tree(root):
         return None
-    private_dir(scratch)
     inside = await git(
-        "rev-parse",
-        "--show-toplevel",
-        "--git-path",
-        "index",
-        cwd=root,
-        timeout=timeout,
-        check=False,
-    )
-    if inside.returncode != 0:
+        "rev-parse", "--show-toplevel", "--git-path", "index", "--git-path", "objects",
+        "--git-path", "info/exclude", "--show-object-format", "--shared-index-path",
+        cwd=root, timeout=timeout, check=False,
+    )  # fmt: skip
+    lines = inside.text.splitlines()
+    if inside.returncode != 0 or len(lines) < 5:
         return None  # not in a work tree (or inside .git)
     ignored = await git("check-ignore", "-q", ".", cwd=root, timeout=timeout, check=False)
     if ignored.returncode == 0:
         return None  # git would not see a thing that happens in here
-    top_text, index_text = inside.text.splitlines()
-    tree = await git_tree(root, scratch, timeout=timeout, index=root / index_text)
-    return _GitRoot(root, Path(top_text), scratch, tree)
+    top, index, objects, exclude = (Path(root, text) for text in lines[:4])
+    private_dir(scratch)
+    exclude_text = read_small(exclude, MAX_EXCLUDE_BYTES) or b""
+    # Its objects and those it borrows, named one by one (the run may take .git away), and
+    # borrowed only where the run cannot write them; the others serve the text diff alone.
+    folders = [real(objects), *borrowed_by(objects)]
+    ours = [f for f in folders if not any(f == w or w in f.parents for w in writable)]
+    theirs = tuple(f for f in folders if f not in ours and holds_objects(f))
+    write_git_dir(
+        scratch,
+        borrow=ours,
+        object_format=lines[4],
+        head="measured",
+        files={"info/exclude": exclude_text},
+    )
+    for source in (index, *(Path(root, text) for text in lines[5:6])):  # and a split index's
+        await anyio.to_thread.run_sync(_copy_index, source, scratch / source.name)
+    tree = await git_tree(scratch, top, root, timeout=timeout)
+    return _GitRoot(root, top, scratch, tree, theirs)
+
+
+def _copy_index(source: Path, target: Path) -> None:
+    """Start from the repository's index: only files whose stat changed are hashed."""
+    if source.is_file():
+        shutil.copyfile(source, target)
+        target.chmod(0o600)
 
 
 # --- the API -----------------------------------------------------------------------------
@@ -150,7 +186,7 @@ async def take_baseline(
     for number, root in enumerate(outer):
         scratch = workdir / f"root-{number}"  # made (private) when something is kept in it
         try:
-            found = await _git_root(root, scratch, limits.git_timeout)
+            found = await _git_root(root, scratch, limits.git_timeout, outer)
         except GitError as exc:
             baseline.notes.append(f"{root}: git baseline failed ({exc}); using a snapshot")
             found = None
@@ -188,20 +224,22 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
             part = state.scratch / "part.diff"
             os.close(create_private(part))  # git writes it: private from the start
             try:
-                tree = await git_tree(state.root, state.scratch, timeout=timeout, index=None)
+                tree = await git_tree(state.scratch, state.top, state.root, timeout=timeout)
                 c, m, d = await compare_trees(
-                    state.root,
-                    state.top,
-                    state.scratch,
-                    state.tree,
-                    tree,
-                    timeout=timeout,
-                    diff=part,
+                    state.scratch, state.top, state.root, state.tree, tree, timeout=timeout
                 )
             except GitError as exc:
                 notes.append(f"{state.root}: not measured ({exc})")
                 truncated = True
                 continue
+            try:
+                await write_diff(
+                    state.scratch, state.top, state.root, state.tree, tree, part,
+                    timeout=timeout, diff_objects=state.diff_objects,
+                )  # fmt: skip
+            except GitError as exc:  # the list stands; the text could not be made
+                notes.append(f"{state.root}: no diff ({exc})")
+                os.close(create_private(part))
         elif unchanged_if_small(state, baseline.limits):  # most runs: no thread hop
             c, m, d = [], [], []
             truncated |= state.truncated

@@ -3,10 +3,11 @@ bounded retry when another git process holds a lock.
 
 Why a clean environment: ``GIT_DIR``, ``GIT_INDEX_FILE``, ``GIT_WORK_TREE`` … inherited from
 the host (a bridge started by a git hook has them) would point our commands at another
-repository or index. Why no hooks (``core.hooksPath=/dev/null``): ``git worktree add``
-runs ``post-checkout``, and the bridge should not run a repository's code outside any
-sandbox as a side effect of measuring it. Why retry: four runs on one repository start
-``git worktree add`` at the same moment, and git answers a held ``*.lock`` with an error,
+repository or index. Why no hooks and no file-system monitor (``core.hooksPath=/dev/null``,
+``core.fsmonitor=false``), everywhere: the bridge should not run a repository's code outside
+any sandbox as a side effect of looking at it. (A work tree an agent may have changed is
+never read through its own repository at all: :mod:`.git_dirs`.) Why retry: git answers a
+``*.lock`` another git process holds — the user's, on the same repository — with an error,
 not a wait.
 """
 
@@ -14,14 +15,12 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
 
-from acp_bridge._os.fs.private_files import private_dir
 from acp_bridge.errors import BridgeError, ErrorCode
 
 DEFAULT_TIMEOUT = 60.0
@@ -31,10 +30,6 @@ LOCK_SIGNS = (
     "Unable to create",
     "cannot lock ref",
     "could not lock",
-    # `git worktree add` reads every other worktree's admin dir; one being created by a
-    # concurrent run has no `commondir` yet. Transient like a held lock: look again.
-    "/commondir: ",
-    "/gitdir: ",
 )
 BASE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
@@ -126,94 +121,3 @@ async def git(
         first = result.stderr.strip().splitlines()[-1:] or [f"exit code {result.returncode}"]
         raise GitError(f"git {args[0]} failed in {cwd}: {first[0]}")
     return result
-
-
-# --- trees: the state of a working tree as one git object ------------------------------
-
-
-async def git_tree(root: Path, scratch: Path, *, timeout: float, index: Path | None) -> str:
-    """The tree object of ``root``'s working tree now (tracked and untracked files, not
-    ignored ones), built in ``scratch``. ``index``: a real index to start from (only
-    files whose stat changed are hashed again)."""
-    env = _scratch_env(scratch, await _objects_dir(root, timeout))
-    if index is not None:
-        await anyio.to_thread.run_sync(_seed_index, index, Path(env["GIT_INDEX_FILE"]))
-    await git(
-        "add", "-A", "--ignore-errors", "--", ".", cwd=root, env=env, timeout=timeout, check=False
-    )  # unreadable files are skipped (and not reported), not fatal
-    return (await git("write-tree", cwd=root, env=env, timeout=timeout)).text
-
-
-def _seed_index(index: Path, scratch_index: Path) -> None:
-    if index.is_file() and not scratch_index.exists():
-        shutil.copyfile(index, scratch_index)
-
-
-async def _objects_dir(root: Path, timeout: float) -> str:
-    text = (await git("rev-parse", "--git-path", "objects", cwd=root, timeout=timeout)).text
-    return str((root / text).resolve())
-
-
-def _scratch_env(scratch: Path, objects: str) -> dict[str, str]:
-    private_dir(scratch / "objects")
-    return {
-        # What git writes there (objects, the index) private whatever the umask.
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "core.sharedRepository",
-        "GIT_CONFIG_VALUE_0": "0600",
-        "GIT_INDEX_FILE": str(scratch / "index"),
-        "GIT_OBJECT_DIRECTORY": str(scratch / "objects"),
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
-    }
-
-
-async def compare_trees(
-    root: Path,
-    top: Path,
-    scratch: Path,
-    old: str,
-    new: str,
-    *,
-    timeout: float,
-    diff: Path | None,
-) -> tuple[list[str], list[str], list[str]]:
-    """Created, modified, deleted paths (absolute) under ``root`` between two trees; the
-    text diff of the two written to ``diff`` when given."""
-    env = _scratch_env(scratch, await _objects_dir(root, timeout))
-    names = await git(
-        "diff",
-        "--no-renames",
-        "--name-status",
-        "-z",
-        old,
-        new,
-        "--",
-        ".",
-        cwd=root,
-        env=env,
-        timeout=timeout,
-    )
-    fields = names.stdout.decode("utf-8", "surrogateescape").split("\0")
-    created: list[str] = []
-    modified: list[str] = []
-    deleted: list[str] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        target = {"A": created, "D": deleted}.get(status[:1], modified)
-        target.append(str(top / path))
-    if diff is not None:
-        await git(
-            "diff",
-            "--no-renames",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            f"--output={diff}",
-            old,
-            new,
-            "--",
-            ".",
-            cwd=root,
-            env=env,
-            timeout=timeout,
-        )
-    return created, modified, deleted

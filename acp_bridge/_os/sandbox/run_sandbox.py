@@ -17,7 +17,6 @@ import contextlib
 import errno
 import functools
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ import anyio
 
 from acp_bridge._os.fs.paths import path_of, real_path
 from acp_bridge._os.fs.private_files import private_dir
+from acp_bridge._os.fs.removal import remove_tree
 from acp_bridge._os.process.command_lookup import resolve_command
 from acp_bridge._os.process.procgroup import Launched
 from acp_bridge._os.process.stdio_handoff import handoff_argv
@@ -280,17 +280,5 @@ def _remove_tree(path: Path) -> None:
     # A run that left its /tmp empty (many do), or holding only bubblewrap's mount points:
     # a few rmdirs, where rmtree's safe walk (open, stat, list, each checked) cost ~0.25 ms
     # of CPU a run.
-    if _remove_mount_points(str(path)):
-        return
-
-    def unlock(func: object, failed: str, exc_info: object) -> None:
-        where = Path(failed)
-        with contextlib.suppress(OSError):
-            where.parent.chmod(stat.S_IRWXU)
-            if where.is_dir() and not where.is_symlink():
-                where.chmod(stat.S_IRWXU)
-                shutil.rmtree(where, ignore_errors=True)
-            else:
-                where.unlink()
-
-    shutil.rmtree(path, onerror=unlock)  # `onexc` only from 3.12
+    if not _remove_mount_points(str(path)):
+        remove_tree(path)

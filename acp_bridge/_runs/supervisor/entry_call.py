@@ -36,6 +36,7 @@ from anyio.abc import TaskGroup
 
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, Held
 from acp_bridge._entries.request import EntryRequest, run_entry_with_follow_ups
+from acp_bridge._os.fs.locations import state_dir
 from acp_bridge._os.process.proc import Identity
 from acp_bridge._os.process.procgroup import report_groups
 from acp_bridge._runs import foreground, unfinished
@@ -70,7 +71,7 @@ class Supervisor(Protocol):
 log = logging.getLogger("acp_bridge.runs")
 
 WORKTREE_LOOKUP = 10.0
-"""Seconds for ``git worktree list`` when a follow-up starts."""
+"""Seconds for finding the repository's top (``git rev-parse``) when a follow-up starts."""
 
 
 class EntryCall:
@@ -171,7 +172,9 @@ class EntryCall:
         from acp_bridge._os.git.worktrees import kept_worktree  # git's part: follow-ups only
 
         chain = chain_ids(self.store.db, follows)
-        found = await kept_worktree(Path(request.cwd), chain, timeout=WORKTREE_LOOKUP)
+        found = await kept_worktree(
+            Path(request.cwd), chain, state_dir=state_dir(), timeout=WORKTREE_LOOKUP
+        )
         return request if found is None else request.replace(worktree=str(found))
 
     async def _call(self, run: RunRecord, cancel: anyio.Event, abort: anyio.Event) -> SubtaskResult:

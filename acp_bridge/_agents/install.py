@@ -3,8 +3,15 @@
 No global install and no sudo: each package version gets its own folder under the user's data
 directory (:func:`acp_bridge._acp.agent_executable.install_dir`), built in place and stamped
 last: a folder without its stamp is never used (a failed install is removed; an interrupted one is
-started over). The package manager's own record is kept beside it: npm's ``package-lock.json`` (with
-the integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
+started over). In place, not in a folder beside it renamed into place: a venv's scripts name
+their venv's path, so a venv cannot be moved; the stamp, written last and atomically, is the
+rename. Two installs of one version never build it at once: each holds the version's
+:class:`~acp_bridge._os.fs.private_files.FolderLock` (the second waits, then finds it
+installed). The prefix's folders are the bridge's own (``private_files``): a file or a
+symlink where one should be is refused with its path, never written through.
+
+The package manager's own record is kept beside it: npm's ``package-lock.json`` (with the
+integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
 every distribution pip installed (from ``pip install --report``).
 
 An npm package that needs a newer Node than the one on ``PATH`` (``package.node``) gets that
@@ -29,6 +36,8 @@ from typing import Any
 import anyio
 
 from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
+from acp_bridge._os.fs.locations import agents_dir
+from acp_bridge._os.fs.private_files import FolderLock, private_dir, write_private
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
@@ -36,6 +45,9 @@ from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
 INSTALL_TIMEOUT = 1800.0
 """Seconds one install may take (npm agents are up to ~500 MB on a slow mirror)."""
 PROBE_TIMEOUT = 15.0
+LOCK_POLL = 0.2
+"""Seconds between two tries of a version's lock held by another install (flock has no
+wait that a cancel can end)."""
 OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
 _NEUTRAL = Path("/")
 """Where the probes (``node --version``, ``python -c pass``) run: not our working folder,
@@ -71,18 +83,46 @@ async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
     target = install_dir(spec)
     if installed(spec) is not None and not force:
         return Installed(profile.name, spec, target, fresh=False)
-    # Built in place (a venv's scripts name their venv's path: it cannot be moved) after
-    # whatever was there; the stamp, written last, is what makes it an install.
+    lock = FolderLock(target)
+    try:
+        with anyio.fail_after(INSTALL_TIMEOUT):  # the wait for another install, then ours
+            await _acquire(lock, target)
+            try:
+                if installed(spec) is not None and not force:  # the other install's work
+                    return Installed(profile.name, spec, target, fresh=False)
+                await _install_locked(profile, spec, target)
+            finally:
+                lock.release()
+    except TimeoutError as exc:  # before OSError: a TimeoutError is one
+        raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+    return Installed(profile.name, spec, target, fresh=True)
+
+
+async def _acquire(lock: FolderLock, target: Path) -> None:
+    """The version's lock: made private in a prefix whose folders are checked first."""
+    try:
+        await anyio.to_thread.run_sync(private_dir, target.parent, agents_dir())
+        # Another process holds it (no Event of ours can say when): its install ends first.
+        while not await anyio.to_thread.run_sync(lock.try_acquire):  # noqa: ASYNC110
+            await anyio.sleep(LOCK_POLL)
+    except StateDirError as exc:
+        raise StateDirError(f"cannot install into {target}: {exc}") from exc
+
+
+async def _install_locked(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
+    # Built in place (see the module docstring) after whatever was there; the stamp, written
+    # last, is what makes it an install.
     try:
         await anyio.to_thread.run_sync(_fresh_dir, target)
+    except StateDirError as exc:
+        raise StateDirError(f"cannot install into {target}: {exc}") from exc
     except OSError as exc:
         raise folder_error(target, exc) from exc
     try:
-        with anyio.fail_after(INSTALL_TIMEOUT):
-            await _build(profile, spec, target)
-    except TimeoutError as exc:  # before OSError: a TimeoutError is one
+        await _build(profile, spec, target)
+    except TimeoutError:
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
-        raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+        raise
     except OSError as exc:  # its files (package.json, the lock, the stamp): not the installer
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise folder_error(target, exc) from exc
@@ -90,7 +130,6 @@ async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise
-    return Installed(profile.name, spec, target, fresh=True)
 
 
 async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
@@ -100,7 +139,9 @@ async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None
         raise InstallError(f"{spec} installed, but it has no command {command!r}")
     record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
     record |= {"version": spec.version, "command": command, "installed_at": time.time()}
-    await anyio.Path(target / STAMP).write_text(json.dumps(record, indent=1))
+    # Atomically (a new file renamed over): a stamp is whole, or there is none.
+    data = json.dumps(record, indent=1).encode()
+    await anyio.to_thread.run_sync(write_private, target / STAMP, data, agents_dir())
 
 
 def folder_error(target: Path, exc: OSError) -> StateDirError:
@@ -116,8 +157,11 @@ def folder_error(target: Path, exc: OSError) -> StateDirError:
 
 
 def _fresh_dir(target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
+    """An empty private folder at ``target``: a half-written install there (a folder without
+    its stamp, or one being replaced) goes; a file or a symlink at its name is refused."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    private_dir(target, agents_dir())
 
 
 async def _run(argv: list[str], cwd: Path, what: str) -> str:

@@ -137,6 +137,8 @@ async def create_worktree(
     if head.returncode != 0:
         raise ConfigError(f"isolation worktree: {top} has no commit to start from")
     digest = hashlib.sha256(str(top).encode()).hexdigest()[:8]
+    # Checked before it is resolved: a link to nowhere is refused, its target never made.
+    private_dir(state_dir, top=state_dir)
     state = Path(await anyio.Path(state_dir).resolve())
     path = state / "worktrees" / f"{top.name}-{digest}" / task_id
     private_dir(path.parent, top=state)

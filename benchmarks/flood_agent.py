@@ -13,6 +13,11 @@ pipe takes it, then answers ``end_turn``:
 - ``plan N``: one ``plan`` update of N entries (``{}``: 3 bytes each on the wire, a dict
   each once decoded), then ``OK``;
 - ``locations N``: a permission request whose tool call names N locations, then ``OK``.
+- ``wideplan N``: one ``plan`` update of N entries of 16 bytes each (a million: a 15 MB line
+  refused before it is decoded), then ``OK``;
+- ``replies N``: N ``fs/read_text_file`` requests for a 4 MiB file in its cwd, not reading
+  a reply until all are sent and a second has passed (what waits to be written to it is
+  what is measured), then ``OK`` once every reply is in.
 
 The answer texts are known (``floods.py`` checks them); the lines are built in blocks so
 the agent's own memory stays out of the way (it is a separate process anyway).
@@ -23,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from pathlib import Path
 
 SESSION = "flood-1"
 MIB = 1 << 20
@@ -60,8 +67,34 @@ def block(i: int) -> str:
     return head + "x" * (MIB - len(head) - 1) + "\n"
 
 
-def flood(kind: str, n: int) -> None:
-    if kind == "updates":
+def read_replies(n: int) -> None:
+    """Wait, then read the agent's stdin until ``n`` replies to its requests are in."""
+    time.sleep(1.0)  # the bridge builds what it will while nobody reads: the peak
+    seen = 0
+    for line in sys.stdin.buffer:
+        message = json.loads(line)
+        if "method" not in message and str(message.get("id", "")).startswith("r"):
+            seen += 1
+            if seen == n:
+                return
+
+
+def flood(kind: str, n: int, cwd: str = ".") -> None:
+    if kind == "replies":
+        big = Path(cwd) / "big.txt"
+        big.write_text("z" * (4 * MIB))
+        path = str(big)
+        for i in range(n):
+            params = {"sessionId": SESSION, "path": path}
+            send({"id": f"r{i}", "method": "fs/read_text_file", "params": params})
+        read_replies(n)
+        write(chunk_line("OK"))
+    elif kind == "wideplan":
+        head = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"flood-1",'
+        entries = b",".join([b'{"content":"x"}'] * n)
+        write(head + b'"update":{"sessionUpdate":"plan","entries":[' + entries)
+        write(b"]}}}\n" + chunk_line("OK"))
+    elif kind == "updates":
         batch: list[bytes] = []
         for i in range(n):
             batch.append(chunk_line(f"t{i} "))
@@ -94,6 +127,7 @@ def flood(kind: str, n: int) -> None:
 
 def main() -> None:
     kind, n = sys.argv[1], int(sys.argv[2])
+    cwd = "."
     for line in sys.stdin.buffer:
         message = json.loads(line)
         method, rid = message.get("method"), message.get("id")
@@ -102,9 +136,10 @@ def main() -> None:
         if method == "initialize":
             send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
         elif method == "session/new":
+            cwd = message["params"].get("cwd", cwd)
             send({"id": rid, "result": {"sessionId": SESSION}})
         elif method == "session/prompt":
-            flood(kind, n)
+            flood(kind, n, cwd)
             send({"id": rid, "result": {"stopReason": "end_turn"}})
         else:
             send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})

@@ -19,7 +19,11 @@ the same agent with a trivial turn (``updates 1``), measured in the same round. 
 - ``line``: one 100 MB line (past the transport's ceiling: a protocol error);
 - ``noise``: one 100 MB line that is not JSON (skipped as it streams);
 - ``plan``: a plan of 1 000 000 entries on one line (3 bytes each on the wire);
-- ``locations``: a permission request naming 1 000 000 locations.
+- ``locations``: a permission request naming 1 000 000 locations;
+- ``wideplan``: a plan of 1 000 000 entries of 16 bytes each (a 15 MB line, refused before
+  it is decoded: issue 37, class 4);
+- ``replies``: 100 ``fs/read_text_file`` replies of 4 MiB the agent reads only after a
+  second (issue 37, class 4: what waits to be queued counts too).
 
 Each flood's outcome is checked too (status, error code, the answer's head), so a flood that
 "passes" by failing early is seen. Ratios, not seconds: the machine is shared.
@@ -67,6 +71,8 @@ FLOODS: dict[str, tuple[list[str], str, str | None, str | None]] = {
     "noise": ([str(AGENT), "noise", "100"], "done", None, "OK"),
     "plan": ([str(AGENT), "plan", "1000000"], "done", None, "OK"),
     "locations": ([str(AGENT), "locations", "1000000"], "done", None, "OK"),
+    "wideplan": ([str(AGENT), "wideplan", "1000000"], "done", None, "OK"),
+    "replies": ([str(AGENT), "replies", "100"], "done", None, "OK"),
 }
 
 

@@ -11,12 +11,13 @@ agent gets. A command the operator named by path is always taken as it is.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import read_text
 from acp_bridge._os.fs.locations import agents_dir
 from acp_bridge._os.fs.roots import existing_directory
 from acp_bridge._os.process.command_lookup import resolve_command
@@ -26,6 +27,8 @@ from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import SpawnError
 
 STAMP = "acp-bridge-install.json"
+STAMP_FILE = "an install stamp"
+MAX_STAMP_BYTES = 1 << 20
 """Written last by an install: a folder without it is a half-finished install, never used."""
 
 
@@ -34,17 +37,24 @@ def install_dir(spec: PackageSpec) -> Path:
     return agents_dir() / spec.manager / f"{spec.name.replace('/', '+')}@{spec.version}"
 
 
+ARCHIVE_DIR = "archive"
+"""Where an install unpacks a ``binary`` package's archive, inside its folder."""
+
+
 def bin_dir(spec: PackageSpec) -> Path:
-    """Where the installed package's commands are."""
+    """Where the installed package's commands are (an archive's: the folder of its ``cmd``)."""
     if spec.manager == "npm":
         return install_dir(spec) / "node_modules" / ".bin"
+    if spec.cmd is not None:
+        return (install_dir(spec) / ARCHIVE_DIR / spec.cmd).parent
     return install_dir(spec) / "venv" / "bin"
 
 
 def installed(spec: PackageSpec) -> dict[str, Any] | None:
     """The record of a finished install of ``spec`` (its stamp), or None."""
     try:
-        data = json.loads((install_dir(spec) / STAMP).read_text())
+        text = read_text(install_dir(spec) / STAMP, what=STAMP_FILE, limit=MAX_STAMP_BYTES)
+        data = bounded_json.loads(text)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

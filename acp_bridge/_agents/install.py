@@ -1,5 +1,9 @@
 """``acp-bridge agents install``: a profile's pinned package into the managed prefix.
 
+One mechanism for every source: an npm or PyPI package, or an archive downloaded and
+unpacked (an ACP registry ``binary`` entry: its sha256 checked when the entry gives one, and
+recorded in the stamp either way).
+
 No global install and no sudo: each package version gets its own folder under the user's data
 directory (:func:`acp_bridge._acp.agent_executable.install_dir`), built in place and stamped
 last: a folder without its stamp is never used (a failed install is removed; an interrupted one is
@@ -22,20 +26,33 @@ bridge's (``package.python``) gets a venv of the newest ``python3.X`` found that
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
+import urllib.error
+import urllib.request
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from acp_bridge._acp.agent_executable import STAMP, bin_dir, install_dir, installed
+from acp_bridge._acp.agent_executable import (
+    ARCHIVE_DIR,
+    STAMP,
+    bin_dir,
+    install_dir,
+    installed,
+)
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, read_text
 from acp_bridge._os.fs.locations import agents_dir
 from acp_bridge._os.fs.private_files import FolderLock, private_dir, write_private
 from acp_bridge.config import AgentProfile
@@ -49,6 +66,12 @@ LOCK_POLL = 0.2
 """Seconds between two tries of a version's lock held by another install (flock has no
 wait that a cancel can end)."""
 OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
+SOCKET_TIMEOUT = 60.0
+"""Seconds a download may wait for the server at once (a connection, one read)."""
+MAX_DOWNLOAD = 2 * 1024**3
+"""Bytes an archive may have: a server that never stops sending fills no disk."""
+REPORT_FILE = "pip's install report"
+MAX_REPORT_BYTES = 64 << 20
 _NEUTRAL = Path("/")
 """Where the probes (``node --version``, ``python -c pass``) run: not our working folder,
 which may be gone or unreadable."""
@@ -66,6 +89,7 @@ class Installed:
     spec: PackageSpec
     path: Path
     fresh: bool  # installed now (False: it already was)
+    command: str  # its name in bin_dir(spec)
 
 
 def spec_of(profile: AgentProfile) -> PackageSpec:
@@ -79,23 +103,41 @@ def spec_of(profile: AgentProfile) -> PackageSpec:
 
 async def install(profile: AgentProfile, *, force: bool = False) -> Installed:
     """Install the profile's pinned package (nothing to do when it already is)."""
-    spec = spec_of(profile)
+    return await install_package(profile.name, spec_of(profile), profile.command, force=force)
+
+
+async def install_package(
+    name: str, spec: PackageSpec, command: str | None, *, force: bool = False
+) -> Installed:
+    """Install ``spec`` for the agent ``name``, whose command is ``command`` (None: the
+    package's own, as ``npx`` finds it: its only ``bin``, else the one named as it)."""
     target = install_dir(spec)
-    if installed(spec) is not None and not force:
-        return Installed(profile.name, spec, target, fresh=False)
+    done = _done(name, spec, command, force)
+    if done is not None:
+        return done
     lock = FolderLock(target)
     try:
         with anyio.fail_after(INSTALL_TIMEOUT):  # the wait for another install, then ours
             await _acquire(lock, target)
             try:
-                if installed(spec) is not None and not force:  # the other install's work
-                    return Installed(profile.name, spec, target, fresh=False)
-                await _install_locked(profile, spec, target)
+                done = _done(name, spec, command, force)  # the other install's work
+                if done is not None:
+                    return done
+                command = await _install_locked(name, spec, target, command)
             finally:
                 lock.release()
     except TimeoutError as exc:  # before OSError: a TimeoutError is one
         raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
-    return Installed(profile.name, spec, target, fresh=True)
+    return Installed(name, spec, target, fresh=True, command=command)
+
+
+def _done(name: str, spec: PackageSpec, command: str | None, force: bool) -> Installed | None:
+    """The finished install of ``spec`` (its stamp is there), unless ``force``."""
+    record = installed(spec)
+    if record is None or force:
+        return None
+    known = command or str(record.get("command") or spec.name.rsplit("/", 1)[-1])
+    return Installed(name, spec, install_dir(spec), fresh=False, command=known)
 
 
 async def _acquire(lock: FolderLock, target: Path) -> None:
@@ -109,7 +151,7 @@ async def _acquire(lock: FolderLock, target: Path) -> None:
         raise StateDirError(f"cannot install into {target}: {exc}") from exc
 
 
-async def _install_locked(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
+async def _install_locked(name: str, spec: PackageSpec, target: Path, command: str | None) -> str:
     # Built in place (see the module docstring) after whatever was there; the stamp, written
     # last, is what makes it an install.
     try:
@@ -119,7 +161,7 @@ async def _install_locked(profile: AgentProfile, spec: PackageSpec, target: Path
     except OSError as exc:
         raise folder_error(target, exc) from exc
     try:
-        await _build(profile, spec, target)
+        return await _build(name, spec, target, command)
     except TimeoutError:
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise
@@ -132,16 +174,45 @@ async def _install_locked(profile: AgentProfile, spec: PackageSpec, target: Path
         raise
 
 
-async def _build(profile: AgentProfile, spec: PackageSpec, target: Path) -> None:
-    record = await (_npm(spec, target) if spec.manager == "npm" else _pypi(spec, target))
-    command = profile.command
-    if not await anyio.Path(bin_dir(spec) / command).exists():
+async def _build(name: str, spec: PackageSpec, target: Path, command: str | None) -> str:
+    """Build the install in ``target`` and stamp it; its command."""
+    if spec.manager == "npm":
+        record = await _npm(spec, target)
+    elif spec.manager == "pypi":
+        record = await _pypi(spec, target)
+    else:
+        record = await _binary(spec, target)
+    if command is None:
+        command = await anyio.to_thread.run_sync(_npm_command, spec, target)
+    found = bin_dir(spec) / command
+    if not await anyio.Path(found).is_file():
         raise InstallError(f"{spec} installed, but it has no command {command!r}")
-    record |= {"profile": profile.name, "package": spec.name, "manager": spec.manager}
+    if not os.access(found, os.X_OK):
+        raise InstallError(f"{spec} installed, but its command {found} is not executable")
+    record |= {"profile": name, "package": spec.name, "manager": spec.manager}
     record |= {"version": spec.version, "command": command, "installed_at": time.time()}
     # Atomically (a new file renamed over): a stamp is whole, or there is none.
     data = json.dumps(record, indent=1).encode()
     await anyio.to_thread.run_sync(write_private, target / STAMP, data, agents_dir())
+    return command
+
+
+def _npm_command(spec: PackageSpec, prefix: Path) -> str:
+    """The command ``npx`` runs for the package: its only ``bin``, else the one named as the
+    package (without its scope)."""
+    plain = spec.name.rsplit("/", 1)[-1]
+    try:
+        meta = json.loads((prefix / "node_modules" / spec.name / "package.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    bins = meta.get("bin") if isinstance(meta, dict) else None
+    if isinstance(bins, dict) and len(bins) == 1:
+        return str(next(iter(bins)))
+    if isinstance(bins, dict) and plain not in bins:
+        raise InstallError(
+            f"{spec} has several commands ({', '.join(sorted(bins))}) and none named {plain!r}"
+        )
+    return plain
 
 
 def folder_error(target: Path, exc: OSError) -> StateDirError:
@@ -218,10 +289,89 @@ async def _pypi(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
     return {"python": python}
 
 
+async def _binary(spec: PackageSpec, prefix: Path) -> dict[str, Any]:
+    url = spec.archive or ""  # a binary spec has one (PackageSpec checks)
+    download = prefix / "download"
+    digest = await download_to(url, download, f"{spec}'s archive")
+    if spec.sha256 is not None and digest != spec.sha256:
+        raise InstallError(
+            f"{spec}: the archive from {url} has sha256 {digest}, not the "
+            f"{spec.sha256} its entry gives: refused"
+        )
+    await anyio.to_thread.run_sync(_unpack, download, url, prefix / ARCHIVE_DIR)
+    await anyio.Path(download).unlink()
+    command = prefix / ARCHIVE_DIR / (spec.cmd or "")
+    if await anyio.Path(command).is_file():  # the entry says it runs: a zip may not say so
+        await anyio.Path(command).chmod((await anyio.Path(command).stat()).st_mode | 0o111)
+    checked = "checked" if spec.sha256 is not None else "not given by the entry: recorded"
+    return {"archive": url, "sha256": digest, "sha256_check": checked}
+
+
+async def download_to(url: str, dest: Path, what: str) -> str:
+    """Download ``url`` (http or https) into ``dest``; its sha256. Bounded: the server may
+    wait :data:`SOCKET_TIMEOUT` at once, the whole download :data:`INSTALL_TIMEOUT` (checked
+    between reads, in the thread: a blocking read cannot be cancelled from outside)."""
+    if not url.startswith(("http://", "https://")):
+        raise InstallError(f"{what}: only http and https URLs are downloaded: got {url!r}")
+    return await anyio.to_thread.run_sync(_download, url, dest, what)
+
+
+def _download(url: str, dest: Path, what: str) -> str:
+    deadline = time.monotonic() + INSTALL_TIMEOUT
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with urllib.request.urlopen(url, timeout=SOCKET_TIMEOUT) as response, dest.open("wb") as f:
+            while chunk := response.read(1 << 16):
+                size += len(chunk)
+                if size > MAX_DOWNLOAD or time.monotonic() > deadline:
+                    raise InstallError(
+                        f"{what}: {url} sent more than {MAX_DOWNLOAD} bytes or took longer "
+                        f"than {INSTALL_TIMEOUT:g}s"
+                    )
+                digest.update(chunk)
+                f.write(chunk)
+    except urllib.error.HTTPError as exc:
+        raise InstallError(f"{what}: {url} answered {exc.code} {exc.reason}") from exc
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise InstallError(f"{what}: cannot download {url}: {reason}") from exc
+    return digest.hexdigest()
+
+
+def _unpack(archive: Path, url: str, into: Path) -> None:
+    """Unpack a .zip or a tar (gzip, xz, bzip2) archive; nothing may land outside ``into``
+    (absolute names, ``..``, links out of it: refused)."""
+    into.mkdir()
+    if url.lower().endswith(".zip") or zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zipped:
+            for member in zipped.infolist():
+                target = (into / member.filename).resolve()
+                if not target.is_relative_to(into.resolve()):
+                    raise InstallError(f"{url}: {member.filename!r} would land outside its folder")
+                zipped.extract(member, into)
+                mode = (member.external_attr >> 16) & 0o777
+                if mode and not member.is_dir():
+                    target.chmod(mode)  # zipfile drops the mode: the command must stay runnable
+        return
+    try:
+        with tarfile.open(archive) as tarred:
+            tarred.extractall(into, filter="data")
+    except tarfile.FilterError as exc:
+        raise InstallError(f"{url}: {exc}") from exc
+    except tarfile.TarError as exc:
+        raise InstallError(f"{url}: not a .zip or tar archive: {exc}") from exc
+
+
 def _lock_lines(report: Path) -> str:
     """``name==version --hash=sha256:…`` for every distribution pip installed (its report)."""
     lines = ["# What pip installed, with the sha256 of each distribution it downloaded.\n"]
-    for item in json.loads(report.read_text()).get("install", []):
+    try:
+        found = bounded_json.loads(read_text(report, what=REPORT_FILE, limit=MAX_REPORT_BYTES))
+    except (OSError, ValueError) as exc:  # the file names itself when the reader refused it
+        where = "" if isinstance(exc, InputRefused) else f"{report}: "
+        raise InstallError(f"pip's install report: {where}{exc}") from None
+    for item in found.get("install", []) if isinstance(found, dict) else []:
         meta = item.get("metadata", {})
         hashes = item.get("download_info", {}).get("archive_info", {}).get("hashes", {})
         pin = f"{meta.get('name')}=={meta.get('version')}"

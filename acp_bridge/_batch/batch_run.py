@@ -109,6 +109,9 @@ class _Batch:
         self.config = config
         self.outcomes: list[TaskOutcome | None] = [None] * len(tasks)
         self.task_ids = [_task_id(item) for item in tasks]
+        self.records: dict[int, TaskRecord] = {}
+        """The rows of tasks that began waiting: one executor's failure ends them in the
+        same row (a row already ``running`` gets its envelope, not a second row)."""
         self.writes: TaskGroup | None = None
         self.on_outcome: Callable[[TaskOutcome], None] | None = None
 
@@ -126,6 +129,7 @@ class _Batch:
         task_id = self.task_ids[position]
         request = item.task.request
         record = TaskRecord(task_id, request.task, request.entry, request.agent)
+        self.records[position] = record
         began = time.monotonic()
         if limiter is not None:
             await limiter.acquire()
@@ -199,9 +203,10 @@ class _Batch:
             envelope = from_error(exc, task_id=task_id, meta=_meta(item))
             outcome = TaskOutcome(item, _stamp(envelope, item, None, 0, None))
             request = item.task.request
-            await self._end(
-                position, outcome, TaskRecord(task_id, request.task, request.entry, request.agent)
+            record = self.records.get(position) or TaskRecord(
+                task_id, request.task, request.entry, request.agent
             )
+            await self._end(position, outcome, record)
 
 
 def _task_id(item: Keyed) -> str:

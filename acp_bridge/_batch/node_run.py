@@ -1,22 +1,21 @@
 """One task, run on the machine this code runs on: the local executor's, or a Ray node's.
 
-Its workspace is made here, the request runs through the entries table like any other
-front end's (:func:`~acp_bridge.run_entry`), the changes are measured, ``inspect`` looks,
-the workspace goes. Whatever fails — a workspace that cannot be made, an upload past its
-bound — is the task's envelope, never an exception: only cancellation of the caller's own
-scope propagates.
+Its workspace is made here (a fresh empty one when the task names neither a workspace nor
+a ``cwd``), the request runs through the entries table like any other front end's
+(:func:`~acp_bridge.run_entry`), the changes are measured, ``inspect`` looks, the workspace
+goes. Whatever fails — a workspace that cannot be made, an upload past its bound — is the
+task's envelope, never an exception: only cancellation of the caller's own scope propagates.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Callable
 
 import anyio
 
-from acp_bridge._batch.tasks import BatchTask
+from acp_bridge._batch.tasks import BatchTask, Workspace
 from acp_bridge._batch.workspace import Finished, Measured, workspace
 from acp_bridge._entries.entry_table import ENTRY_TABLE
 from acp_bridge._entries.enveloped import finish_envelope
@@ -51,10 +50,16 @@ async def run_task_here(
     ``started`` hears the cwd as the entry starts; ``measuring``, that it ended."""
     began = time.monotonic()
     request = task.request.replace(task_id=task_id)
+    space = task.workspace
+    if space is None and request.cwd is None:
+        # Never the directory this process was started in (a Ray node's, say): it would
+        # become the agent's write root, shared by every task that lands there.
+        space = Workspace()
     try:
-        async with workspace(task.workspace, task_id, upload) as prepared:
+        async with workspace(space, task_id, upload) as prepared:
             if prepared is None:
-                started(request.cwd or os.getcwd())  # noqa: PTH109
+                assert request.cwd is not None
+                started(request.cwd)
                 result = await run_entry(request, config=config, cancel=cancel)
                 if measuring is not None:
                     measuring()

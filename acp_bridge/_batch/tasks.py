@@ -23,6 +23,12 @@ from acp_bridge._entries.request import EntryRequest
 from acp_bridge.errors import ConfigError
 
 MAX_KEY_CHARS = 256
+TASKS_FILE = "a tasks file"
+MAX_TASKS_FILE_BYTES = 256 << 20
+"""The largest tasks file read (every task is held in memory until the batch ends)."""
+MAX_TASKS_LINE_BYTES = 64 << 20
+"""The longest line of a tasks file: a task of the longest text (16 MiB) with its JSON
+escapes and inline workspace files."""
 BATCH_FIELDS = ("key", "workspace")
 """The fields of a task that are the batch's, not the request's."""
 
@@ -66,7 +72,8 @@ function, or a ``functools.partial`` of one)."""
 
 @dataclass(frozen=True)
 class BatchTask:
-    """One task: ``request`` runs in ``workspace`` (None: in the request's own ``cwd``)."""
+    """One task: ``request`` runs in ``workspace``, else in the request's own ``cwd``, else in
+    a fresh empty workspace."""
 
     request: EntryRequest
     key: str | None = None
@@ -131,9 +138,12 @@ class Keyed:
 
 
 def keyed(items: Iterable[TaskLike]) -> list[Keyed]:
-    """Every task with its index and key; a duplicate key is an error naming both places."""
+    """Every task with its index and key; a duplicate key, or a duplicate explicit
+    ``task_id`` (two runs under one id: ``show`` would find one), is an error naming both
+    places."""
     out: list[Keyed] = []
     seen: dict[str, int] = {}
+    task_ids: dict[str, int] = {}
     for index, item in enumerate(items):
         try:
             task = as_task(item)
@@ -143,5 +153,11 @@ def keyed(items: Iterable[TaskLike]) -> list[Keyed]:
         if key in seen:
             raise ConfigError(f"task {index}: key {key!r} is also task {seen[key]}'s")
         seen[key] = index
+        task_id = task.request.task_id
+        if task_id is not None:
+            if task_id in task_ids:
+                first = task_ids[task_id]
+                raise ConfigError(f"task {index}: task_id {task_id!r} is also task {first}'s")
+            task_ids[task_id] = index
         out.append(Keyed(index, key, task))
     return out

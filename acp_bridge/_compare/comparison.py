@@ -55,6 +55,7 @@ from acp_bridge._compare.shared_budget import SharedBudget
 from acp_bridge._compare.verifier import VerifierResult, verify
 from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.sync import synchronous
+from acp_bridge._os.fs.input_files import InputRefused, read_bytes
 from acp_bridge._os.git.worktrees import discard_worktrees
 from acp_bridge._runs.budget import usage_figures
 from acp_bridge.config import AgentProfile, LoadedConfig, load_config
@@ -63,8 +64,19 @@ from acp_bridge.errors import BridgeError, ConfigError
 
 VERIFY_AT_ONCE = 4
 """Verifiers running at once (each a worktree and a sandboxed command)."""
+PATCH_FILE = "a patch shown by --dry-run"
+MAX_PATCH_BYTES = 64 << 20
+"""The largest winner's diff ``--apply --dry-run`` puts in its result (an agent's changes
+can be any size; the diff is still applied by git from the file, whatever its size)."""
 
 OnAttempt = Callable[[AttemptResult], None]
+
+
+def read_patch(diff: Path) -> str:
+    """The winner's diff as ``--apply --dry-run`` shows it (bytes that are not UTF-8 shown
+    replaced: it is for reading, git applies the file itself); OSError when it cannot be
+    read within :data:`MAX_PATCH_BYTES`."""
+    return read_bytes(diff, what=PATCH_FILE, limit=MAX_PATCH_BYTES).decode("utf-8", "replace")
 
 
 @dataclass(frozen=True)
@@ -335,7 +347,11 @@ class _Comparison:
         except BridgeError as exc:
             return ApplyResult(dry_run=dry_run, applied=False, error=f"its diff: {exc}")
         if dry_run:
-            patch = await anyio.Path(diff).read_text(encoding="utf-8", errors="replace")
+            try:
+                patch = await anyio.to_thread.run_sync(read_patch, diff)
+            except OSError as exc:
+                error = f"its diff: {exc if isinstance(exc, InputRefused) else exc.strerror}"
+                return ApplyResult(dry_run=True, applied=False, files=paths, error=error)
             return ApplyResult(dry_run=True, applied=False, files=paths, patch=patch)
         dirty = await dirty_files(self.repo.top)
         if dirty:  # changed while the attempts ran

@@ -25,6 +25,7 @@ from pydantic_ai.usage import RunUsage, UsageLimits
 
 from acp_bridge._loop.models import ModelChoice, build_model
 from acp_bridge._loop.toolset import Selection, Tool, ToolSet
+from acp_bridge._os import bounded_json
 from acp_bridge._os.race import race, wait_any
 from acp_bridge._output_schema.schema_check import check_structured_output
 from acp_bridge._output_schema.structured_output import (
@@ -286,7 +287,7 @@ def _as_envelope(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
+        value = bounded_json.loads(text, 2 * bounded_json.MAX_DEPTH)
+    except bounded_json.JsonRefused:
         return None
     return value if is_envelope(value) else None

@@ -34,6 +34,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from acp_bridge._os import bounded_json
 from acp_bridge.config import PASSTHROUGH_MODEL
 from acp_bridge.envelope import is_envelope
 from acp_bridge.errors import ModelError
@@ -75,11 +76,9 @@ def _directive(rest: str) -> Directive:
     if not name:
         raise ModelError(f"passthrough model: {CALL_TOOL} needs a tool name")
     try:
-        args = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ModelError(
-            f"passthrough model: arguments of {CALL_TOOL} {name} are not JSON: {exc.msg}"
-        ) from exc
+        args = bounded_json.loads(raw) if raw.strip() else {}
+    except bounded_json.JsonRefused as exc:
+        raise ModelError(f"passthrough model: arguments of {CALL_TOOL} {name}: {exc}") from exc
     if not isinstance(args, dict):
         raise ModelError(f"passthrough model: arguments of {CALL_TOOL} {name} must be an object")
     return Directive(name, args)
@@ -89,8 +88,8 @@ def unwrap_tool_result(text: str) -> str:
     """The answer inside a tool result: a done envelope → its output, a failed one → its
     summary; a bash result → its stdout."""
     try:
-        value: Any = json.loads(text)
-    except json.JSONDecodeError:
+        value: Any = bounded_json.loads(text, 2 * bounded_json.MAX_DEPTH)
+    except bounded_json.JsonRefused:
         return text.strip() or EMPTY_ANSWER
     if is_envelope(value):
         value = value["output"] if value["status"] == "done" else value["summary"]

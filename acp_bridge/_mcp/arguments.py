@@ -16,6 +16,7 @@ from acp_bridge._entries.entry_table import entries_offered, model_of
 from acp_bridge._entries.option_errors import options_error
 from acp_bridge._entries.options import Option, arguments_model, offered
 from acp_bridge._entries.request import EntryRequest
+from acp_bridge._records.numbers import NumbersNotBooleans
 from acp_bridge._runs.run_options import RunOptions
 from acp_bridge.config import MAX_SECONDS
 from acp_bridge.envelope import Entry
@@ -25,7 +26,7 @@ TASK_ID_LIMIT = 64
 """Characters of a task id (``check_task_id``'s rule): a longer one names no run."""
 
 
-class _Args(BaseModel):
+class _Args(NumbersNotBooleans):  # a boolean is never a number
     model_config = ConfigDict(extra="forbid")
 
 

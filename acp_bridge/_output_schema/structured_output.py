@@ -19,6 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, decode, read_bytes
 from acp_bridge.errors import ConfigError, OutputSchemaError
 
 if TYPE_CHECKING:
@@ -28,7 +30,8 @@ _FENCE = re.compile(r"\A```[\w+.-]*[ \t]*\n(?P<body>.*?)\n?```\Z", re.DOTALL)
 _ONE_LINE_FENCE = re.compile(r"\A```(?:(?i:json5?|jsonc|js|javascript)\b)?(?P<body>[^\n]*?)```\Z")
 MAX_SCHEMA_BYTES = 4 << 20
 """The largest JSON Schema file read (a schema is a page, not a data set)."""
-MAX_DEPTH = 64
+SCHEMA_FILE = "a JSON Schema file"
+MAX_DEPTH = bounded_json.MAX_DEPTH
 """Deepest nesting of arrays and objects accepted in a structured answer."""
 MAX_INT_DIGITS = 4300
 """Longest integer accepted in a structured answer (Python's own limit for ``int()``)."""
@@ -86,25 +89,19 @@ class SchemaRegistry:
         from jsonschema.validators import validator_for
 
         try:
-            with path.open("rb") as file:  # a regular file: the config's ExistingFile checked
-                data = file.read(MAX_SCHEMA_BYTES + 1)
-            if len(data) > MAX_SCHEMA_BYTES:
-                raise ConfigError(
-                    f"{path}: output schema {label!r}: larger than {MAX_SCHEMA_BYTES} bytes"
-                )
-            schema = json.loads(data.decode("utf-8"))
+            data = read_bytes(path, what=SCHEMA_FILE, limit=MAX_SCHEMA_BYTES)
+            schema = bounded_json.loads(decode(data, str(path)))
             cls = validator_for(schema)
             cls.check_schema(schema)
+        except InputRefused as exc:
+            raise ConfigError(f"{exc} (output schema {label!r})") from exc
         except OSError as exc:
             raise ConfigError(f"{path}: output schema {label!r}: cannot read: {exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{path}:{exc.lineno}:{exc.colno}: output schema {label!r}: "
-                f"not valid JSON: {exc.msg}"
-            ) from exc
-        except (UnicodeDecodeError, RecursionError) as exc:
-            what = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
-            raise ConfigError(f"{path}: output schema {label!r}: {what}") from exc
+        except bounded_json.JsonRefused as exc:  # not JSON, nested too deep
+            where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
+            raise ConfigError(f"{where}: output schema {label!r}: {exc}") from exc
+        except RecursionError as exc:  # a $ref cycle the check walks
+            raise ConfigError(f"{path}: output schema {label!r}: nested too deeply") from exc
         except jsonschema.SchemaError as exc:
             raise ConfigError(
                 f"{path}: output schema {label!r}: not a valid JSON Schema: {exc.message}"
@@ -163,17 +160,6 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _too_deep(value: Any) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
-
-
 def parse_structured_output(text: str, label: str, registry: SchemaRegistry | None = None) -> Any:
     """The JSON value in a worker's answer (code fence and whitespace removed), by the bounded
     parser. Validation against ``label``'s schema is not done here but in a child process
@@ -193,6 +179,6 @@ def parse_structured_output(text: str, label: str, registry: SchemaRegistry | No
         raise OutputSchemaError(f"output for {label} nests deeper than {MAX_DEPTH}") from exc
     except ValueError as exc:
         raise OutputSchemaError(f"output for {label} is not valid JSON: {exc}") from exc
-    if isinstance(value, dict | list) and _too_deep(value):
+    if isinstance(value, dict | list) and bounded_json.too_deep(value, MAX_DEPTH):
         raise OutputSchemaError(f"output for {label} nests deeper than {MAX_DEPTH}")
     return value

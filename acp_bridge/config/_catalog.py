@@ -1,4 +1,5 @@
-"""The catalogue of profiles: built-in files, profile folders and the config's own list."""
+"""The catalogue of profiles: built-in files, agents installed from the ACP registry, profile
+folders and the config's own list."""
 
 from __future__ import annotations
 
@@ -9,29 +10,42 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os.fs.locations import registry_profiles_dir
 from acp_bridge.config._layers import Origin, ProfileLayer, ResolvedProfile, resolve_profile
 from acp_bridge.config._yaml.located import DataPath, YamlDocument, load_yaml
 from acp_bridge.errors import ConfigError, Problem, ProfileError, UnknownProfileError
 
 BUILTIN_PROFILES_DIR = Path(__file__).parent.parent / "profiles"
 PROFILE_SUFFIXES = (".yaml", ".yml")
+REGISTRY_SAYS = frozenset({"command", "args", "package", "install", "min_version"})
+"""What a profile derived from an ACP registry entry says for itself: the built-in profile
+layered under it gives the rest (sandbox state, auth, environment, quirks), never these (its
+own package's command, pin and minimum version are not the registry's)."""
 
 
 class ProfileCatalog:
     """Every profile by name, resolved on first use (a run pays only for its own profile).
 
     Built-in profiles are files named after the profile, so they are parsed only when that
-    name is asked for; profiles from folders and the config file are read up front.
+    name is asked for, and so are the profiles ``agents install`` derived from ACP registry
+    entries (a file ``{"builtin": NAME | null, "profile": {...}}`` each: the profile over the
+    built-in ``NAME`` less :data:`REGISTRY_SAYS`); profiles from folders and the config file
+    are read up front and layered over both.
     """
 
     # A plain class, not a dataclass: those compile their methods as every command starts.
-    __slots__ = ("_resolved", "builtin", "environ", "errors", "layers", "unreadable")
+    __slots__ = ("_resolved", "builtin", "environ", "errors", "layers", "registry", "unreadable")
 
     def __init__(
-        self, environ: Mapping[str, str], *, builtin: dict[str, Path] | None = None
+        self,
+        environ: Mapping[str, str],
+        *,
+        builtin: dict[str, Path] | None = None,
+        registry: dict[str, Path] | None = None,
     ) -> None:
         self.environ = environ
         self.builtin: dict[str, Path] = {} if builtin is None else builtin
+        self.registry: dict[str, Path] = {} if registry is None else registry
         self.layers: dict[str, list[ProfileLayer]] = {}
         self.errors: dict[str, ProfileError] = {}
         # Files of profile folders that did not even become a profile (not YAML, not a
@@ -43,14 +57,14 @@ class ProfileCatalog:
         return f"ProfileCatalog(builtin={sorted(self.builtin)!r}, layers={sorted(self.layers)!r})"
 
     def names(self) -> list[str]:
-        return sorted(set(self.builtin) | set(self.layers))
+        return sorted(set(self.builtin) | set(self.registry) | set(self.layers))
 
     def get(self, name: str) -> ResolvedProfile:
         """The usable profile ``name``; raises its ProfileError or UnknownProfileError."""
         if name in self._resolved:
             return self._resolved[name]
         if name not in self.errors:
-            if name not in self.builtin and name not in self.layers:
+            if name not in self.names():
                 known = ", ".join(self.names()) or "none"
                 raise UnknownProfileError(
                     f"no agent profile named {name!r}; known profiles: {known}"
@@ -64,12 +78,32 @@ class ProfileCatalog:
 
     def _layers_of(self, name: str) -> list[ProfileLayer]:
         layers = list(self.layers.get(name, []))
+        if name in self.registry:
+            return self._registry_layers(self.registry[name]) + layers
         if name in self.builtin:
             doc = load_yaml(self.builtin[name])
             problems = _check_profile_root(doc, ())
             if problems:
                 raise ProfileError(problems)
             layers.insert(0, ProfileLayer("built-in", doc))
+        return layers
+
+    def _registry_layers(self, path: Path) -> list[ProfileLayer]:
+        doc = load_yaml(path)
+        data = doc.data
+        if not isinstance(data, dict) or not isinstance(data.get("profile"), dict):
+            message = "an installed registry agent's profile: a mapping with a profile mapping"
+            raise ProfileError([doc.problem((), message)])
+        layers = [ProfileLayer("registry", doc, ("profile",))]
+        base = data.get("builtin")
+        if isinstance(base, str) and base in self.builtin:
+            builtin = load_yaml(self.builtin[base])
+            problems = _check_profile_root(builtin, ())
+            if problems:
+                raise ProfileError(problems)
+            rest = {k: v for k, v in builtin.data.items() if k not in REGISTRY_SAYS}
+            under = YamlDocument(builtin.path, rest, builtin.values, builtin.keys)
+            layers.insert(0, ProfileLayer("built-in", under))
         return layers
 
     def resolve_all(self) -> dict[str, ProfileError]:
@@ -116,6 +150,11 @@ def builtin_profile_files() -> dict[str, Path]:
     return dict(files)
 
 
+def registry_profile_files() -> dict[str, Path]:
+    """The profiles of agents installed from the ACP registry, by name (their files' stems)."""
+    return {p.stem: p for p in _profile_files(registry_profiles_dir())}
+
+
 def _profile_files(directory: Path) -> list[Path]:
     # Every load lists the built-in folder: the entries' own types, names as strings.
     try:
@@ -123,12 +162,14 @@ def _profile_files(directory: Path) -> list[Path]:
             names = sorted(
                 entry.name
                 for entry in entries
-                # ``.yaml`` alone has no suffix (a hidden file), as for pathlib
+                # ``.yaml`` alone has no suffix (a hidden file), as for pathlib. Not only
+                # regular files: a FIFO or a device named like a profile is an error naming
+                # it (the reader refuses it without blocking), never silently left out.
                 if entry.name.endswith(PROFILE_SUFFIXES)
                 and entry.name.rfind(".") > 0
-                and entry.is_file()
+                and not entry.is_dir()
             )
-    except (NotADirectoryError, FileNotFoundError):  # only the built-in folder can be missing
+    except (NotADirectoryError, FileNotFoundError):  # the built-in or the registry's folder
         return []
     return [directory / name for name in names]
 

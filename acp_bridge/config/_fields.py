@@ -5,31 +5,20 @@ A check here runs where the value is read, so its error carries the value's file
 """
 
 import re
-import types
-import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, ConfigDict, Field
 
 from acp_bridge._os.limits import MAX_SECONDS
+from acp_bridge._records.numbers import NumbersNotBooleans
 
 
-class StrictModel(BaseModel):
-    """Unknown keys are errors, never silently ignored; a boolean is never a number."""
+class StrictModel(NumbersNotBooleans):
+    """Unknown keys are errors, never silently ignored; a boolean is never a number
+    (``_records/numbers.py``: the one check the wire shapes share)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_boolean_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic reads `true` as 1 for a number (`timeouts.stall: true` was one second):
-        # a field that takes a number and no boolean refuses one, at its own line.
-        if isinstance(value, bool) and info.field_name is not None:
-            field = cls.model_fields.get(info.field_name)
-            if field is not None and _number_not_boolean(field.annotation):
-                raise ValueError(f"must be a number, got {str(value).lower()}")
-        return value
 
 
 def _existing_dir(path: Path) -> Path:
@@ -78,13 +67,3 @@ ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
 PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_SECONDS)]
 Name = Annotated[str, AfterValidator(profile_name)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
-
-
-def _number_not_boolean(annotation: Any) -> bool:
-    """Whether a field of this type takes a number (int or float) and no boolean."""
-    if typing.get_origin(annotation) is Annotated:
-        return _number_not_boolean(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        members = typing.get_args(annotation)
-        return bool not in members and any(_number_not_boolean(m) for m in members)
-    return annotation in (int, float)

@@ -26,7 +26,7 @@ _PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (
     ("sandbox", "hidden", "*"),
 )
 
-Origin = Literal["built-in", "profiles dir", "config", "file"]
+Origin = Literal["built-in", "registry", "profiles dir", "config", "file"]
 
 
 class ProfileLayer(NamedTuple):

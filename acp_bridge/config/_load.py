@@ -19,6 +19,7 @@ from acp_bridge.config._catalog import (
     _load_profile_dir,
     _profile_files,
     builtin_profile_files,
+    registry_profile_files,
 )
 from acp_bridge.config._expand import expand_and_resolve
 from acp_bridge.config._layers import ProfileLayer
@@ -169,7 +170,9 @@ def load_config(
     """
     environ = _with_builtin_vars(host_environ() if environ is None else environ)
     config_path = find_config_file(path, environ, cwd) if search else path
-    catalog = ProfileCatalog(environ, builtin=builtin_profile_files())
+    catalog = ProfileCatalog(
+        environ, builtin=builtin_profile_files(), registry=registry_profile_files()
+    )
     problems: list[Problem] = []
     if config_path is None:
         return LoadedConfig(None, Config(), catalog, problems)

@@ -16,13 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from acp_bridge._records.field_defaults import empty_list
+from acp_bridge.config._fields import StrictModel
 
 SandboxMode = Literal["auto", "bwrap", "landlock", "off"]
 IsolationMode = Literal["none", "worktree"]
 KeepWorktree = Literal["changed", "always", "never"]
 
 
-class SandboxSettings(BaseModel):
+class SandboxSettings(StrictModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: SandboxMode | None = Field(

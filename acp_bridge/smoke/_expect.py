@@ -8,10 +8,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import InputRefused, read_bytes, read_text
+from acp_bridge._output_schema.structured_output import MAX_SCHEMA_BYTES, SCHEMA_FILE
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.smoke._suite import Expect, FileExpect, PermissionExpect
 
 _CLIP = 200
+CHECKED_FILE = "a file a case expects"
+MAX_CHECKED_FILE_BYTES = 16 << 20
+"""The most of a workspace file an expectation reads (the agent wrote it: it may be anything)."""
 
 
 def _clip(value: Any) -> str:
@@ -54,9 +60,10 @@ def _json_output(result: SubtaskResult) -> tuple[Any, str | None]:
     if result.output_kind == "json":
         return result.output, None
     try:
-        return json.loads(str(result.output)), None
-    except json.JSONDecodeError as exc:
-        return None, f"output is not JSON ({exc.msg}): {_clip(result.output)}"
+        return bounded_json.loads(str(result.output)), None
+    except bounded_json.JsonRefused as exc:
+        why = str(exc).removeprefix("not valid JSON: ")
+        return None, f"output is not JSON ({why}): {_clip(result.output)}"
 
 
 def _schema_failures(schema: dict[str, Any] | str, value: Any, suite_dir: Path) -> list[str]:
@@ -66,10 +73,15 @@ def _schema_failures(schema: dict[str, Any] | str, value: Any, suite_dir: Path) 
     if isinstance(schema, str):
         path = suite_dir / schema
         try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            return [f"json_schema: cannot read {path}: {exc}"]
-    assert isinstance(schema, dict)
+            schema = bounded_json.loads(read_text(path, what=SCHEMA_FILE, limit=MAX_SCHEMA_BYTES))
+        except InputRefused as exc:
+            return [f"json_schema: cannot read {exc}"]
+        except OSError as exc:
+            return [f"json_schema: cannot read {path}: {exc.strerror or exc}"]
+        except bounded_json.JsonRefused as exc:
+            return [f"json_schema: {path}: {exc}"]
+    if not isinstance(schema, dict):
+        return [f"json_schema: not a JSON object: {_clip(schema)}"]
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = best_match(validator.iter_errors(value))
     return (
@@ -82,11 +94,15 @@ def _schema_failures(schema: dict[str, Any] | str, value: Any, suite_dir: Path) 
 def _file_failures(name: str, want: str | FileExpect, workspace: Path) -> list[str]:
     path = workspace / name
     check = FileExpect(equals=want) if isinstance(want, str) else want
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device is there: refused by name below, not missing
         return [f"file {name}: missing"] if check.exists else []
     if not check.exists:
         return [f"file {name}: exists, expected it not to"]
-    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = read_bytes(path, what=CHECKED_FILE, limit=MAX_CHECKED_FILE_BYTES)
+    except OSError as exc:
+        return [f"file {name}: cannot be read: {exc.strerror or exc}"]
+    text = data.decode("utf-8", "replace")
     failures = []
     if check.equals is not None and text != check.equals:
         failures.append(f"file {name}: content {_clip(text)}, expected {_clip(check.equals)}")

@@ -121,6 +121,41 @@ async def test_a_body_sent_too_slowly_is_answered_408(
     assert (await clients["legacy"].list_tools()).tools
 
 
+def _call(arguments: str) -> bytes:
+    return (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", '
+        f'"params": {{"name": "acp_spawn", "arguments": {arguments}}}}}'
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        (
+            _call('{"task": ' + "[" * 65 + "]" * 65 + "}"),
+            400,
+            "request body: nested deeper than 64 levels",
+        ),
+        (_call("[" * 100_000 + "]" * 100_000), 400, "request body: nested deeper than 64 levels"),
+        (_call("[" * 100_000), 400, "request body: nested deeper than 64 levels"),
+        (_call('{"task": "' + "x" * (4 << 20) + '"}'), 413, "request body over 4194304 bytes"),
+    ],
+    ids=["65 deep", "100000 deep", "100000 open", "over 4 MiB"],
+)
+async def test_a_body_too_deep_or_too_big_is_refused_and_the_server_goes_on(
+    server: str, clients: dict[str, Client], body: bytes, status: int, says: str
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        reply = await http.post(server, headers=headers, content=body)
+    assert (reply.status_code, reply.json()) == (status, {"error": says})
+    assert (await clients["legacy"].list_tools()).tools
+
+
 @pytest.mark.parametrize("trickle", [False, True])
 async def test_a_connection_without_a_request_in_time_is_closed(server: str, trickle: bool) -> None:
     """Connecting and sending nothing, or headers a byte at a time, needs no token: such a

@@ -22,7 +22,11 @@ PROFILE = {
 
 
 def run_cli(
-    root: Path, *argv: str, env: dict[str, str] | None = None, unprivileged: bool = False
+    root: Path,
+    *argv: str,
+    env: dict[str, str] | None = None,
+    unprivileged: bool = False,
+    timeout: float = 60,
 ) -> tuple[int, str, str]:
     env = {
         "PATH": os.environ["PATH"],
@@ -37,7 +41,7 @@ def run_cli(
     done = subprocess.run(
         [*(drop if unprivileged and os.geteuid() == 0 else []),
          sys.executable, "-m", "acp_bridge", *argv],
-        cwd=root, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=root, env=env, capture_output=True, text=True, timeout=timeout, check=False,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     return done.returncode, done.stdout, done.stderr

@@ -231,3 +231,78 @@ def test_the_light_paths_never_import_ray(tmp_path: Path, argv: list[str]) -> No
         timeout=30,
     )
     assert plain.stdout.strip() == "False"
+
+
+def test_a_task_without_cwd_or_workspace_runs_in_a_fresh_empty_one(
+    tmp_path: Path, store: Path
+) -> None:
+    (tmp_path / "here.txt").write_text("the driver's own directory\n")
+    path = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"key": "k", "entry": "bash", "task": "pwd; ls -A; echo new > made.txt"}],
+    )
+    process = cli(str(path), cwd=tmp_path)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    [result] = [json.loads(line) for line in out.splitlines()]
+    where, *listed = result["output"]["stdout"].splitlines()
+    assert Path(where).resolve() != tmp_path.resolve()
+    assert listed == []  # empty: nothing of the directory the batch was started in
+    assert result["meta"]["files_changed"] == ["made.txt"]
+    assert result["meta"]["batch"]["cwd"] == where
+    assert not (tmp_path / "made.txt").exists()
+    assert not Path(where).exists()  # removed afterwards
+
+
+def test_a_second_driver_on_the_same_results_file_is_refused_naming_the_first(
+    tmp_path: Path, store: Path
+) -> None:
+    # The task waits for a file the test makes: the first driver holds the results file
+    # for as long as the test wants.
+    wait = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo ran"
+    task = {"key": "k", "entry": "bash", "task": wait, "cwd": str(tmp_path)}
+    path = write_tasks(tmp_path / "tasks.jsonl", [task])
+    out = tmp_path / "results.jsonl"
+    first = cli(str(path), "--out", str(out), cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "started").exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the task never started"
+            time.sleep(0.05)
+        second = cli(str(path), "--out", str(out), cwd=tmp_path)
+        second_out, second_err = second.communicate(timeout=60)
+        assert second.returncode == 2, second_err
+        assert f"{out}: another batch is writing it (pid {first.pid} on " in second_err
+        assert second_out == ""
+    finally:
+        (tmp_path / "go").touch()
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    [result] = envelopes(out)
+    assert result["output"]["stdout"] == "ran\n"
+    assert not (tmp_path / "results.jsonl.lock").exists()
+    # once the first has ended, the file is anyone's: a resume finds the task done
+    again = cli(str(path), "--out", str(out), cwd=tmp_path)
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 0, err
+    assert "0 tasks ran: 0 done, 0 failed; 1 already in the results file" in err
+
+
+def test_cli_refuses_duplicate_task_ids_and_text_that_is_not_utf8(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        '{"entry": "bash", "task": "true", "task_id": "same"}\n\n'
+        '{"entry": "bash", "task": "true", "task_id": "other"}\n'
+        '{"entry": "bash", "task": "true", "task_id": "same"}\n'
+    )
+    process = cli(str(tasks), cwd=tmp_path)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2, err
+    assert "tasks.jsonl:4: task_id 'same' is also line 1's" in err
+    assert out == ""
+    tasks.write_bytes(b'{"entry": "bash", "task": "true"}\n{"entry": "bash", "task": "caf\xe9"}\n')
+    process = cli(str(tasks), cwd=tmp_path)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2, err
+    assert "tasks.jsonl:2:31: not UTF-8" in err, err  # line and column (the byte)
+    assert out == ""

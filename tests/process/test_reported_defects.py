@@ -129,7 +129,7 @@ def write_config_with_schema(tmp_path: Path, schema_text: str) -> Path:
     [
         ('{"type": "object",', "not valid JSON"),
         ('{"type": "no-such-type"}', "not a valid JSON Schema"),
-        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
     ],
     ids=["not JSON", "not a schema", "100000 deep"],
 )

@@ -11,6 +11,8 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -238,3 +240,55 @@ def test_queued_tasks_are_refused_when_the_last_node_offering_their_agent_goes(
     for key in set(by_key) - {first}:
         assert by_key[key].meta.error_code == "executor_error", by_key[key].error
         assert "no live node offers agent 'demo-frozen'" in by_key[key].error
+
+
+def test_a_worker_killed_mid_batch_costs_only_its_own_tasks(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    """Every run of a task appends its key to a log the test reads (the nodes share this
+    machine's files): a re-run shows there even when no envelope mentions it."""
+    extra = ray_cluster.add_worker()
+    lost_id = ray_cluster.node_id(extra)
+    count = 60
+    tasks = keyed(
+        [
+            {
+                "key": f"c{i}",
+                "entry": "bash",
+                "task": f"echo c{i} >> runs.log; sleep 1",
+                "cwd": str(tmp_path),
+            }
+            for i in range(count)
+        ]
+    )
+    starts: list[str] = []
+    retried: dict[str, int] = {}  # key → how many tasks had started when it was retried
+    removing = threading.Event()
+
+    def progress(what: str, task: Keyed, where: str | None, envelope: Any) -> None:
+        if what == "started":
+            starts.append(task.key)
+            if where == lost_id and not removing.is_set() and len(starts) > 12:
+                removing.set()
+                threading.Thread(target=ray_cluster.remove, args=(extra,)).start()
+        elif what == "retrying":
+            retried[task.key] = len(starts)
+
+    outcomes = run(tasks, RayExecutor(ray_cluster.address), retries=1, progress=progress)
+    results = envelopes(outcomes)
+    assert removing.is_set()
+    assert [r.meta.batch["key"] for r in results] == [f"c{i}" for i in range(count)]
+    assert all(r.status == "done" for r in results), [r.error for r in results if r.error]
+    attempts = {r.meta.batch["key"]: r.meta.batch["attempts"] for r in results}
+    assert set(retried) == {k for k, n in attempts.items() if n == 2}
+    assert retried, "no task was running on the removed node"
+    runs = Counter((tmp_path / "runs.log").read_text().split())
+    assert set(runs) == set(attempts)
+    for key, ran in runs.items():  # no run beyond the retries asked for
+        assert ran <= attempts[key], (key, ran, attempts[key])
+    # A retry goes first: ahead of the tasks still waiting to enter Ray. At most the window
+    # (12 slots + a margin of 3, before the node's loss shrinks it) starts before it.
+    for key, then in retried.items():
+        again = starts.index(key, then)  # its start after it was retried
+        assert again - then <= 15, (key, then, again)
+    assert _gone(processes_with(ray_cluster.marker)), "processes of the lost node live on"

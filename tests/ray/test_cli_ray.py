@@ -267,3 +267,53 @@ def test_worker_joins_the_cluster_offering_its_ready_agents(
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     assert "demo: ready" in err
+
+
+def test_a_second_driver_on_the_same_results_file_is_refused(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    # The task waits for a file the test makes (the nodes share this machine's files).
+    wait = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo ran"
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(json.dumps({"key": "k", "entry": "bash", "task": wait, "cwd": str(tmp_path)}))
+    out = tmp_path / "results.jsonl"
+    address = ["--executor", "ray", "--address", ray_cluster.address]
+    first = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 90
+        while not (tmp_path / "started").exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the task never started"
+            time.sleep(0.05)
+        second = cli(ray_cluster, "batch", str(path), "--out", str(out), *address, cwd=tmp_path)
+        second_out, second_err = second.communicate(timeout=60)
+        assert second.returncode == 2, second_err
+        assert f"{out}: another batch is writing it (pid {first.pid} on " in second_err
+        assert second_out == ""
+    finally:
+        (tmp_path / "go").touch()
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    [result] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result["output"]["stdout"] == "ran\n"
+
+
+def test_a_task_without_cwd_runs_in_a_fresh_workspace_on_its_node(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.jsonl"
+    task = {"key": "k", "entry": "bash", "task": "pwd; ls -A; echo new > made.txt"}
+    path.write_text(json.dumps(task) + "\n")
+    process = cli(
+        ray_cluster, "batch", str(path), "--executor", "ray", "--address", ray_cluster.address,
+        cwd=tmp_path,
+    )  # fmt: skip
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    [result] = [json.loads(line) for line in out.splitlines()]
+    where, *listed = result["output"]["stdout"].splitlines()
+    assert listed == []  # empty, not the directory the node's processes started in
+    assert f"acp-bridge-{result['task_id']}-" in where
+    assert result["meta"]["files_changed"] == ["made.txt"]
+    assert result["meta"]["batch"]["cwd"] == where
+    workers = [ray_cluster.node_id(node) for node in ray_cluster.workers]
+    assert result["meta"]["node"] in workers

@@ -188,6 +188,7 @@ def test_replies_error_replies_and_requests_from_the_agent() -> None:
 
 def collect(*updates: dict[str, Any]) -> TurnCollector:
     collector = TurnCollector(EventSink(None))
+    collector.session_known("s")
     collector.begin_turn()
     for update in updates:
         collector({"sessionId": "s", "update": update})
@@ -236,6 +237,7 @@ def test_blank_last_message_falls_back_and_non_text_is_ignored() -> None:
 
 def test_chunks_before_the_turn_are_not_the_answer() -> None:
     collector = TurnCollector(EventSink(None))
+    collector.session_known("s")
     collector({"sessionId": "s", "update": chunk("greeting")})
     collector.begin_turn()
     assert collector.answer() == ""

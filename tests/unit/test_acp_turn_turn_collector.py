@@ -30,6 +30,7 @@ def tool_call(call_id: str) -> dict[str, Any]:
 def collector(events: list[Event] | None = None) -> TurnCollector:
     sink = EventSink(events.append if events is not None else None)
     collect = TurnCollector(sink)
+    collect.session_known("s")
     collect.begin_turn()
     return collect
 
@@ -63,6 +64,7 @@ def test_a_blank_last_message_does_not_hide_the_answer() -> None:
 
 def test_chunks_before_the_turn_are_not_the_answer_and_a_new_turn_forgets() -> None:
     collect = TurnCollector(EventSink(None))
+    collect.session_known("s")
     collect(chunk("replayed history"))
     collect.begin_turn()
     assert collect.answer() == ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from acp_bridge._acp.rpc.connection import JsonRpcConnection
 from acp_bridge._acp.rpc.request_pool import RequestPool
 from acp_bridge._acp.rpc.router import Route, Router
 from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire import inbound
 from acp_bridge._acp.wire.inbound import (
     MAX_DEPTH,
     MAX_ITEMS,
@@ -226,7 +228,13 @@ MESSAGE = st.one_of(
     st.dictionaries(
         st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error"]), JSON
     ),
-    UPDATE.map(lambda u: {"jsonrpc": "2.0", "method": "session/update", "params": {"update": u}}),
+    UPDATE.map(
+        lambda u: {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s", "update": u},
+        }
+    ),
     JSON.map(lambda p: {"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file", "params": p}),
 )
 
@@ -236,6 +244,7 @@ MESSAGE = st.one_of(
 def test_the_line_handler_survives_any_json(messages: list[Any], noise: bytes) -> None:
     data = b"\n".join([json.dumps(m).encode() for m in messages] + [noise]) + b"\n"
     collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.session_known("s")
     collector.begin_turn()
 
     async def read(params: ReadTextFileParams) -> dict[str, Any]:
@@ -273,6 +282,7 @@ def test_the_line_handler_survives_any_json(messages: list[Any], noise: bytes) -
 )
 def test_the_collector_survives_any_update(params: list[dict[str, Any]]) -> None:
     collector = TurnCollector(EventSink(lambda _: None, "default"))
+    collector.session_known("s")
     collector.begin_turn()
     for item in params:
         collector(item)
@@ -339,3 +349,85 @@ def test_the_request_pool_bounds_workers_and_backlog() -> None:
     # Two are taken by workers only once they run: up to backlog are queued before that.
     assert offered.count(True) == 3 and not all(offered)
     assert peak <= 2
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_tricky_text = st.text(alphabet=st.sampled_from(list(',"\\ab\u2028{}[]é')), max_size=12)
+_tricky_json = st.recursive(
+    st.none() | st.integers() | _tricky_text,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_tricky_text, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_tricky_json, window=st.integers(1, 9), limit=st.integers(0, 30))
+def test_values_are_counted_as_commas_outside_strings_wherever_the_windows_cut(
+    value: Any, window: int, limit: int
+) -> None:
+    """The windowed count is the whole line's (commas outside strings, escaped quotes and
+    backslashes inside them), whatever the window, and says the same against any limit."""
+    line = json.dumps(value, ensure_ascii=False).encode()
+    outside = _JSON_STRING.sub(b"", line).count(b",")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inbound, "_WINDOW", window)
+        assert inbound._more_values_than(line, limit) == (outside > limit)
+
+
+class Gated:
+    """An agent's stdin that takes nothing until the test opens it, then everything."""
+
+    def __init__(self) -> None:
+        self.open = anyio.Event()
+        self.received = 0
+
+    async def send(self, item: bytes) -> None:
+        await self.open.wait()
+        self.received += item.count(b"\n")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("replies", [1, 3, 32, 100])
+@pytest.mark.parametrize("size", [1 << 20, 4 << 20, 9 << 20])
+def test_replies_built_or_waiting_while_the_agent_does_not_read_are_held_to_the_budget(
+    replies: int, size: int
+) -> None:
+    """However many large replies an agent has not read yet, at most one is being built or
+    waits to be queued beside the queue; a small reply never waits for room; once
+    the agent reads, every reply is written."""
+    stdin = Gated()
+    outbox = Outbox(stdin)  # type: ignore[arg-type]
+    in_hand = peak = 0
+    small_in = anyio.Event()
+
+    async def handler(i: int) -> None:
+        nonlocal in_hand, peak
+        async with outbox.reply_room(large=True):
+            in_hand += 1  # from here it holds its reply until the put returns
+            peak = max(peak, in_hand)
+            await outbox.put(bytes(size), f"reply {i}")
+            in_hand -= 1
+
+    async def small() -> None:
+        async with outbox.reply_room(large=False):
+            small_in.set()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(outbox.run)
+            for i in range(replies):
+                tg.start_soon(handler, i)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(small)
+            await anyio.wait_all_tasks_blocked()
+            assert small_in.is_set()
+            assert peak == min(replies, 1), peak
+            stdin.open.set()
+            await outbox.drain()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert stdin.received == replies
+    assert peak == 1

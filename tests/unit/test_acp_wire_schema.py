@@ -97,6 +97,7 @@ def test_parses_with_the_bridge_types(path: Path) -> None:
         assert message["method"] == method and "id" not in message
         update = message["params"]["update"]
         collector = TurnCollector(EventSink(None))
+        collector.session_known(message["params"]["sessionId"])
         collector.begin_turn()
         collector(message["params"])
         kind = update["sessionUpdate"]

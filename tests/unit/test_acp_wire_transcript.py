@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from acp_bridge._acp.wire.transcript import (
+    JOINED_BYTES,
     Transcript,
     default_transcript_dir,
     prune,
@@ -134,3 +135,29 @@ def test_runs_keep_the_newest_keep_between_listings_of_the_folder(tmp_path: Path
         os.utime(tmp_path / f"run{n}.jsonl", (1_000_000 + n, 1_000_000 + n))
         assert len(list(tmp_path.glob("*.jsonl"))) == min(n + 1, 2)
     assert sorted(p.stem for p in tmp_path.glob("*.jsonl")) == ["run3", "run4"]
+
+
+def _message(size: int, i: int) -> bytes:
+    return b'{"id":%d,"text":"%b"}' % (i, b"x" * size)
+
+
+@pytest.mark.parametrize("sizes", [[10, 20], [JOINED_BYTES, 10], [10, 3 * JOINED_BYTES, 10]])
+@pytest.mark.parametrize("max_bytes", [64 << 20, 2 * JOINED_BYTES])
+def test_one_read_is_the_same_lines_joined_or_written_apart(
+    tmp_path: Path, sizes: list[int], max_bytes: int
+) -> None:
+    """The messages of one read, small (one joined block) or large (written in pieces):
+    the same lines, and the cap cuts where it falls, with its one note."""
+    path = tmp_path / "t.jsonl"
+    transcript = Transcript(path, max_bytes=max_bytes)
+    sent = [_message(size, i) for i, size in enumerate(sizes)]
+    for message in sent:
+        transcript.incoming(message)
+    transcript.end_read()
+    transcript.close()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    kept = [line["msg"] for line in lines if line["dir"] == "in"]
+    fits = [json.loads(m) for m in sent if len(m) + 40 < max_bytes - 512]
+    assert kept == fits[: len(kept)] and len(kept) >= len(fits) - 1
+    notes = [line for line in lines if line["dir"] == "note"]
+    assert len(notes) == (len(kept) < len(sent))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,18 @@ def test_results_file_refuses_a_file_that_is_not_results(tmp_path: Path) -> None
     path.write_text('{"entry": "bash", "task": "ls"}\n')
     with pytest.raises(ConfigError, match=r"tasks\.jsonl:1: not an envelope"):
         ResultsFile(path).load()
+
+
+def test_one_process_at_a_time_holds_a_results_file(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "out.jsonl"
+    first, second = ResultsFile(path), ResultsFile(path)
+    first.lock()
+    holder = json.loads((tmp_path / "deep" / "out.jsonl.lock").read_text())
+    assert holder["pid"] == os.getpid()
+    # a lock of its own open file: refused as another process would be
+    with pytest.raises(ConfigError, match=rf"another batch is writing it \(pid {os.getpid()} on "):
+        second.lock()
+    first.unlock()
+    assert not (tmp_path / "deep" / "out.jsonl.lock").exists()
+    second.lock()  # free again
+    second.unlock()

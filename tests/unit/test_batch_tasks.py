@@ -39,3 +39,16 @@ def test_keys_default_to_positions_and_must_be_unique() -> None:
     assert [(t.index, t.key) for t in tasks] == [(0, "0"), (1, "k")]
     with pytest.raises(ConfigError, match="task 1: key '0' is also task 0's"):
         keyed([{"entry": "bash", "task": "a"}, {"key": "0", "entry": "bash", "task": "b"}])
+
+
+def test_explicit_task_ids_must_be_unique() -> None:
+    tasks = keyed(
+        [{"entry": "bash", "task": "a", "task_id": "one"}, {"entry": "bash", "task": "x"}]
+    )
+    assert [t.task.request.task_id for t in tasks] == ["one", None]
+    with pytest.raises(ConfigError, match="task 2: task_id 'one' is also task 0's"):
+        keyed([
+            {"entry": "bash", "task": "a", "task_id": "one"},
+            {"entry": "bash", "task": "b", "task_id": "two"},
+            {"entry": "bash", "task": "c", "task_id": "one"},
+        ])  # fmt: skip

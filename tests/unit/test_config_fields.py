@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 import acp_bridge.config  # noqa: F401 - defines every config model
-from acp_bridge.config._fields import StrictModel, _number_not_boolean
+from acp_bridge._records.numbers import number_not_boolean
+from acp_bridge.config._fields import StrictModel
 
 
 def _models(base: type[StrictModel] = StrictModel) -> list[type[StrictModel]]:
@@ -24,7 +25,7 @@ NUMBER_FIELDS = sorted(
         (model.__name__, name)
         for model in _models()
         for name, field in model.model_fields.items()
-        if _number_not_boolean(field.annotation)
+        if number_not_boolean(field.annotation)
     }
 )
 MODELS = {model.__name__: model for model in _models()}
@@ -49,4 +50,4 @@ def test_a_boolean_for_a_number_is_refused(model: str, name: str, value: bool) -
      (str | bool | int | float, False), (bool | None, False)],
 )  # fmt: skip
 def test_which_types_take_a_number(annotation: Any, expected: bool) -> None:
-    assert _number_not_boolean(annotation) is expected
+    assert number_not_boolean(annotation) is expected

@@ -48,7 +48,7 @@ def test_a_config_file_has_a_size_limit(tmp_path: Path) -> None:
     big = tmp_path / "big.yaml"
     big.write_text("# " + "x" * MAX_YAML_BYTES + "\n")
     [problem] = problems_of(big)
-    assert f"at most {MAX_YAML_BYTES} are read" in problem
+    assert f"a YAML file is read up to {MAX_YAML_BYTES} bytes (4 MiB)" in problem
 
 
 @pytest.mark.parametrize(

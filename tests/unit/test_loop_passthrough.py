@@ -48,7 +48,7 @@ def test_nested_directives_survive_json_quoting() -> None:
     ("line", "message"),
     [
         ("***CALL_TOOL", "needs a tool name"),
-        ("***CALL_TOOL bash {not json}", "are not JSON"),
+        ("***CALL_TOOL bash {not json}", "not valid JSON"),
         ("***CALL_TOOL bash [1]", "must be an object"),
     ],
 )

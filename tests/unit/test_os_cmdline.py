@@ -352,6 +352,7 @@ async def test_a_request_without_kind_is_judged_with_the_announced_one(
     roots: Roots, tmp_path: Path
 ) -> None:
     collector = TurnCollector(EventSink(None))
+    collector.session_known("s")
     collector.begin_turn()
     collector(
         {

@@ -52,6 +52,8 @@ from acp_bridge._acp.wire.schema import INVALID_REQUEST, REQUEST_CANCELLED
 from acp_bridge._acp.wire.transcript import Transcript
 from acp_bridge.errors import AgentExitedError, BridgeError, ProtocolError, RunCancelled
 
+LARGE_REPLIES = frozenset({"fs/read_text_file", "terminal/output"})
+"""The agent's requests whose reply may be megabytes: built within the outbox's budget."""
 READ_SIZE = 1 << 18
 DEFAULT_MAX_MESSAGE_BYTES = 32 << 20
 NOISE_PROBE = 1 << 16
@@ -379,17 +381,28 @@ class JsonRpcConnection:
             served = self._serving.get(key, [])
             scope = next((s for m, s in served if m is request), None) or anyio.CancelScope()
             self.activity.serving += 1  # the agent waits on us: not stalled
-            with scope:
-                try:
-                    reply = await self._router.answer(request) or {}
-                finally:
-                    served[:] = [(m, s) for m, s in served if m is not request]
-                    if not served:
-                        self._serving.pop(key, None)
-                    self.activity.serving -= 1
-                    self.activity.touch()
-            if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is still owed
-                reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
+            async with contextlib.AsyncExitStack() as room:
+                with scope:
+                    try:
+                        # Held until the reply is queued: see the outbox's reply_room.
+                        large = request.method in LARGE_REPLIES
+                        await room.enter_async_context(self.outbox.reply_room(large))
+                        reply = await self._router.answer(request) or {}
+                    except BridgeError:
+                        if self.outbox.failure is None:
+                            raise
+                        return  # nobody reads a reply any more
+                    finally:
+                        served[:] = [(m, s) for m, s in served if m is not request]
+                        if not served:
+                            self._serving.pop(key, None)
+                        self.activity.serving -= 1
+                        self.activity.touch()
+                if scope.cancelled_caught:  # the agent's $/cancel_request: a reply is owed
+                    reply = error_reply(request.id, REQUEST_CANCELLED, "Request cancelled")
+                if reply:
+                    await self._send_reply(reply)
+            return
         if reply:
             await self._send_reply(reply)
 

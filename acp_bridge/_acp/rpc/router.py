@@ -12,12 +12,16 @@ shape of a request (id, method, params an object) was already checked at the par
 
 Handlers raise library errors; :func:`rpc_error` maps them: a sandbox refusal or a limit is
 -32602 with ``data.reason``, a missing file -32002 "Resource not found", params that do not
-fit the method -32602 with pydantic's details, anything unexpected -32603 (logged; a bug in
-a handler must not end the run).
+fit the method -32602 with pydantic's details, another OS error on the request's path (a
+component it may not search, a symlink loop, a name too long, a directory where a file was
+asked for) -32602 and any other (an I/O error) -32603, each with its errno's name in words
+and in ``data.errno`` (``_os/os_errors.py``: never a Python repr), anything unexpected -32603
+(logged; a bug in a handler must not end the run).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Generic, TypeVar
@@ -32,12 +36,21 @@ from acp_bridge._acp.wire.schema import (
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
 )
+from acp_bridge._os.os_errors import OS_FAILURES, errno_name, os_reason
 from acp_bridge.errors import LimitExceeded, SandboxViolation
 
 log = logging.getLogger("acp_bridge.router")
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
 Reply = dict[str, Any]
+_PATH_ERRNOS = frozenset(
+    {
+        errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG, errno.EISDIR,
+        errno.ENOTDIR, errno.EROFS, errno.EEXIST, errno.EINVAL, errno.ENXIO, errno.ETXTBSY,
+    }
+)  # fmt: skip
+"""OS errors that say the request's path cannot be used as asked (-32602), not that the
+machine failed (-32603)."""
 
 
 class RequestError(Exception):
@@ -76,9 +89,19 @@ def rpc_error(exc: Exception) -> tuple[int, str, Any]:
     if isinstance(exc, FileNotFoundError):
         path = exc.filename or ""
         return RESOURCE_NOT_FOUND, f"Resource not found: {path} (ENOENT)", {"path": path}
-    if isinstance(exc, OSError):
-        where = f" {exc.filename}" if exc.filename else ""
-        return INTERNAL_ERROR, f"{exc.strerror or exc}{where}", None
+    name = errno_name(exc) if isinstance(exc, OS_FAILURES) else None
+    if name is not None:
+        assert isinstance(exc, OSError | RuntimeError)
+        path = exc.filename if isinstance(exc, OSError) and exc.filename else None
+        where = f": {path}" if isinstance(path, str) else ""
+        data: dict[str, Any] = {"reason": "os_error", "errno": name}
+        if isinstance(path, str):
+            data["path"] = path
+        number = exc.errno if isinstance(exc, OSError) else errno.ELOOP
+        code = INVALID_PARAMS if number in _PATH_ERRNOS else INTERNAL_ERROR
+        return code, f"{os_reason(exc)}{where}", data
+    if isinstance(exc, OSError):  # one that names no errno
+        return INTERNAL_ERROR, str(exc) or type(exc).__name__, {"reason": "os_error"}
     log.warning("request handler failed", exc_info=exc)
     return INTERNAL_ERROR, "Internal error", f"{type(exc).__name__}: {exc}"
 

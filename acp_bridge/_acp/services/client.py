@@ -8,10 +8,20 @@ a method that is not advertised has no route either (-32601) — except
 What the bridge serves is judged by the permission policy whether or not the agent asked
 first (see permissions.py): a served request the policy refuses, or one the confined
 services refuse, is recorded in ``meta.refusals`` as well as answered with an error.
+
+Every request is answered and recorded however it fails: a policy that cannot judge (an
+error of its own, a host hook that raises) refuses; a request that fails while it is served
+(an ``EACCES`` or ``ELOOP`` on its path, a name too long, a directory where a file was asked
+for, an I/O error, a terminal id never given) is answered with a clean JSON-RPC error
+(``_acp/rpc/router.py``) and recorded in ``meta.refusals`` with the reason, counted apart from
+the refusals in the summary. A call of the bridge's MCP tools is recorded in
+``meta.permissions`` whatever becomes of it, arguments that do not fit and unknown tools
+included. The records are bounded (``_records/bounded.py``): past their caps, counted.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +30,7 @@ import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from acp_bridge._acp.rpc.router import Reply, RequestError, Route, Router
+from acp_bridge._acp.rpc.router import Reply, RequestError, Route, Router, rpc_error
 from acp_bridge._acp.services.elicitation import (
     CompleteElicitationParams,
     CreateElicitationParams,
@@ -32,12 +42,14 @@ from acp_bridge._acp.services.permissions import (
     PermissionHook,
     PermissionLedger,
     PermissionPolicy,
+    choose_option,
 )
 from acp_bridge._acp.services.terminals import TerminalService, shell_argv
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.tool_calls import overlay
 from acp_bridge._acp.wire.schema import (
     INVALID_PARAMS,
+    PERMISSION_CANCELLED,
     ClientCapabilities,
     ClientSessionCapabilities,
     ConfigOptionsCapabilities,
@@ -49,17 +61,25 @@ from acp_bridge._acp.wire.schema import (
     TerminalIdParams,
     ToolCallUpdate,
     WriteTextFileParams,
+    permission_selected,
 )
 from acp_bridge._os.cmdline import Command, from_argv, parse_line, without_cd_to
 from acp_bridge._os.fs.roots import Roots
 from acp_bridge._os.process.procgroup import Launcher
 from acp_bridge._os.race import race
+from acp_bridge._records.bounded import BoundedList
 from acp_bridge.config import AgentProfile
 from acp_bridge.envelope import PermissionRecord, RefusalRecord
 from acp_bridge.errors import LimitExceeded, SandboxViolation
 from acp_bridge.events import EventSink
 
 ParamsT = TypeVar("ParamsT", bound=BaseModel)
+log = logging.getLogger("acp_bridge.services")
+
+MAX_REFUSALS = 10_000
+"""Refused or failed requests recorded for ``meta.refusals``; later ones are counted."""
+TARGET_CHARS = 4096
+NAME_CHARS = 256
 
 
 Described = tuple[str, str, tuple[str, ...], Command | None]
@@ -138,8 +158,14 @@ class ClientServices:
         self.elicitation = ElicitationService(elicitation_hook, signals=signals, sink=sink)
         self._on_tool_call = on_tool_call
         self._announced = announced
-        self.refusals: list[RefusalRecord] = []
-        """File and terminal requests refused (permission refusals are in the ledger)."""
+        self.refusals: BoundedList[RefusalRecord] = BoundedList(
+            "refused or failed file/terminal requests", MAX_REFUSALS
+        )
+        """File and terminal requests refused or failed (permission refusals are in the
+        ledger)."""
+        self.refused = 0
+        self.failed = 0
+        """Of those, how many were refused and how many failed (all counted, kept or not)."""
         self._mcp_calls = 0
 
     @property
@@ -197,16 +223,56 @@ class ClientServices:
                     "terminal/create", "execute", CreateTerminalParams, self.describe_command,
                     terminals.create,
                 ),
-                Route("terminal/output", TerminalIdParams, terminals.output),
-                Route("terminal/wait_for_exit", TerminalIdParams, terminals.wait_for_exit),
-                Route("terminal/kill", TerminalIdParams, terminals.kill),
-                Route("terminal/release", TerminalIdParams, terminals.release),
+                self._recorded("terminal/output", terminals.output),
+                self._recorded("terminal/wait_for_exit", terminals.wait_for_exit),
+                self._recorded("terminal/kill", terminals.kill),
+                self._recorded("terminal/release", terminals.release),
             ]  # fmt: skip
         return Router(routes)
 
     def describe_command(self, request: CreateTerminalParams) -> Described:
         """A terminal request as the policy judges it (:func:`describe_command`)."""
         return describe_command(request, self.cwd)
+
+    def _recorded(
+        self, method: str, serve: Callable[[TerminalIdParams], Awaitable[Reply]]
+    ) -> Route[TerminalIdParams]:
+        """A request about a terminal: served, its failure (an id never given, say)
+        recorded."""
+
+        async def recorded(request: TerminalIdParams) -> Reply:
+            try:
+                return await serve(request)
+            except Exception as exc:
+                self._not_served(method, request.terminal_id, exc)
+                raise
+
+        return Route(method, TerminalIdParams, recorded)
+
+    def _refuse(self, method: str, target: str, reason: str) -> None:
+        self.refused += 1
+        self.refusals.add(RefusalRecord(method=method, target=target[:TARGET_CHARS], reason=reason))
+
+    def _not_served(self, method: str, target: str, exc: Exception) -> None:
+        """Record why a request judged and allowed was not served: a refusal of the confined
+        services (outside the roots, over a limit), or a failure (the OS's, the request's)."""
+        if isinstance(exc, SandboxViolation | LimitExceeded):
+            self._refuse(method, target, str(exc)[:TARGET_CHARS])
+            return
+        self.failed += 1
+        reason = f"failed: {rpc_error(exc)[1]}"[:TARGET_CHARS]
+        self.refusals.add(RefusalRecord(method=method, target=target[:TARGET_CHARS], reason=reason))
+
+    async def _judge(
+        self, kind: str, title: str, locations: tuple[str, ...], command: Command | None, name: str
+    ) -> tuple[bool, str]:
+        """The policy's verdict; a policy that cannot judge (a bug, an error it did not
+        expect) refuses, saying so — the request is never served unjudged."""
+        try:
+            return await self.policy.judge_served(kind, title, locations, command, name)
+        except Exception as exc:
+            log.warning("the permission policy could not judge a request", exc_info=True)
+            return False, f"it could not be judged ({rpc_error(exc)[1]}), refused"
 
     def _served(
         self,
@@ -220,18 +286,14 @@ class ClientServices:
 
         async def judged(request: ParamsT) -> Reply:
             title, target, locations, command = describe(request)
-            allowed, reason = await self.policy.judge_served(kind, title, locations, command)
+            allowed, reason = await self._judge(kind, title, locations, command, "")
             if not allowed:
-                self.refusals.append(RefusalRecord(method=method, target=target, reason=reason))
-                raise RequestError(
-                    INVALID_PARAMS,
-                    f"refused by the permission policy: {reason}",
-                    {"reason": "permission_denied"},
-                )
+                self._refuse(method, target, reason)
+                raise _permission_denied(reason)
             try:
                 return await serve(request)
-            except (SandboxViolation, LimitExceeded) as exc:
-                self.refusals.append(RefusalRecord(method=method, target=target, reason=str(exc)))
+            except Exception as exc:
+                self._not_served(method, target, exc)
                 raise
 
         return Route(method, params, judged)
@@ -248,7 +310,28 @@ class ClientServices:
         and rules as the ACP method it mirrors, and — since the agent asked nobody first —
         recorded in the ledger (``meta.permissions``) by the service itself."""
         title, target, locations, command = describe(request)
-        allowed, reason = await self.policy.judge_served(kind, title, locations, command, tool)
+        allowed, reason = await self._judge(kind, title, locations, command, tool)
+        self._tool_call_decided(tool, kind, title, allowed, reason)
+        method = f"mcp {tool}"
+        if not allowed:
+            self._refuse(method, target, reason)
+            raise _permission_denied(reason)
+        try:
+            return await serve(request)
+        except Exception as exc:
+            self._not_served(method, target, exc)
+            raise
+
+    def tool_call_refused(self, tool: str, kind: str, title: str, reason: str) -> None:
+        """A call of the bridge's MCP tool ``tool`` refused before it could be judged (its
+        arguments do not fit, or no such tool is offered): recorded like any other."""
+        tool, title = tool[:NAME_CHARS], title[:TARGET_CHARS]
+        self._tool_call_decided(tool, kind, title, False, reason)
+        self._refuse(f"mcp {tool}", title, reason)
+
+    def _tool_call_decided(
+        self, tool: str, kind: str, title: str, allowed: bool, reason: str
+    ) -> None:
         self._mcp_calls += 1
         record = PermissionRecord(
             tool_call_id=f"mcp-{self._mcp_calls}",
@@ -258,19 +341,36 @@ class ClientServices:
             decision="allowed" if allowed else "rejected",
             reason=reason,
         )
-        self.ledger.records.append(record)
+        self.ledger.add(record)
         self._decided({}, record)
-        method = f"mcp {tool}"
-        if not allowed:
-            self.refusals.append(RefusalRecord(method=method, target=target, reason=reason))
-            raise RequestError(INVALID_PARAMS, f"refused by the permission policy: {reason}")
-        try:
-            return await serve(request)
-        except (SandboxViolation, LimitExceeded) as exc:
-            self.refusals.append(RefusalRecord(method=method, target=target, reason=str(exc)))
-            raise
 
     async def request_permission(self, request: RequestPermissionParams) -> Reply:
+        """The answer to a permission request, decided and recorded; one that cannot be
+        decided (an error the policy did not expect) is refused, recorded as such."""
+        try:
+            return await self._request_permission(request)
+        except Exception as exc:
+            log.warning("a permission request could not be decided", exc_info=True)
+            return self._undecidable(request, exc)
+
+    def _undecidable(self, request: RequestPermissionParams, exc: Exception) -> Reply:
+        reason = f"it could not be judged ({rpc_error(exc)[1]}), rejected"
+        option = choose_option(tuple(request.options), False)
+        tool = request.tool_call
+        record = PermissionRecord(
+            tool_call_id=tool.tool_call_id,
+            title=tool.title or "",
+            name=tool.name,
+            kind=tool.kind or "",
+            decision="rejected",
+            option_id=option.option_id if option else "",
+            reason=reason,
+        )
+        self.ledger.add(record)
+        answer = permission_selected(option.option_id) if option else PERMISSION_CANCELLED
+        return self._decided(answer, record)
+
+    async def _request_permission(self, request: RequestPermissionParams) -> Reply:
         if self._announced is not None:
             # Judge the whole tool call: the request laid over what the turn announced of it
             # (claude-code-acp's request leaves out the kind its tool_call update gave).
@@ -307,19 +407,35 @@ class ClientServices:
     def next_turn(self) -> None:
         """A follow-up turn begins in this session: what it records is its own (its
         envelope lists its decisions, terminals, files and refusals, not the earlier turns')."""
-        self.ledger.records = []
-        self.terminals.records = []
-        self.files.files_changed, self.files.files_read = [], []
-        self.elicitation.records = []
-        self.refusals = []
+        self.ledger.reset()
+        self.terminals.records.reset()
+        self.files.next_turn()
+        self.elicitation.next_turn()
+        self.refusals.reset()
+        self.refused = self.failed = 0
 
     def summary_notes(self) -> list[str]:
-        """What a run's summary must say about refusals: never a silently limited run."""
+        """What a run's summary must say about refusals and failures: never a silently
+        limited run."""
         notes = [self.ledger.summary_note()]
-        n = len(self.refusals)
-        if n:
-            notes.append(f"{n} file/terminal request{'s' if n > 1 else ''} refused")
+        for n, what in ((self.refused, "refused"), (self.failed, "failed")):
+            if n:
+                notes.append(f"{n} file/terminal request{'s' if n > 1 else ''} {what}")
         return [note for note in notes if note]
+
+    def warnings(self) -> list[str]:
+        """What the services' records could not keep (``meta.warnings``)."""
+        kept = (self.ledger.records, self.refusals, self.terminals.records)
+        out = [w for w in (r.warning() for r in kept) if w]
+        return out + self.files.warnings() + self.elicitation.warnings()
 
     async def aclose(self) -> None:
         await self.terminals.release_all()
+
+
+def _permission_denied(reason: str) -> RequestError:
+    return RequestError(
+        INVALID_PARAMS,
+        f"refused by the permission policy: {reason}",
+        {"reason": "permission_denied"},
+    )

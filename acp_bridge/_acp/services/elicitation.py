@@ -13,6 +13,12 @@ checked against the requested schema before it is sent (the spec: clients SHOULD
 content that does not fit, or a hook that fails, becomes ``cancel``. A turn cancelled while
 the host is deciding answers ``cancel`` too. For ``url`` mode, ``accept`` means the user
 agreed to open the URL themselves; the bridge never opens or fetches it.
+
+Every request is recorded, however it ends: refused (not advertised, or malformed), answered,
+or cancelled because the hook or the form's check failed. Bounded: :data:`MAX_RECORDS`
+records (their messages cut to :data:`TEXT_CHARS`) and the ids ``elicitation/complete`` may
+name; the rest dropped and counted (``_records/bounded.py``): a completion whose id was not
+kept completes nothing.
 """
 
 import json
@@ -31,12 +37,16 @@ from acp_bridge._acp.wire.schema import (
 )
 from acp_bridge._os.race import race
 from acp_bridge._output_schema.schema_check import first_schema_error
+from acp_bridge._records.bounded import BoundedList, BoundedTable
 from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.envelope import ElicitationRecord
 from acp_bridge.events import EventSink
 
 log = logging.getLogger("acp_bridge.elicitation")
 MODES = ("form", "url")
+MAX_RECORDS = 10_000
+MAX_ID_CHARS = 256
+TEXT_CHARS = 1000
 
 
 class ElicitationQuestion(FrozenRecord):
@@ -130,8 +140,10 @@ class ElicitationService:
         self.hook = hook
         self.signals = signals
         self.sink = sink
-        self.records: list[ElicitationRecord] = []
-        self._by_id: dict[str, ElicitationRecord] = {}
+        self.records: BoundedList[ElicitationRecord] = BoundedList("elicitations", MAX_RECORDS)
+        self._by_id: BoundedTable[str, ElicitationRecord] = BoundedTable(
+            "elicitation ids", MAX_RECORDS, MAX_ID_CHARS
+        )
 
     def capabilities(self) -> ElicitationCapabilities | None:
         if self.hook is None:
@@ -142,17 +154,21 @@ class ElicitationService:
         schema = request.requested_schema or {}
         properties = schema.get("properties") if isinstance(schema, dict) else None
         record = ElicitationRecord(
-            mode=request.mode,
-            message=request.message,
+            mode=request.mode[:64],
+            message=request.message[:TEXT_CHARS],
             action=action,
-            fields=list(properties) if isinstance(properties, dict) else [],
-            url_host=urlsplit(request.url).hostname or "" if request.url else "",
-            reason=reason,
+            fields=[f[:TEXT_CHARS] for f in properties][:64]
+            if isinstance(properties, dict)
+            else [],
+            url_host=_host(request.url),
+            reason=reason[:TEXT_CHARS],
         )
-        self.records.append(record)
-        if request.elicitation_id:
-            self._by_id[request.elicitation_id] = record
-        self.sink.emit("status", phase="elicitation", action=action, reason=reason)
+        if self.records.add(record) and request.elicitation_id:
+            self._by_id.put(request.elicitation_id, record)
+        self.sink.emit("status", phase="elicitation", action=action, reason=reason[:TEXT_CHARS])
+
+    def warnings(self) -> list[str]:
+        return [w for w in (self.records.warning(), self._by_id.warning()) if w]
 
     async def create(self, request: CreateElicitationParams) -> Reply:
         if self.hook is None or request.mode not in MODES:
@@ -160,14 +176,18 @@ class ElicitationService:
                 "acp-bridge runs headless: no host to ask (no elicitation hook), so "
                 "elicitation was not advertised"
                 if self.hook is None
-                else f"elicitation mode {request.mode!r} was not advertised (form, url)"
+                else f"elicitation mode {request.mode[:64]!r} was not advertised (form, url)"
             )
             self._record(request, "refused", why)
             raise RequestError(INVALID_PARAMS, why, {"reason": "elicitation_not_supported"})
+        malformed = None
         if request.mode == "form" and not isinstance(request.requested_schema, dict):
-            raise RequestError(INVALID_PARAMS, "form elicitation needs a requestedSchema")
+            malformed = "form elicitation needs a requestedSchema"
         if request.mode == "url" and not request.url:
-            raise RequestError(INVALID_PARAMS, "url elicitation needs a url")
+            malformed = "url elicitation needs a url"
+        if malformed is not None:
+            self._record(request, "refused", malformed)
+            raise RequestError(INVALID_PARAMS, malformed)
         answer, reason = await self._ask(request)
         self._record(request, answer.action, reason)
         reply: Reply = {"action": answer.action}
@@ -200,7 +220,13 @@ class ElicitationService:
             return ElicitationAnswer("cancel"), "turn cancelled"
         if answer.action == "accept" and request.mode == "form":
             assert request.requested_schema is not None
-            problem = await schema_problem(request.requested_schema, answer.content or {})
+            try:
+                problem = await schema_problem(request.requested_schema, answer.content or {})
+            except Exception as exc:  # the check could not run: nothing unchecked is sent
+                log.warning("elicitation form check failed", exc_info=True)
+                return ElicitationAnswer(
+                    "cancel"
+                ), f"the answer could not be checked ({type(exc).__name__})"
             if problem is not None:
                 return ElicitationAnswer("cancel"), f"the host's answer does not fit: {problem}"
         return answer, f"host: {answer.action}"
@@ -210,3 +236,16 @@ class ElicitationService:
         record = self._by_id.get(params.elicitation_id)
         if record is not None:
             record.completed = True
+
+    def next_turn(self) -> None:
+        self.records.reset()
+
+
+def _host(url: str | None) -> str:
+    """The host a URL names ("" when none, or when it is not a URL)."""
+    if not url:
+        return ""
+    try:
+        return (urlsplit(url).hostname or "")[:TEXT_CHARS]
+    except ValueError:  # "http://[::1" — an agent's malformed URL is no reason to fail
+        return ""

@@ -20,6 +20,7 @@ import sys
 import urllib.parse
 
 from acp_bridge._acp.services.mcp_endpoint import ENDPOINT, TOKEN_VARIABLE
+from acp_bridge._os import bounded_json
 from acp_bridge._os.fs.unix_sockets import connect_unix
 
 TIMEOUT = 3600.0  # a run_command may take the terminal's whole timeout
@@ -50,8 +51,8 @@ def connection(target: str) -> tuple[http.client.HTTPConnection, str, dict[str, 
 def _unreachable(line: bytes, why: Exception) -> bytes | None:
     """The error reply to ``line`` when the bridge cannot be reached (None: nobody waits)."""
     try:
-        message = json.loads(line)
-    except ValueError:
+        message = bounded_json.loads(line)
+    except ValueError:  # not JSON, or nested past the bound (json itself would recurse)
         return None
     if not isinstance(message, dict) or "id" not in message:
         return None

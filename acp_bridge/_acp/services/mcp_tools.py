@@ -9,7 +9,11 @@ and process groups — served by the bridge process, never inside the agent's sa
 decisions and the ledger stay with the bridge. The agent does not ask before a tool call, so
 each call is judged and recorded in ``meta.permissions`` by the services themselves
 (:meth:`ClientServices.serve_tool`); ``run_command`` is an ``execute`` like
-``terminal/create``, needing an allowing rule under ``workspace-write``.
+``terminal/create``, needing an allowing rule under ``workspace-write``. Every call is
+answered and recorded, however it fails: arguments that do not fit and unknown tools are
+refused and recorded too; a failure while serving (an OS error on the path, a command that
+cannot start) is an error result in plain words (``_acp/rpc/router.py`` words it), never a
+traceback or a Python repr.
 
 Tools: ``read_text_file(path, line?, limit?)``, ``write_text_file(path, content)`` (when the
 profile serves reads / writes) and ``run_command(command, args?, cwd?, timeout?)`` (when it
@@ -25,25 +29,28 @@ over a second): a run that does not use it never loads them.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
-from acp_bridge._acp.rpc.router import RequestError
+from acp_bridge._acp.rpc.router import RequestError, rpc_error
 from acp_bridge._acp.services.client import (
     ClientServices,
     describe_read,
     describe_write,
 )
 from acp_bridge._acp.wire.schema import (
+    INVALID_PARAMS,
     CreateTerminalParams,
     ReadTextFileParams,
     TerminalIdParams,
     WriteTextFileParams,
 )
-from acp_bridge.errors import BridgeError
 
 SERVER_NAME = "acp-bridge"
+_KINDS = {"read_text_file": "read", "write_text_file": "edit", "run_command": "execute"}
 
 _READ = {
     "type": "object",
@@ -125,12 +132,16 @@ class ServicesMcp:
         async def call_tool(ctx: Any, params: Any) -> Any:
             offered = {name for name, *_ in self.tools()}
             if params.name not in offered:
-                raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name!r}")
+                name = str(params.name)
+                why = f"unknown tool {name[:256]!r}: not offered"
+                self.services.tool_call_refused(name, "other", name, why)
+                raise MCPError(types.INVALID_PARAMS, why)
             try:
                 reply = await self.call(params.name, dict(params.arguments or {}))
-            except (RequestError, BridgeError, ValueError) as exc:
+            except Exception as exc:  # every failure is an answer, in words (recorded already)
                 return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=str(exc))], is_error=True
+                    content=[types.TextContent(type="text", text=error_text(exc))],
+                    is_error=True,
                 )
             text = reply.get("content", reply.get("output", ""))
             structured = reply if params.name == "run_command" else None
@@ -145,30 +156,49 @@ class ServicesMcp:
     # --- the tools -------------------------------------------------------------------------
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """One tool call, judged and served by the run's services."""
+        """One tool call, judged and served by the run's services (recorded in
+        ``meta.permissions`` whatever becomes of it)."""
+        timeout = args.get("timeout")
+        why = None
+        if timeout is not None and not (
+            type(timeout) in (int, float) and 0 < timeout < math.inf
+        ):  # a boolean is not a number of seconds, nor is NaN
+            why = f"invalid arguments: timeout: a number of seconds above 0, got {timeout!r:.40}"
+        else:
+            try:  # only the arguments' check here: a failure while serving is recorded there
+                parsed = self._parsed(tool, args)
+            except ValidationError as exc:  # arguments that do not fit: refused, recorded
+                why = f"invalid arguments: {error_text(exc)}"
+            else:
+                return await self.services.serve_tool(tool, *parsed)
+        self.services.tool_call_refused(tool, _KINDS.get(tool, "other"), f"{tool}", why)
+        raise RequestError(INVALID_PARAMS, why)
+
+    def _parsed(self, tool: str, args: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+        """The tool's kind, its request (checked: ValidationError), how the policy reads it
+        and what serves it."""
         services, sid = self.services, self.session_id
         if tool == "read_text_file":
             read = ReadTextFileParams.model_validate({**args, "sessionId": sid})
-            files = services.files.read_text_file
-            return await services.serve_tool(tool, "read", read, describe_read, files)
+            return "read", read, describe_read, services.files.read_text_file
         if tool == "write_text_file":
             write = WriteTextFileParams.model_validate({**args, "sessionId": sid})
-            reply = await services.serve_tool(
-                tool, "edit", write, describe_write, services.files.write_text_file
-            )
-            return {**reply, "content": f"wrote {write.path}"}
+
+            async def written(request: WriteTextFileParams) -> dict[str, Any]:
+                reply = await services.files.write_text_file(request)
+                return {**reply, "content": f"wrote {request.path}"}
+
+            return "edit", write, describe_write, written
         timeout = args.pop("timeout", None)
         run = CreateTerminalParams.model_validate({**args, "sessionId": sid})
-        return await services.serve_tool(
-            tool, "execute", run, services.describe_command, lambda r: self._run(r, timeout)
-        )
+        return "execute", run, services.describe_command, lambda r: self._run(r, timeout)
 
     async def _run(self, request: CreateTerminalParams, timeout: Any) -> dict[str, Any]:
         terminals = self.services.terminals
         created = await terminals.create(request)
         handle = TerminalIdParams(session_id=self.session_id, terminal_id=created["terminalId"])
         limit = terminals.settings.timeout
-        seconds = min(float(timeout), limit) if isinstance(timeout, int | float) else limit
+        seconds = min(float(timeout), limit) if timeout is not None else limit  # checked
         timed_out = False
         try:
             with anyio.move_on_after(seconds) as scope:
@@ -187,3 +217,17 @@ class ServicesMcp:
             "truncated": bool(output.get("truncated")),
             "timed_out": timed_out,
         }
+
+
+def error_text(exc: BaseException) -> str:
+    """What the agent reads of a failed call: the JSON-RPC error's words (an OS error as
+    ``Permission denied (EACCES): /path``), and for arguments that do not fit, which and why."""
+    if isinstance(exc, ValidationError):
+        problems = exc.errors(include_url=False, include_context=False, include_input=False)
+        return "; ".join(
+            f"{'.'.join(str(part) for part in p['loc']) or 'arguments'}: {p['msg']}"
+            for p in problems[:8]
+        )
+    if isinstance(exc, Exception):
+        return rpc_error(exc)[1]
+    return type(exc).__name__

@@ -75,6 +75,8 @@ from acp_bridge._acp.wire.schema import (
 )
 from acp_bridge._os.cmdline import Command, parse_line, prefix_matches, without_cd_to
 from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.os_errors import OS_FAILURES, os_reason
+from acp_bridge._records.bounded import BoundedList
 from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.config import PermissionRule, Permissions
 from acp_bridge.envelope import PermissionRecord
@@ -146,18 +148,40 @@ def _allows(kind: str) -> bool:
     return kind.startswith("allow")
 
 
+MAX_RECORDS = 10_000
+"""Decisions kept for ``meta.permissions``; later ones are counted (refusals by decision)."""
+RECORD_CHARS = 4096
+"""A record's title and reason are cut to this (a title may be a whole command or file)."""
+
+
 class PermissionLedger:
-    """Every decision of a run, in order; it becomes ``meta.permissions``."""
+    """Every decision of a run, in order; it becomes ``meta.permissions``. Bounded: past
+    :data:`MAX_RECORDS` decisions are counted, not kept (``_records/bounded.py``)."""
 
     # A plain class, not a dataclass: those compile their methods as every command starts.
-    __slots__ = ("records",)
+    __slots__ = ("records", "refused_dropped")
 
-    def __init__(self, records: list[PermissionRecord] | None = None) -> None:
-        self.records: list[PermissionRecord] = [] if records is None else records
+    def __init__(self) -> None:
+        self.records: BoundedList[PermissionRecord] = BoundedList(
+            "permission decisions", MAX_RECORDS
+        )
+        self.refused_dropped = 0
+
+    def add(self, record: PermissionRecord) -> None:
+        if len(record.title) > RECORD_CHARS or len(record.reason) > RECORD_CHARS:
+            cut = {"title": record.title[:RECORD_CHARS], "reason": record.reason[:RECORD_CHARS]}
+            record = record.model_copy(update=cut)
+        if not self.records.add(record) and record.decision == "rejected":
+            self.refused_dropped += 1
+
+    def reset(self) -> None:
+        """A new turn's decisions (its envelope lists its own)."""
+        self.records.reset()
+        self.refused_dropped = 0
 
     @property
     def refused(self) -> int:
-        return sum(r.decision == "rejected" for r in self.records)
+        return sum(r.decision == "rejected" for r in self.records) + self.refused_dropped
 
     def summary_note(self) -> str | None:
         """The note a run's summary carries when anything was refused."""
@@ -203,13 +227,17 @@ def _rule_matches(rule: PermissionRule, question: PermissionQuestion) -> bool:
     return False
 
 
-def _outside(paths: tuple[str, ...], check: Callable[[Path], Path]) -> str | None:
-    """The first of ``paths`` that ``check`` refuses, if any."""
+def _outside(paths: tuple[str, ...], check: Callable[[Path], Path], roots: str) -> str | None:
+    """Why the first of ``paths`` that ``check`` refuses is refused, if one is: outside the
+    ``roots``, or not resolvable to tell (an OS error on its way: EACCES, ELOOP, …)."""
     for location in paths:
         try:
             check(Path(location))
-        except SandboxViolation:
-            return location
+        except SandboxViolation as exc:
+            cause = exc.__cause__
+            if isinstance(cause, OS_FAILURES):
+                return f"{location} cannot be resolved to check it ({os_reason(cause)})"
+            return f"{location} is outside the {roots} roots"
     return None
 
 
@@ -222,9 +250,9 @@ def _mode_verdict(
     if mode == "deny-all":
         return "reject", "mode deny-all"
     if kind in LOOKING_KINDS:
-        outside = _outside(question.locations, roots.check_read)
+        outside = _outside(question.locations, roots.check_read, "read")
         if outside is not None:
-            return "reject", f"mode {mode}: {outside} is outside the read roots"
+            return "reject", f"mode {mode}: {outside}"
         return "allow", f"mode {mode}: {kind} inside the read roots"
     if kind in HARMLESS_KINDS:
         return "allow", f"mode {mode}: {kind} changes nothing here"
@@ -253,9 +281,9 @@ def _mode_verdict(
             f"mode {mode}: kind {kind} names no location to check{fix}; "
             "allow it with a rule by its title or name"
         )
-    outside = _outside(question.locations, roots.check_write)
+    outside = _outside(question.locations, roots.check_write, "write")
     if outside is not None:
-        return "reject", f"mode {mode}: {outside} is outside the write roots"
+        return "reject", f"mode {mode}: {outside}"
     return "allow", f"mode {mode}: every location inside the write roots"
 
 
@@ -424,5 +452,5 @@ class PermissionPolicy:
             option_id=option_id,
             reason=reason,
         )
-        self.ledger.records.append(record)
+        self.ledger.add(record)
         return record

@@ -20,6 +20,7 @@ rule.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 import re
 import stat
@@ -41,14 +42,18 @@ from acp_bridge._acp.wire.schema import (
 )
 from acp_bridge._os.buffers import TailBuffer
 from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.os_errors import errno_name, os_reason
 from acp_bridge._os.process.environment import DEPTH_ENV
 from acp_bridge._os.process.procgroup import Graceful, Launcher, ProcessGroup, signal_name
+from acp_bridge._records.bounded import BoundedList
 from acp_bridge.config import TerminalSettings
 from acp_bridge.envelope import TerminalRecord
 from acp_bridge.errors import LimitExceeded, SpawnError
 from acp_bridge.events import EventSink
 
 KILL_GRACE = 2.0
+MAX_RECORDS = 10_000
+"""Terminals recorded for ``meta.terminals``; later ones are counted (``_records/bounded.py``)."""
 TAIL_WAIT = 0.5  # after exit, for output still in the pipe
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_./+-]+")
 _ENV_NAME = re.compile(r"[^=\0]+")
@@ -141,7 +146,7 @@ class TerminalService:
         self._terminals: dict[str, Terminal] = {}
         self._starting = 0  # creates between their capacity check and their registration
         self._counter = 0
-        self.records: list[TerminalRecord] = []
+        self.records: BoundedList[TerminalRecord] = BoundedList("terminals", MAX_RECORDS)
 
     def _get(self, request: TerminalIdParams) -> Terminal:
         terminal = self._terminals.get(request.terminal_id)
@@ -165,11 +170,14 @@ class TerminalService:
                 if where.name:
                     info = os.stat(where.name, dir_fd=where.dir_fd)
                     if not stat.S_ISDIR(info.st_mode):
-                        raise NotADirectoryError(requested)
+                        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
                 return where.path
-        except OSError as exc:
+        except OSError as exc:  # why, in words: missing, not a folder, not searchable, a loop
             raise RequestError(
-                INVALID_PARAMS, f"terminal cwd {requested} is not an existing directory"
+                INVALID_PARAMS,
+                f"terminal cwd {requested} is not an existing directory it may use: "
+                f"{os_reason(exc)}",
+                {"reason": "os_error", "errno": errno_name(exc)},
             ) from exc
 
     def _environment(self, request: CreateTerminalParams) -> dict[str, str]:
@@ -263,7 +271,7 @@ class TerminalService:
     def _exited(self, terminal: Terminal) -> None:
         terminal.exited.set()
         record = terminal.record()
-        self.records.append(record)
+        self.records.add(record)
         if self._sink is not None:
             self._sink.emit(
                 "terminal",

@@ -279,6 +279,8 @@ class AcpSession:
             self.session_id, setup = created.session_id, created
         else:
             params = SessionLifecycleParams(session_id=resume, **common)
+            if method != "session/fork":  # its updates name the session resumed, from the start
+                self.collector.session_known(resume)
             if method == "session/load":
                 self.collector.replay(True)  # the conversation so far comes first: history
             try:
@@ -291,6 +293,7 @@ class AcpSession:
             else:
                 self.session_id, setup = resume, setup_reply(version, SessionSetup, raw, method)
         self.session_method = method
+        self.collector.session_known(self.session_id)  # what came before the reply: judged now
         self.state.apply_setup(setup)
         self.sink.emit("status", phase="session", session_id=self.session_id, method=method)
 

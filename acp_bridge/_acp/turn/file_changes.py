@@ -11,6 +11,10 @@ but not reported by an agent that reports changes, is flagged in ``meta.warnings
 measurement is the fact, the report is the agent's word. Agents report a path relative to
 the session's cwd (opencode 1.18) or absolute (codex), the sandbox measures absolute ones:
 both are compared absolute.
+
+Bounded: :data:`MAX_CHANGES` changes, paths (and operations) of :data:`PATH_CHARS`
+characters, :data:`MAX_PATCH_CHARS` of patch text; what does not fit is dropped and counted
+— a path is never cut (a cut path names another file).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import os
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
+
+from acp_bridge._records.bounded import BoundedTable
 
 MAX_CHANGES = 2048
 MAX_PATCH_CHARS = 256 * 1024
@@ -29,10 +35,14 @@ class FileChanges:
     """Every file change the agent's tool calls reported, in order, without duplicates."""
 
     def __init__(self) -> None:
-        self.changes: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.changes: BoundedTable[tuple[str, str, str], dict[str, Any]] = BoundedTable(
+            "file changes reported", MAX_CHANGES, PATH_CHARS
+        )
         """By tool call, operation and path: each call's own, until only the made count."""
         self.patch: list[tuple[str, str]] = []  # (tool call id, git_patch text)
         self._patch_chars = 0
+        self.patch_dropped = 0
+        """Characters of patch text past MAX_PATCH_CHARS, not kept."""
 
     def content(self, tool_call_id: str, items: list[Any]) -> None:
         """A tool call's content items (or one streamed item): keep what its diffs say."""
@@ -46,9 +56,7 @@ class FileChanges:
             for change in changes:
                 if isinstance(change, dict) and isinstance(change.get("path"), str):
                     operation = change.get("operation")
-                    self._add(
-                        tool_call_id, str(operation)[:32], change["path"], change.get("oldPath")
-                    )
+                    self._add(tool_call_id, str(operation), change["path"], change.get("oldPath"))
             patch = diff.get("patch")
             if isinstance(patch, dict) and isinstance(patch.get("text"), str):
                 self._keep_patch(tool_call_id, patch["text"])
@@ -57,19 +65,24 @@ class FileChanges:
             self._add(tool_call_id, operation, diff["path"], None)
 
     def _add(self, tool_call_id: str, operation: str, path: str, old: Any) -> None:
-        key = (tool_call_id, operation, path[:PATH_CHARS])
-        if key in self.changes or len(self.changes) >= MAX_CHANGES:
+        old_path = old if isinstance(old, str) else ""
+        key = (tool_call_id, operation, path)
+        if key in self.changes:
             return
-        record = {"operation": operation, "path": path[:PATH_CHARS], "tool_call_id": tool_call_id}
-        if isinstance(old, str):
-            record["old_path"] = old[:PATH_CHARS]
-        self.changes[key] = record
+        if len(old_path) > PATH_CHARS:  # as a path of the key would be: dropped, counted
+            self.changes.oversize += 1
+            return
+        record = {"operation": operation, "path": path, "tool_call_id": tool_call_id}
+        if old_path:
+            record["old_path"] = old_path
+        self.changes.put(key, record)
 
     def _keep_patch(self, tool_call_id: str, text: str) -> None:
         room = MAX_PATCH_CHARS - self._patch_chars
         if room > 0:
             self.patch.append((tool_call_id, text[:room]))
             self._patch_chars += min(len(text), room)
+        self.patch_dropped += max(0, len(text) - max(room, 0))
 
     def records(self, made: Collection[str]) -> list[dict[str, Any]]:
         """The changes of the tool calls in ``made`` (those that completed), each operation
@@ -84,9 +97,18 @@ class FileChanges:
         return "".join(text for call_id, text in self.patch if call_id in made)
 
     def clear(self) -> None:
-        self.changes.clear()
+        self.changes.reset()
         self.patch.clear()
-        self._patch_chars = 0
+        self._patch_chars = self.patch_dropped = 0
+
+    def warnings(self) -> list[str]:
+        out = [w for w in (self.changes.warning(),) if w]
+        if self.patch_dropped:
+            out.append(
+                f"reported patch text: kept the first {MAX_PATCH_CHARS} characters, "
+                f"{self.patch_dropped} more not kept"
+            )
+        return out
 
 
 def disagreements(reported: list[dict[str, Any]], measured: list[str], cwd: str) -> list[str]:

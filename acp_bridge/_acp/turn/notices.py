@@ -9,17 +9,21 @@ error) and ``compaction_summary_chunk`` (a piece of the retained summary) become
 never message text, so a summary is never mistaken for the turn's answer.
 
 Everything kept is bounded: at most :data:`MAX_NOTICES` notices and :data:`MAX_COMPACTIONS`
-compactions, their strings cut to :data:`TEXT_CHARS`.
+compactions, their strings cut to :data:`TEXT_CHARS`. A compaction past the cap, or with an
+id longer than :data:`MAX_ID_CHARS`, is dropped with its updates and counted
+(``_records/bounded.py``): never kept under a cut id, which may be another's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from acp_bridge._records.bounded import BoundedList, BoundedTable
 from acp_bridge.events import EventSink
 
 MAX_NOTICES = 256
 MAX_COMPACTIONS = 64
+MAX_ID_CHARS = 256
 TEXT_CHARS = 1000
 
 
@@ -32,9 +36,10 @@ class Notices:
 
     def __init__(self, sink: EventSink) -> None:
         self._sink = sink
-        self.notices: list[dict[str, Any]] = []
-        self.dropped = 0
-        self.compactions: dict[str, dict[str, Any]] = {}
+        self.notices: BoundedList[dict[str, Any]] = BoundedList("notices", MAX_NOTICES)
+        self.compactions: BoundedTable[str, dict[str, Any]] = BoundedTable(
+            "compactions", MAX_COMPACTIONS, MAX_ID_CHARS
+        )
 
     def notice(self, update: dict[str, Any]) -> None:
         title, severity = update.get("title"), update.get("severity")
@@ -44,10 +49,7 @@ class Notices:
         description = _text(update.get("description"))
         if description:
             record["description"] = description
-        if len(self.notices) >= MAX_NOTICES:
-            self.dropped += 1
-        else:
-            self.notices.append(record)
+        self.notices.add(record)
         self._sink.emit("notice", **record)
 
     def compaction(self, update: dict[str, Any]) -> None:
@@ -79,17 +81,16 @@ class Notices:
             )
 
     def _record(self, compaction_id: str) -> dict[str, Any] | None:
-        record = self.compactions.get(compaction_id[:256])
-        if record is None and len(self.compactions) < MAX_COMPACTIONS:
-            record = self.compactions[compaction_id[:256]] = {
-                "compaction_id": compaction_id[:256],
-                "status": "in_progress",
-            }
-        return record
+        return self.compactions.add(
+            compaction_id, lambda: {"compaction_id": compaction_id, "status": "in_progress"}
+        )
 
     def records(self) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
         """``meta.notices`` and ``meta.compactions``."""
-        return self.notices or None, list(self.compactions.values()) or None
+        return list(self.notices) or None, list(self.compactions.values()) or None
+
+    def warnings(self) -> list[str]:
+        return [w for w in (self.notices.warning(), self.compactions.warning()) if w]
 
 
 def _chars(blocks: list[Any]) -> int:

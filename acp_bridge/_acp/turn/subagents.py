@@ -11,7 +11,11 @@ as ``subagent_tokens``, so ``max_tokens`` and group budgets count the children t
 the turn is stopped, children whose cancel capability is advertised are cancelled first
 (:meth:`Subagents.cancellable`).
 
-Bounded: :data:`MAX_CHILDREN` children, titles cut to :data:`TEXT_CHARS`.
+Which session an update belongs to is decided by its ``sessionId`` alone (the turn collector:
+the parent's own id, else a child's): a child is kept under its whole id, and a child that
+does not fit — past :data:`MAX_CHILDREN` children, or an id longer than :data:`MAX_ID_CHARS`
+— is dropped and counted (``meta.warnings``), and so are its updates: they are never the
+parent's (``_records/bounded.py``). Titles are cut to :data:`TEXT_CHARS`.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from acp_bridge._records.bounded import BoundedTable
 from acp_bridge.events import EventSink
 
 MAX_CHILDREN = 256
+MAX_ID_CHARS = 256
+"""Longest child session id followed (ids are names, not payloads)."""
+MAX_MESSAGES = MAX_CHILDREN * 64
+"""``session_message`` ids remembered (a message is counted once, however often upserted)."""
 TEXT_CHARS = 1000
 
 
@@ -80,22 +89,24 @@ class Subagents:
 
     def __init__(self, sink: EventSink) -> None:
         self._sink = sink
-        self.children: dict[str, Child] = {}
-        self._messages: set[str] = set()
-
-    def __contains__(self, session_id: object) -> bool:
-        return session_id in self.children
+        self.children: BoundedTable[str, Child] = BoundedTable(
+            "child sessions", MAX_CHILDREN, MAX_ID_CHARS
+        )
+        self._messages: BoundedTable[str, bool] = BoundedTable(
+            "messages between sessions", MAX_MESSAGES, MAX_ID_CHARS
+        )
+        self.foreign = 0
+        """Updates of a session that is neither the parent nor a child followed (unknown,
+        or dropped): never the parent's, counted here."""
 
     def announce(self, update: dict[str, Any]) -> None:
         """A ``subagent_update`` in the parent session."""
         session_id = update.get("sessionId")
         if not isinstance(session_id, str) or not session_id:
             raise TypeError("subagent_update needs a sessionId")
-        child = self.children.get(session_id[:256])
-        if child is None:
-            if len(self.children) >= MAX_CHILDREN:
-                return
-            child = self.children[session_id[:256]] = Child(session_id[:256])
+        child = self.children.add(session_id, lambda: Child(session_id))
+        if child is None:  # past the cap, or an id too long: dropped, counted
+            return
         if "title" in update:
             title = update["title"]
             child.title = title[:TEXT_CHARS] if isinstance(title, str) else None
@@ -122,9 +133,8 @@ class Subagents:
                     total = sum(p for p in parts if p is not None)
                 child.total_tokens = max(child.total_tokens, total)
 
-    def child_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def child_update(self, child: Child, update: dict[str, Any]) -> None:
         """An update of a child's own session: counted, and what it says of usage kept."""
-        child = self.children[session_id]
         kind = update.get("sessionUpdate")
         kind = kind[:64] if isinstance(kind, str) else "?"
         if kind in child.updates or len(child.updates) < 32:
@@ -145,10 +155,10 @@ class Subagents:
         if not isinstance(message_id, str) or message_id in self._messages:
             return
         for key in ("senderSessionId", "recipientSessionId"):
-            child = self.children.get(update.get(key))  # type: ignore[arg-type]
+            child = self.children.find(update.get(key))
             if child is not None:
-                if len(self._messages) < MAX_CHILDREN * 64:
-                    self._messages.add(message_id)
+                if not self._messages.put(message_id, True):
+                    return  # it cannot be told from a repeat later: not counted
                 child.messages += 1
                 self._emit(child, "message")
                 return
@@ -162,6 +172,17 @@ class Subagents:
 
     def records(self) -> list[dict[str, Any]] | None:
         return [child.record() for child in self.children.values()] or None
+
+    def warnings(self) -> list[str]:
+        """What was dropped: children past the cap or with ids too long, their updates,
+        updates of sessions that are not this run's."""
+        out = [w for w in (self.children.warning(), self._messages.warning()) if w]
+        if self.foreign:
+            out.append(
+                f"ignored {self.foreign} session/update(s) of sessions other than this run's "
+                "(neither its session nor a child session followed): never its answer"
+            )
+        return out
 
     def _emit(self, child: Child, what: str) -> None:
         self._sink.emit("subagent", what=what, **child.record())

@@ -7,7 +7,8 @@ a field (title unset, kind ``other``, status ``pending``, name unset) while a mi
 leaves it, and ``tool_call_content_chunk`` appends one content item. A permission request
 may name a call before any update does (:meth:`TurnToolCalls.seen`). The diffs in their
 content go to :mod:`.file_changes`. Bounded: :data:`MAX_TOOL_CALLS` calls, ids of
-:data:`MAX_ID_CHARS`.
+:data:`MAX_ID_CHARS`; a call past them is dropped with all its updates, content and diffs,
+and counted (``_records/bounded.py``) — never recorded under a cut id, never another's.
 
 What a tool call says about itself, as the permission policy judges it. A permission
 request's ``toolCall`` is often thinner than what the turn already announced for the same
@@ -34,6 +35,7 @@ from typing import Any
 from acp_bridge._acp.turn.file_changes import FileChanges
 from acp_bridge._acp.wire.schema import ToolCallUpdate
 from acp_bridge._os.cmdline import Command, from_argv, parse_line
+from acp_bridge._records.bounded import BoundedTable
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
@@ -181,6 +183,10 @@ MAX_ID_CHARS = 256
 _NULLS = (("title", ""), ("kind", "other"), ("status", "pending"), ("name", None))
 
 
+def _new_call(call_id: str) -> _ToolCall:
+    return _ToolCall(ToolCallRecord(tool_call_id=call_id, status="pending"))
+
+
 class _ToolCall:
     # A plain class, not a dataclass: those compile their methods as every command starts.
     __slots__ = ("record", "seen")
@@ -213,26 +219,27 @@ class TurnToolCalls:
 
     def __init__(self, sink: EventSink) -> None:
         self._sink = sink
-        self.calls: dict[str, _ToolCall] = {}
-        self.dropped = 0
+        self.calls: BoundedTable[str, _ToolCall] = BoundedTable(
+            "tool calls", MAX_TOOL_CALLS, MAX_ID_CHARS
+        )
         self.file_changes = FileChanges()
 
     def update(self, update: dict[str, Any]) -> None:
         """A ``tool_call`` or ``tool_call_update``: creates the call when its id is new."""
         parsed = ToolCallUpdate.model_validate(update)
         call_id = parsed.tool_call_id
-        if len(call_id) > MAX_ID_CHARS:
-            raise ValueError("a tool call id longer than any agent uses")
-        if parsed.content:
-            self.file_changes.content(call_id, parsed.content)
         known = self.calls.get(call_id)
         if known is None:
-            known = self._new(call_id)
-            if known is None:
+            known = self.calls.add(call_id, lambda: _new_call(call_id))
+            if known is None:  # past the cap, or an id too long: dropped with its content
                 return
+            if parsed.content:
+                self.file_changes.content(call_id, parsed.content)
             known.apply(parsed, update)
             self._emit("tool_call", known)
             return
+        if parsed.content:
+            self.file_changes.content(call_id, parsed.content)
         before = known.record.status
         known.apply(parsed, update)
         if known.record.status != before:
@@ -241,16 +248,18 @@ class TurnToolCalls:
     def content_chunk(self, update: dict[str, Any]) -> None:
         """v2 ``tool_call_content_chunk``: one more content item (it creates the call too)."""
         call_id = update.get("toolCallId")
-        if not isinstance(call_id, str) or len(call_id) > MAX_ID_CHARS:
+        if not isinstance(call_id, str):
             raise TypeError("tool_call_content_chunk needs a toolCallId")
         if call_id not in self.calls:
             self.update({"toolCallId": call_id})
+            if call_id not in self.calls:  # dropped (counted): so is its content
+                return
         self.file_changes.content(call_id, [update.get("content")])
 
     def seen(self, tool: ToolCallUpdate) -> None:
         """A permission request named this tool call (maybe before any update did)."""
-        if tool.tool_call_id not in self.calls and len(tool.tool_call_id) <= MAX_ID_CHARS:
-            call = self._new(tool.tool_call_id)
+        if tool.tool_call_id not in self.calls:
+            call = self.calls.add(tool.tool_call_id, lambda: _new_call(tool.tool_call_id))
             if call is not None:
                 call.apply(tool)
 
@@ -275,22 +284,12 @@ class TurnToolCalls:
         return self.file_changes.patch_text(self.made())
 
     def clear(self) -> None:
-        self.calls = {}
+        self.calls.reset()
         self.file_changes.clear()
 
-    def warning(self) -> str | None:
-        if not self.dropped:
-            return None
-        return f"recorded the first {MAX_TOOL_CALLS} tool calls; {self.dropped} more not recorded"
-
-    def _new(self, call_id: str) -> _ToolCall | None:
-        if len(self.calls) >= MAX_TOOL_CALLS:
-            self.dropped += 1
-            return None
-        call = self.calls[call_id] = _ToolCall(
-            ToolCallRecord(tool_call_id=call_id, status="pending")
-        )
-        return call
+    def warnings(self) -> list[str]:
+        """What was dropped: tool calls past the cap or with ids too long, diffs past theirs."""
+        return [w for w in (self.calls.warning(), *self.file_changes.warnings()) if w]
 
     def _emit(self, kind: Any, call: _ToolCall) -> None:
         record = self.record_fields(call.record)

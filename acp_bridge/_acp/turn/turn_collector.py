@@ -17,6 +17,14 @@ lifecycle (lifecycle.py); child sessions (subagents.py: their updates never reac
 answer); the file changes tool calls report (file_changes.py); and the session's state
 (session_state.py). User messages are counted only.
 
+Whose update: an update is this session's only when its ``sessionId`` is the session's
+(:meth:`TurnCollector.session_known`); one that names a child session followed is that
+child's (subagents.py); any other — an unknown session, a child dropped past its cap or for
+an id too long — is dropped and counted, never this session's answer, tool calls or plan.
+Updates that come before the session's id is known (before the ``session/new`` or
+``session/fork`` reply) are held, at most :data:`MAX_EARLY` of them and
+:data:`MAX_EARLY_CHARS` characters, and judged the same way once it is.
+
 Tolerance: updates may arrive before the ``session/new`` reply and after the prompt reply
 (the collector keeps listening until the agent has exited); a permission request may arrive
 before its ``tool_call``; unknown update kinds are counted and kept in the transcript.
@@ -29,8 +37,10 @@ Hostile input: every field is type-checked where it is read; an update that does
 skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
 is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
 (:data:`MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes, as the
-joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped),
-the tool calls (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted.
+joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped,
+and chunks of a dropped one dropped too: they are not a new message), the tool calls
+(:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted. Every keyed table drops
+and counts what does not fit (``_records/bounded.py``); :meth:`TurnCollector.warnings` says so.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from acp_bridge._acp.turn.subagents import Subagents
 from acp_bridge._acp.turn.tool_calls import MAX_ID_CHARS, TurnToolCalls
 from acp_bridge._acp.turn.usage import prompt_usage, usage_update
 from acp_bridge._acp.wire.schema import ToolCallUpdate
+from acp_bridge._records.bounded import BoundedTable
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
@@ -60,6 +71,14 @@ MAX_MESSAGES = 4096
 """Messages of one turn kept (by first appearance); older ones are dropped past it."""
 MAX_KINDS = 64
 """Distinct update kinds counted; kind names are cut to 64 characters."""
+MAX_RETIRED = 1 << 16
+"""Ids of messages dropped past :data:`MAX_MESSAGES` remembered (as hashes), so that a late
+chunk of one is dropped too instead of starting a new message — a new last message, the
+answer."""
+MAX_EARLY = 256
+"""Updates held while the session's id is not yet known."""
+MAX_EARLY_CHARS = 1 << 20
+"""Their size (characters of strings, and a few per value), all together."""
 
 
 class TurnCollector:
@@ -93,7 +112,19 @@ class TurnCollector:
         self.notices = Notices(sink)
         self.turn_state = TurnState(sink)
         self.subagents = Subagents(sink)
-        self._has_children = False
+        self.session_id: str | None = None
+        """The session's id, once known: only its updates are its own."""
+        self._early: list[dict[str, Any]] = []
+        self._early_chars = 0
+        self.early_dropped = 0
+        """Updates before the session's id was known, past what is held."""
+        self._retired: BoundedTable[int, bool] = BoundedTable(
+            "ids of messages dropped from the turn", MAX_RETIRED
+        )
+        self.retired_chunks = 0
+        """Chunks of messages dropped past MAX_MESSAGES (not kept, not a new message)."""
+        self.unlisted_kinds = 0
+        """Updates of kinds past the first MAX_KINDS distinct ones (not counted by kind)."""
 
     # --- the stream (called by the connection for every session/update) -----------------
 
@@ -102,8 +133,9 @@ class TurnCollector:
         if not isinstance(update, dict):
             self.malformed += 1
             return
-        if self._has_children and params.get("sessionId") in self.subagents:
-            self._child_update(params["sessionId"], update)
+        session_id = params.get("sessionId")
+        if session_id != self.session_id or session_id is None:
+            self._elsewhere(session_id, params, update)
             return
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
@@ -120,6 +152,8 @@ class TurnCollector:
         kind = kind[:64]
         if kind in self.kinds or len(self.kinds) < MAX_KINDS:
             self.kinds[kind] += 1
+        else:
+            self.unlisted_kinds += 1
         handler = _STATE_HANDLERS.get(kind)
         if handler is None:
             if self.replaying:  # history: not this turn's tool calls, plan or usage
@@ -131,10 +165,43 @@ class TurnCollector:
                 handler(self, update)
             except (ValueError, TypeError):  # a malformed rare update must not end the run
                 self.malformed += 1
-        elif kind not in _KNOWN_IGNORED and (
-            kind in self.unknown_kinds or len(self.unknown_kinds) < MAX_KINDS
-        ):
-            self.unknown_kinds[kind] += 1
+        elif kind not in _KNOWN_IGNORED:
+            if kind in self.unknown_kinds or len(self.unknown_kinds) < MAX_KINDS:
+                self.unknown_kinds[kind] += 1
+            else:
+                self.unlisted_kinds += 1
+
+    def _elsewhere(self, session_id: Any, params: dict[str, Any], update: dict[str, Any]) -> None:
+        """An update that does not name this session: a child's, held (the session's id is
+        not known yet), or nobody's here — counted, never taken as this session's."""
+        if self.session_id is None:
+            self._hold(params, update)
+            return
+        child = self.subagents.children.find(session_id)
+        if child is None:
+            self.subagents.foreign += 1
+            return
+        before = self.subagents.tokens()
+        self.subagents.child_update(child, update)
+        self._count_children(before)
+
+    def _hold(self, params: dict[str, Any], update: dict[str, Any]) -> None:
+        room = MAX_EARLY_CHARS - self._early_chars
+        size = _size_within(update, room) if len(self._early) < MAX_EARLY else None
+        if size is None:
+            self.early_dropped += 1
+            return
+        self._early_chars += size
+        self._early.append(params)
+
+    def session_known(self, session_id: str) -> None:
+        """The session's id (the ``session/new`` or ``session/fork`` reply's, or the one
+        resumed or loaded): from now on an update is this session's only when it names it.
+        The updates held until now are judged by it, in the order they came."""
+        self.session_id = session_id
+        early, self._early, self._early_chars = self._early, [], 0
+        for params in early:
+            self(params)
 
     def _chunk(self, update: dict[str, Any]) -> None:
         content = update.get("content")
@@ -163,6 +230,10 @@ class TurnCollector:
         elif type(message_id) is str and len(message_id) <= MAX_ID_CHARS:
             message = self._by_id.get(message_id)
             if message is None:
+                if self._retired and hash(message_id) in self._retired:
+                    self.retired_chunks += 1  # its message was dropped: so is the chunk
+                    self._chars -= len(text)
+                    return
                 message = self._by_id[message_id] = self._new_message(message_id)
             self._current = message
         else:  # a list, an object, a number: no message id ACP knows
@@ -188,6 +259,7 @@ class TurnCollector:
             for old in self._messages[: MAX_MESSAGES // 2]:
                 if old.message_id is not None:
                     self._by_id.pop(old.message_id, None)
+                    self._retired.put(hash(old.message_id), True)
             del self._messages[: MAX_MESSAGES // 2]
         return message
 
@@ -218,6 +290,9 @@ class TurnCollector:
             raise TypeError("agent_message.content must be a list or null")
         message = self._by_id.get(message_id)
         if message is None:
+            if self._retired and hash(message_id) in self._retired:
+                self.retired_chunks += 1
+                return
             message = self._by_id[message_id] = self._new_message(message_id)
         self._current = message
         text = "".join(texts(content or []))
@@ -229,12 +304,6 @@ class TurnCollector:
     def _subagent(self, update: dict[str, Any]) -> None:
         before = self.subagents.tokens()
         self.subagents.announce(update)
-        self._has_children = bool(self.subagents.children)
-        self._count_children(before)
-
-    def _child_update(self, session_id: str, update: dict[str, Any]) -> None:
-        before = self.subagents.tokens()
-        self.subagents.child_update(session_id, update)
         self._count_children(before)
 
     def _count_children(self, before: int) -> None:
@@ -274,8 +343,27 @@ class TurnCollector:
         if self.bad_usage:
             shown = "; ".join(self.bad_usage[:4])
             out.append(f"ignored usage figures that are not token counts in range: {shown}")
-        if dropped := self.tools.warning():
+        out += self.tools.warnings()
+        out += self.subagents.warnings()
+        out += self.notices.warnings()
+        out += self.plans.warnings()
+        if self.early_dropped:
+            out.append(
+                f"dropped {self.early_dropped} session/update(s) sent before the session's id "
+                f"was known, past the {MAX_EARLY} (or {MAX_EARLY_CHARS >> 20} MiB) held"
+            )
+        if dropped := self._retired.warning():
             out.append(dropped)
+        if self.retired_chunks:
+            out.append(
+                f"dropped {self.retired_chunks} chunk(s) of messages dropped from the turn "
+                f"(past {MAX_MESSAGES} messages)"
+            )
+        if self.unlisted_kinds:
+            out.append(
+                f"counted {self.unlisted_kinds} update(s) of kinds past the first {MAX_KINDS} "
+                "distinct ones without their kind"
+            )
         if self.dropped_chars:
             out.append(
                 f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
@@ -292,6 +380,7 @@ class TurnCollector:
         self.turn_state.begin()
         self._messages = []
         self._by_id = {}
+        self._retired.clear()
         self._current = None
 
     def end_turn(self) -> None:
@@ -330,6 +419,34 @@ class TurnCollector:
 
     def tool_call_records(self) -> list[ToolCallRecord]:
         return self.tools.records()
+
+
+def _size_within(value: Any, budget: int) -> int | None:
+    """About what ``value`` (parsed JSON) holds — characters of its strings, a few per other
+    value — or None as soon as that passes ``budget``: the walk stops there, whatever the
+    size."""
+    size = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item) + 2
+        elif isinstance(item, dict):
+            size += 2
+            for key, inner in item.items():
+                size += len(key) + 3
+                stack.append(inner)
+                if size > budget:
+                    return None
+        elif isinstance(item, list):
+            size += 2
+            stack.extend(item)
+            size += len(item)
+        else:
+            size += 8
+        if size > budget:
+            return None
+    return size
 
 
 def _ignore(collector: TurnCollector, update: dict[str, Any]) -> None:

@@ -7,6 +7,16 @@ its replies only afterwards; a handler blocked on its reply would stop the reade
 reader stopped would block the agent: a deadlock). Queued, a reply costs its bytes until the
 agent reads again — up to :data:`MAX_QUEUED_BYTES`, after which senders wait: back-pressure.
 
+A sender that waits holds its message too, and so does a handler building a reply: 100
+replies of 4 MiB an agent did not read yet peaked at 417 MB with 8 MiB queued (32 handlers
+each holding one, with the file and the JSON it was made from). So the bytes of waiting
+senders are counted, and a handler whose reply may be large (a file's text, a terminal's
+output) first takes :data:`REPLY_ROOM` of the same budget (:meth:`reply_room`): the whole
+of it, so such replies are built one at a time, and only once what was queued before is
+written; the others wait before they read anything. Replies that are small (a permission,
+an exit status) are never held up: a blocking ``terminal/wait_for_exit`` still does not
+stall the rest.
+
 Why one writer: a message is written whole or the stream is unusable. When a write does not
 finish by the deadline (the agent stopped reading its stdin), the outbox is *stalled*: that
 message and every queued one are dropped, each noted in the transcript as not sent, and
@@ -21,7 +31,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import anyio
 from anyio.abc import ByteSendStream
@@ -35,6 +46,9 @@ MESSAGE_OVERHEAD = 256
 """What a queued message costs besides its bytes (the :class:`Outgoing`, its label, the
 bytes object's header, the queue's slot): counted too, so 100 000 replies of 40 bytes an
 agent never reads are 29 MB held, and senders wait long before that."""
+REPLY_ROOM = MAX_QUEUED_BYTES
+"""What a handler whose reply may be large holds of the budget while it builds it: all of
+it (half let two be built at once: 100 replies of 4 MiB peaked at 2.2x an idle run)."""
 NOTED_DROPS = 8
 """Messages dropped at a stall that get a note each in the transcript (then one for the rest)."""
 BATCH_BYTES = 64 << 10
@@ -87,6 +101,8 @@ class Outbox:
         self._max_bytes = max_bytes
         self._queue: deque[Outgoing] = deque()
         self._queued_bytes = 0
+        self._held_bytes = 0
+        """Bytes of senders waiting for room and of the room handlers took (reply_room)."""
         self._wake = anyio.Event()
         self._room = anyio.Event()
         self._writing: anyio.CancelScope | None = None
@@ -117,10 +133,14 @@ class Outbox:
         if written_within is not None:
             message.written = anyio.Event()
         cost = len(data) + MESSAGE_OVERHEAD
-        while self._queue and self._queued_bytes + cost > self._max_bytes:
-            self._check()
-            self._room = self._room if not self._room.is_set() else anyio.Event()
-            await self._room.wait()
+        if self._queue and self._queued_bytes + cost > self._max_bytes:
+            self._held_bytes += cost  # waiting, it is held all the same
+            try:
+                while self._queue and self._queued_bytes + cost > self._max_bytes:
+                    self._check()
+                    await self._wait_room()
+            finally:
+                self._held_bytes -= cost
         self._check()
         self._queue.append(message)
         self._queued_bytes += cost
@@ -131,6 +151,31 @@ class Outbox:
         with anyio.move_on_after(written_within):
             await message.written.wait()
         return message.sent
+
+    @asynccontextmanager
+    async def reply_room(self, large: bool) -> AsyncIterator[None]:
+        """Around building and queueing a reply: when it may be ``large``, wait until
+        :data:`REPLY_ROOM` more fits in the budget with what is queued and held (or nothing
+        is), and hold it until the reply is queued. Raises the outbox's failure."""
+        if not large:
+            yield
+            return
+        while (held := self._queued_bytes + self._held_bytes) and (
+            held + REPLY_ROOM > self._max_bytes
+        ):
+            self._check()
+            await self._wait_room()
+        self._check()
+        self._held_bytes += REPLY_ROOM
+        try:
+            yield
+        finally:
+            self._held_bytes -= REPLY_ROOM
+            self._room.set()
+
+    async def _wait_room(self) -> None:
+        self._room = self._room if not self._room.is_set() else anyio.Event()
+        await self._room.wait()
 
     async def drain(self) -> None:
         """Until everything queued now is written, or can no longer be (a closed stdin, a

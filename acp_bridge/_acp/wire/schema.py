@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from acp_bridge._records.field_defaults import empty_list, instance_of
+from acp_bridge._records.numbers import NumbersNotBooleans
 from acp_bridge.errors import MalformedReply
 
 PROTOCOL_VERSION = 1
@@ -59,8 +60,10 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-class Wire(BaseModel):
-    """Base of every wire type: camelCase on the wire, unknown fields kept."""
+class Wire(NumbersNotBooleans):
+    """Base of every wire type: camelCase on the wire, unknown fields kept, a boolean never
+    a number (``_records/numbers.py``, the check the config shares); a nested shape is a
+    wire type of its own, so it is checked the same way."""
 
     model_config = ConfigDict(
         alias_generator=camel,
@@ -228,25 +231,40 @@ class SessionModeState(Wire):
     available_modes: list[SessionMode] = Field(default_factory=empty_list)
 
 
+class ConfigSelectOption(Wire):
+    """One selectable value of a select option (ACP's ``SessionConfigSelectOption``)."""
+
+    value: str | int | float  # the schema's value id, a string; a number is read as its text
+    name: str = ""
+    description: str | None = None
+
+
+class ConfigSelectGroup(Wire):
+    """A named group of selectable values (ACP's ``SessionConfigSelectGroup``)."""
+
+    group: str
+    name: str = ""
+    options: list[ConfigSelectOption]
+
+
 class ConfigOption(Wire):
-    """A session config option; ``options`` may hold plain options or groups of them."""
+    """A session config option; ``options`` may hold plain options or groups of them, each
+    member checked as the schema says (a group whose ``options`` is not a list of options
+    is refused where it is read, like any other shape that does not fit)."""
 
     id: str
     name: str = ""
     type: str = "select"
     category: str | None = None
     current_value: Any = None
-    options: list[dict[str, Any]] = Field(default_factory=empty_list)
+    options: list[ConfigSelectOption | ConfigSelectGroup] = Field(default_factory=empty_list)
 
     def allowed_values(self) -> list[str]:
         """Every selectable value, groups flattened."""
         values: list[str] = []
         for option in self.options:
-            if "value" in option:
-                values.append(str(option["value"]))
-            for member in option.get("options", []):
-                if isinstance(member, dict) and "value" in member:
-                    values.append(str(member["value"]))
+            members = option.options if isinstance(option, ConfigSelectGroup) else [option]
+            values += [str(member.value) for member in members]
         return values
 
 

@@ -41,6 +41,9 @@ from acp_bridge.errors import StateDirError
 RAW_LINE_LIMIT = 4096
 DEFAULT_MAX_BYTES = 64 << 20
 CUT_NOTE_RESERVE = 512  # room kept under the cap for the note that says it was reached
+JOINED_BYTES = 1 << 20
+"""The messages of one read are written as one joined block up to this many bytes (the
+update stream: one write); past it, each in its pieces, never copied."""
 
 
 def default_transcript_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -143,6 +146,9 @@ class Transcript:
         redact = self._redactor.json_bytes
         payloads = [redact(raw) for raw in arrived] if self._redactor else arrived
         prefix = b'{"t":%.4f,"dir":"in","msg":' % self._arrived_at
+        if sum(map(len, payloads)) > JOINED_BYTES:
+            self._write_apart(prefix, payloads)
+            return
         block = b"".join([prefix, (b"}\n" + prefix).join(payloads), b"}\n"])
         if len(block) > self._room:  # line by line, so the cut falls where the cap does
             for raw in arrived:
@@ -154,6 +160,25 @@ class Transcript:
         except OSError as exc:
             self.error = f"transcript stopped: {exc}"
             self._file = None
+
+    def _write_apart(self, prefix: bytes, payloads: list[bytes]) -> None:
+        """Large messages written in their pieces: joined into one block, a 16 MB line
+        (one refused unread, even) was held twice more."""
+        for raw in payloads:
+            if self._file is None:
+                return
+            size = len(prefix) + len(raw) + 2
+            if size > self._room:
+                self._cut(self._arrived_at)
+                continue
+            self._room -= size
+            try:
+                self._file.write(prefix)
+                self._file.write(raw)
+                self._file.write(b"}\n")
+            except OSError as exc:
+                self.error = f"transcript stopped: {exc}"
+                self._file = None
 
     def outgoing(self, raw_json: bytes, *, flush: bool = True) -> None:
         """A JSON message we sent (``raw_json`` without its newline).

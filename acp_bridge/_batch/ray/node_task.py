@@ -24,7 +24,6 @@ import os
 import queue
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -33,6 +32,7 @@ import ray
 from acp_bridge._batch.node_run import effective_timeout, run_task_here
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import Finished
+from acp_bridge._os.fs.input_files import read_bytes
 from acp_bridge._version import __version__
 
 ARTIFACT_BYTES = 8 << 20
@@ -153,10 +153,8 @@ def _result(finished: Finished) -> dict[str, Any]:
         path = meta.get(name)
         if not path:
             continue
-        try:
-            size = Path(path).stat().st_size
-            if size <= ARTIFACT_BYTES:
-                artifacts[name] = Path(path).read_bytes()
+        try:  # one larger than the cap stays on the node (its path is in the envelope)
+            artifacts[name] = read_bytes(path, what=f"a run's {name}", limit=ARTIFACT_BYTES)
         except OSError:
             continue
     return {

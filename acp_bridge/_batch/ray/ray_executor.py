@@ -19,6 +19,7 @@ acp-bridge loads it, and ``import acp_bridge`` never does.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import signal
@@ -32,19 +33,29 @@ import anyio
 
 from acp_bridge._batch.executor import Attempt, Session, Started
 from acp_bridge._batch.ray.placement import NodeView, nodes_from_ray, requirements, why_not
+from acp_bridge._batch.ray.window import MIN_WINDOW, Window, window_size
 from acp_bridge._batch.tasks import BatchTask
 from acp_bridge._batch.workspace import MAX_UPLOAD_BYTES, pack
 from acp_bridge._entries.enveloped import END_GRACE
+from acp_bridge._os.race import race
 from acp_bridge.config import LoadedConfig
-from acp_bridge.envelope import Meta, from_error
-from acp_bridge.errors import BridgeError, ExecutorError
+from acp_bridge.envelope import Meta, failed, from_error
+from acp_bridge.errors import BridgeError, ErrorCode, ExecutorError
 
 NAMESPACE = "acp-bridge"
 NODES_EVERY = 2.0
-"""Seconds between looks at the cluster's nodes while the batch has tasks in Ray. Ray offers
-a driver no notification of node changes, so the batch asks (one small GCS call), and wakes
-the tasks still queued when the nodes changed: one whose agent no live node offers any
-more is refused instead of waiting for ever."""
+"""Seconds between looks at the cluster's nodes while the batch has tasks to run. Ray offers
+a driver no notification of node changes, so the batch asks (one small GCS call), sizes its
+submission window to the live nodes' slots (:mod:`.window`: a node that joins is used at
+once), and wakes the tasks still queued when the nodes changed: one whose agent no live
+node offers any more is refused instead of waiting for ever."""
+
+
+GCS_TIMEOUT = 10.0
+"""Seconds the cluster's control store (the GCS) may take to give the node list. Past them
+the cluster counts as lost and the batch ends: every task not ended gets ``executor_error``.
+Ray's own clients wait for a lost GCS for 60 s and then end the whole process (exit 1),
+before the results file was written."""
 
 
 class RayExecutor:
@@ -93,10 +104,16 @@ class RayExecutor:
         session = _RaySession(self)
         await session.connect()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(session.watch_nodes)
-                yield session
-                tg.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(session.watch_nodes)
+                    yield session
+                    tg.cancel_scope.cancel()
+            except BaseExceptionGroup as group:  # the cluster lost: the batch hears it alone
+                lost = group.subgroup(ExecutorError)
+                if lost is None or lost.exceptions != group.exceptions:
+                    raise
+                raise lost.exceptions[0] from None
         finally:
             # On this thread, blocking it briefly (ray.shutdown takes ~0.1 s): this thread
             # drops the batch's object refs. Ray's shutdown ends the core worker first and
@@ -146,10 +163,15 @@ class _RaySession:
         self.owns_connection = False
         self.placement_changed = anyio.Event()
         self.cancel_told = False
+        self.lost = False
+        """The GCS stopped answering: nothing more is asked of the cluster."""
+        self.window = Window(MIN_WINDOW)
+        self.tried: set[str] = set()
+        """Tasks with an attempt so far: another one is a retry, and enters the window first."""
 
     @property
     def default_concurrency(self) -> int | None:
-        return None  # Ray queues what the nodes cannot take yet
+        return None  # the window (:mod:`.window`) keeps what Ray holds to the nodes' slots
 
     async def connect(self) -> None:
         address = self.executor.address
@@ -165,6 +187,7 @@ class _RaySession:
         if self.owns_connection:  # a host that connected Ray itself chose its handlers
             _sigterm_back_from_ray()
         self.nodes = await anyio.to_thread.run_sync(self._nodes)
+        self.window.resize(window_size(self._usable()))
         if self.executor.runtime_env is not None:
             await self._probe()
 
@@ -240,6 +263,13 @@ class _RaySession:
         import ray
 
         control, self.control = self.control, None
+        if self.lost:
+            # Each of these would wait for the GCS until Ray ends the process (exit 1), and
+            # so would the shutdown Ray runs at the interpreter's exit: the connection is
+            # left, and the process that made it ends as soon as its caller is done.
+            if self.owns_connection:
+                atexit.unregister(ray.shutdown)
+            return
         with contextlib.suppress(Exception):
             if control is not None:
                 ray.kill(control)
@@ -253,11 +283,42 @@ class _RaySession:
             await anyio.sleep(NODES_EVERY)
             if not self.waiting:
                 continue
-            nodes = await anyio.to_thread.run_sync(self._nodes)
+            nodes = await self._poll_nodes()
             if [(n.node_id, n.alive) for n in nodes] != [(n.node_id, n.alive) for n in self.nodes]:
                 self.nodes = nodes
+                self.window.resize(window_size(self._usable()))
                 changed, self.placement_changed = self.placement_changed, anyio.Event()
                 changed.set()
+
+    async def _poll_nodes(self) -> list[NodeView]:
+        """The node list, or :class:`ExecutorError` when the GCS does not give it in time.
+
+        Asked from a daemon thread of its own, not a worker thread of anyio's: a call to a
+        lost GCS returns only when Ray gives up (60 s), and the interpreter's exit waits for
+        every thread that is not a daemon."""
+        answered = anyio.Event()
+        answer: list[list[NodeView] | Exception] = []
+        token = anyio.lowlevel.current_token()
+
+        def ask() -> None:
+            try:
+                answer.append(self._nodes())
+            except Exception as exc:  # Ray's errors of a lost connection: any is the loss
+                answer.append(exc)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                anyio.from_thread.run_sync(answered.set, token=token)
+
+        threading.Thread(target=ask, name="acp-bridge node list", daemon=True).start()
+        with anyio.move_on_after(GCS_TIMEOUT):
+            await answered.wait()
+        if answer and not isinstance(answer[0], Exception):
+            return answer[0]
+        why = f"{type(answer[0]).__name__}: {answer[0]}" if answer else "no answer"
+        self.lost = True
+        raise ExecutorError(
+            f"lost the Ray cluster: its control store (GCS) gave no node list within "
+            f"{GCS_TIMEOUT:g} s ({why})"
+        )
 
     def refusal(self, task: BatchTask) -> BridgeError | None:
         why = why_not(task.request, self._usable())
@@ -269,15 +330,42 @@ class _RaySession:
     async def run(
         self, task: BatchTask, task_id: str, *, started: Started, cancel: anyio.Event
     ) -> Attempt:
+        retry = task_id in self.tried
+        self.tried.add(task_id)
+        self.waiting += 1
+        try:
+            entered = await race(lambda: self.window.enter(first=retry), cancel.wait)
+            if not entered.finished:
+                request = task.request
+                meta = Meta(entry=request.entry, agent=request.agent)
+                error = "the batch was interrupted before this task started"
+                return Attempt(failed(error, ErrorCode.CANCELLED, task_id=task_id, meta=meta), None)
+            try:
+                return await self._submit(task, task_id, started, cancel)
+            finally:
+                self.window.leave()
+        finally:
+            self.waiting -= 1
+
+    async def _submit(
+        self, task: BatchTask, task_id: str, started: Started, cancel: anyio.Event
+    ) -> Attempt:
+        """One attempt in Ray, followed to its end (its place in the window held)."""
         from acp_bridge._batch.ray.attempts import AttemptFollower, PhaseLimits
         from acp_bridge._batch.ray.node_task import run_on_node
 
+        request = task.request
+        meta = Meta(entry=request.entry, agent=request.agent)
         try:
             upload = await self._upload(task)
         except BridgeError as exc:
-            request = task.request
-            meta = Meta(entry=request.entry, agent=request.agent)
             return Attempt(from_error(exc, task_id=task_id, meta=meta), None)
+        # Checked again as it enters (no await from here until the follower watches the
+        # nodes): they may have changed while it waited, and a task in Ray's queue hears
+        # only of the changes after it was submitted.
+        why = why_not(request, self._usable())
+        if why is not None:
+            return Attempt(from_error(ExecutorError(why), task_id=task_id, meta=meta), None)
         options: dict[str, Any] = {
             "resources": requirements(task.request),
             "scheduling_strategy": "SPREAD",
@@ -298,15 +386,17 @@ class _RaySession:
             started,
             cancel,
             infeasible=lambda: why_not(task.request, self._usable()),
-            suspect=self.suspects.add,
+            suspect=self.suspect,
             tell_cancel=self.tell_cancel,
             changes=lambda: self.placement_changed,
         )
-        self.waiting += 1
-        try:
-            return await follower.follow()
-        finally:
-            self.waiting -= 1
+        return await follower.follow()
+
+    def suspect(self, node: str) -> None:
+        """``node`` froze under an attempt: later attempts avoid it, and its slots leave
+        the window."""
+        self.suspects.add(node)
+        self.window.resize(window_size(self._usable()))
 
     def tell_cancel(self) -> None:
         """The control actor hears of the cancel, once: every started task's node ends its

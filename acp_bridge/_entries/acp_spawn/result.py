@@ -226,6 +226,8 @@ class AcpResult:
         if self.session is not None:
             warnings += self.session.conn.stats.warnings(self.redactor.text)
         warnings += self.collector.warnings()
+        if self.services is not None:
+            warnings += self.services.warnings()
         if self.transcript.error:
             warnings.append(self.transcript.error)
         if self.transcript.cut:
@@ -266,17 +268,17 @@ class AcpResult:
             subagents=collector.subagents.records(),
             reported_changes=collector.tools.reported_changes() or None,
             reported_patch=collector.tools.reported_patch() or None,
-            elicitations=(services.elicitation.records or None) if services else None,
+            elicitations=(list(services.elicitation.records) or None) if services else None,
             stop_reason=stop_reason,
             usage=dict(self.collector.usage) or None,
-            permissions=(services.ledger.records or None) if services else None,
+            permissions=(list(services.ledger.records) or None) if services else None,
             tool_calls=self.collector.tool_call_records() or None,
-            terminals=(services.terminals.records or None) if services else None,
+            terminals=(list(services.terminals.records) or None) if services else None,
             # Measured (by any means, in-process included) when it could be; else what the
             # bridge itself wrote for the agent.
             files_changed=confined.pop("files_changed", served),
             files_read=(services.files.files_read or None) if services else None,
-            refusals=(services.refusals or None) if services else None,
+            refusals=(list(services.refusals) or None) if services else None,
             stderr_tail=self.redactor.text(tail) or None,
             transcript=str(transcript.path) if transcript.path and not transcript.error else None,
             warnings=self._warnings() or None,

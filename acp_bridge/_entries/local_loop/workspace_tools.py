@@ -18,6 +18,7 @@ from acp_bridge._entries.options import BashOptions, arguments_model
 from acp_bridge._loop.toolset import Tool, ToolSet
 from acp_bridge._os.fs.files import read_text, write_text
 from acp_bridge._os.stoppable import StopToken, in_thread
+from acp_bridge._records.numbers import NumbersNotBooleans
 from acp_bridge.envelope import SubtaskResult
 
 MAX_READ_BYTES = 256 * 1024
@@ -26,7 +27,7 @@ MAX_WRITE_BYTES = 16 * 1024 * 1024
 DEFAULT_READ_LINES = 2000  # a read without a limit: long files come in windows
 
 
-class ToolArgs(BaseModel):
+class ToolArgs(NumbersNotBooleans):  # a boolean is never a number
     model_config = ConfigDict(extra="forbid")
 
 

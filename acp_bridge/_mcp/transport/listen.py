@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from acp_bridge._os.fs.input_files import InputRefused, read_text
 from acp_bridge.errors import ConfigError
 
 TOKEN_ENV = "ACP_BRIDGE_MCP_TOKEN"
+TOKEN_FILE = "a token file"
+MAX_TOKEN_BYTES = 64 << 10
 PATH = "/mcp"
 
 
@@ -51,7 +54,9 @@ def read_token(path: Path | None, environ: Mapping[str, str] | None = None) -> s
     """The bearer token: from ``path``, else ``$ACP_BRIDGE_MCP_TOKEN``; None if neither."""
     if path is not None:
         try:
-            token = path.read_text().strip()
+            token = read_text(path, what=TOKEN_FILE, limit=MAX_TOKEN_BYTES).strip()
+        except InputRefused as exc:
+            raise ConfigError(f"--token-file: {exc}") from None
         except OSError as exc:
             raise ConfigError(f"--token-file: cannot read {path}: {exc.strerror}") from None
         if not token:

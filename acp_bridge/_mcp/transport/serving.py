@@ -13,8 +13,10 @@ refuses to start. On loopback the SDK also refuses foreign ``Host``/``Origin`` h
 rebinding). A request must arrive within ``--request-timeout`` seconds — its headers
 from when the connection opens or the last response ended (else the connection is closed:
 :mod:`.connections`), then its whole body (else 408) — so a client that sends slowly, or
-not at all, cannot hold a connection open forever. SIGINT/SIGTERM
-stop it gracefully: running tools are cancelled the ACP way.
+not at all, cannot hold a connection open forever. A body holds at most 4 MiB (else 413),
+nested at most 64 levels deep (else 400, the bound of every JSON from outside:
+``_os/bounded_json.py``). SIGINT/SIGTERM stop it gracefully: running tools are cancelled
+the ACP way.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from acp_bridge._mcp import logs
 from acp_bridge._mcp.server import BridgeServer, Settings
 from acp_bridge._mcp.transport.listen import PATH, Listen, check_listen
 from acp_bridge._mcp.transport.stdio_repair import RepairedStream
+from acp_bridge._os import bounded_json
 from acp_bridge._os.bearer import BearerToken, http_error
 from acp_bridge.errors import ConfigError
 
@@ -80,11 +83,29 @@ class BodyDeadline:
         if reading.cancelled_caught:
             await http_error(send, 408, f"request body not received within {self.timeout:g}s")
             return
+        if (deep := _too_deep(read)) is not None:
+            await http_error(send, 400, f"request body: {deep}")
+            return
 
         async def replay() -> Any:
             return read.popleft() if read else await receive()
 
         await self.app(scope, replay, send)
+
+
+def _too_deep(read: deque[dict[str, Any]]) -> str | None:
+    """Why a body nests deeper than every other JSON from outside may (None: it does not,
+    or it is not JSON: the SDK answers that). The SDK's parser stops at 200 levels; this is
+    the bound every other parse of outside JSON keeps. Parsed here only when it holds more
+    brackets than the bound at all: one count over at most ``limit`` bytes otherwise."""
+    body = b"".join(message.get("body", b"") for message in read)
+    if body.count(b"[") + body.count(b"{") <= bounded_json.MAX_DEPTH:
+        return None
+    try:
+        bounded_json.loads(body)
+    except bounded_json.JsonRefused as exc:
+        return str(exc) if str(exc).startswith("nested") else None
+    return None
 
 
 def _quiet_sdk() -> None:

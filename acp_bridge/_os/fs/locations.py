@@ -4,8 +4,10 @@ State (transcripts, diffs, worktrees, the run store) under ``$XDG_STATE_HOME/acp
 else ``~/.local/state/acp-bridge`` (the run store: ``$ACP_BRIDGE_RUNS_DB`` if set); the
 config under ``$XDG_CONFIG_HOME/acp-bridge``, else ``~/.config/acp-bridge``; agents that
 ``acp-bridge agents install`` installed under ``$XDG_DATA_HOME/acp-bridge/agents``, else
-``~/.local/share/acp-bridge/agents``. The sandbox hides state and config, and the run store,
-from agents (other runs' transcripts and the operator's keys are none of their business).
+``~/.local/share/acp-bridge/agents``; what may be fetched again (the ACP registry's list of
+agents) under ``$XDG_CACHE_HOME/acp-bridge``, else ``~/.cache/acp-bridge``. The sandbox
+hides state and config, and the run store, from agents (other runs' transcripts and the
+operator's keys are none of their business).
 """
 
 from __future__ import annotations
@@ -47,6 +49,16 @@ def agents_dir(environ: Mapping[str, str] | None = None) -> Path:
     else ``~/.local/share/acp-bridge/agents`` (data, not state: reinstalling costs minutes
     and network)."""
     return _base("XDG_DATA_HOME", ".local/share", environ) / "agents"
+
+
+def registry_profiles_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The profiles ``acp-bridge agents install`` derived from ACP registry entries, one file
+    per installed agent (read with the built-in profiles)."""
+    return agents_dir(environ) / "profiles"
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    return _base("XDG_CACHE_HOME", ".cache", environ)
 
 
 RUNS_DB_ENV = "ACP_BRIDGE_RUNS_DB"

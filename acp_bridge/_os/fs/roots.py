@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Self
 
 from acp_bridge._os.fs.paths import resolved
+from acp_bridge._os.os_errors import os_reason
 from acp_bridge._records.frozen import FrozenRecord
 from acp_bridge.errors import ConfigError, SandboxViolation
 
@@ -248,11 +249,20 @@ def _inside(path: Path, roots: tuple[Path, ...], what: str) -> Path:
     """``path`` resolved (symlinks followed) if it lies inside one of ``roots``.
 
     For *decisions* only (is this tool call's location inside?): resolving a path and using
-    it later is a race, so the file services use :meth:`Roots.resolve` instead.
+    it later is a race, so the file services use :meth:`Roots.resolve` instead. A path that
+    cannot be resolved — a component the user may not search (``/proc/1/root``), a symlink
+    loop, a NUL — cannot be shown to be inside: refused, saying why (never an ``OSError``
+    for the caller to forget: a decision is always one).
     """
     if not path.is_absolute():
         raise SandboxViolation(f"{what} refused: path must be absolute, got {str(path)!r}")
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a loop (before 3.13)
+        raise SandboxViolation(
+            f"{what} refused: {path} cannot be resolved to check it is inside the {what} "
+            f"roots ({os_reason(exc)})"
+        ) from exc
     if _root_of(str(resolved), roots) is not None:
         return resolved
     raise SandboxViolation(f"{what} refused: {path} is outside the {what} roots ({_shown(roots)})")

@@ -22,6 +22,7 @@ in the diff as not kept.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -226,8 +227,9 @@ async def measure_changes(baseline: Baseline, *, diff: Path | None = None) -> Fi
         if diff is None:
             private_dir(baseline.workdir)
         with os.fdopen(create_private(target), "wb") as out:
-            for part in parts:
-                out.write(part.read_bytes())
+            for part in parts:  # copied in pieces: a part is as large as the agent's changes
+                with part.open("rb") as source:
+                    shutil.copyfileobj(source, out)
     has_diff = bool(parts)
     return FilesChanged(
         tuple(sorted(created)),

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from acp_bridge._os.fs.input_files import read_bytes
 from acp_bridge._os.fs.private_files import new_private_file, private_dir
 from acp_bridge._os.stoppable import StopToken
 from acp_bridge._records.frozen import FrozenRecord
@@ -33,6 +34,7 @@ INLINE_BYTES = 16 * 1024
 """... and at most this many bytes in its regular files together ..."""
 INLINE_FOLDERS = 16
 """... in at most this many folders (its own included)."""
+KEPT_FILE = "a file kept for the snapshot diff"
 
 
 class ChangeLimits(FrozenRecord):
@@ -153,7 +155,7 @@ def walk(
                     return found, True  # before reading it: more than this walk may read
             small = stat.S_ISREG(print_[0]) and kept + print_[1] <= limits.keep_total
             if keep_in is not None and small and print_[1] <= limits.keep_bytes:
-                kept += print_[1] if _keep(path, keep_in, snap) else 0
+                kept += print_[1] if _keep(path, keep_in, snap, limits.keep_bytes) else 0
         if not whole:
             return found, True  # listed in part: `folder` stays incomplete
         if into is None:
@@ -161,9 +163,9 @@ def walk(
     return found, False
 
 
-def _keep(path: Path, keep_in: Path, snap: Snapshot) -> bool:
-    try:
-        data = path.read_bytes()
+def _keep(path: Path, keep_in: Path, snap: Snapshot, limit: int) -> bool:
+    try:  # the agent may have swapped in a FIFO or grown the file since it was listed
+        data = read_bytes(path, what=KEPT_FILE, limit=limit)
         if b"\0" in data:
             return False
         data.decode("utf-8")
@@ -178,12 +180,18 @@ def _keep(path: Path, keep_in: Path, snap: Snapshot) -> bool:
     return True
 
 
-def _text(path: Path) -> list[str] | None:
+def _text(path: Path, limit: int) -> list[str] | None:
+    """The lines of a small text file, as git counts them (at ``\n`` only); None when it
+    is binary, not UTF-8, larger than ``limit`` or no longer a regular file."""
     try:
-        data = path.read_bytes()
-        return None if b"\0" in data else data.decode("utf-8").splitlines(keepends=True)
+        data = read_bytes(path, what=KEPT_FILE, limit=limit)
+        if b"\0" in data:
+            return None
+        pieces = data.decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
         return None
+    lines = [piece + "\n" for piece in pieces[:-1]]
+    return [*lines, pieces[-1]] if pieces[-1] else lines
 
 
 def _diff_one(
@@ -191,12 +199,13 @@ def _diff_one(
 ) -> list[str]:
     """The unified diff of one file, or a line saying it cannot be shown."""
     rel = path.relative_to(snap.root)
-    before = (_text(snap.copies[path]) if path in snap.copies else None) if old else []
+    keep = limits.keep_bytes
+    before = (_text(snap.copies[path], keep) if path in snap.copies else None) if old else []
     after: list[str] | None = []
     if new:
         print_ = _fingerprint(path)
         small = print_ is not None and stat.S_ISREG(print_[0]) and print_[1] <= limits.keep_bytes
-        after = _text(path) if small else None
+        after = _text(path, keep) if small else None
     if before is None or after is None:
         return [f"Files a/{rel} and b/{rel} differ (binary, large or not kept)\n"]
     a = f"a/{rel}" if old else "/dev/null"

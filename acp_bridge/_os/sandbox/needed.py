@@ -18,6 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from acp_bridge._os.fs.input_files import open_regular
 from acp_bridge._os.fs.paths import path_of, real_path
 from acp_bridge._os.sandbox.spec import HOST_TMP_DIRS
 
@@ -97,7 +98,8 @@ def _command_paths(command: str, env: Mapping[str, str], cwd: str) -> list[str]:
     real = real_path(link)
     out = _install_prefix(link) + _install_prefix(real)
     try:  # a script's interpreter (`#!/tmp/venv/bin/python`) is needed just as much
-        with open(real, "rb") as f:  # noqa: PTH123 (strings throughout: see the docstring)
+        fd = open_regular(real, "a command", sys.maxsize)  # never blocks on a FIFO
+        with os.fdopen(fd, "rb") as f:
             first = f.readline(512)
     except OSError:
         return out

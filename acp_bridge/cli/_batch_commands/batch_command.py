@@ -1,11 +1,11 @@
 """``acp-bridge batch`` and ``acp-bridge worker``: batches from the command line.
 
 ``batch`` reads the tasks (a bad line is a usage error naming the file and line, before
-anything runs), skips those the ``--out`` file has already, runs the rest on the executor,
-and writes envelopes as tasks end (see :mod:`acp_bridge._batch.results_file`); without
-``--out`` the envelopes go to stdout in input order, each as soon as those before it are
-out. Ctrl-C or SIGTERM: running tasks are cancelled where they run and their envelopes
-kept; a second one stops waiting for them.
+anything runs), holds the ``--out`` file (a second batch on it is refused, exit 2), skips
+the tasks it has already, runs the rest on the executor, and writes envelopes as tasks end
+(see :mod:`acp_bridge._batch.results_file`); without ``--out`` the envelopes go to stdout
+in input order, each as soon as those before it are out. Ctrl-C or SIGTERM: running tasks
+are cancelled where they run and their envelopes kept; a second one stops waiting for them.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from acp_bridge.errors import ConfigError
 
 if TYPE_CHECKING:
     from acp_bridge._batch.executor import Executor
+    from acp_bridge._batch.results_file import ResultsFile
     from acp_bridge._batch.tasks import Keyed
     from acp_bridge.envelope import SubtaskResult
 
@@ -53,42 +54,83 @@ def executor_from(args: argparse.Namespace) -> Executor:
         if (value := getattr(args, name, None)) is not None
     }
     if "runtime_env" in settings:
+        from acp_bridge._os import bounded_json
+
         try:
-            settings["runtime_env"] = json.loads(settings["runtime_env"])
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--runtime-env: not JSON: {exc}") from None
+            settings["runtime_env"] = bounded_json.loads(settings["runtime_env"])
+        except bounded_json.JsonRefused as exc:
+            raise ConfigError(f"--runtime-env: {exc}") from None
     return executor_named(args.executor, **settings)
 
 
-def read_tasks(path: Path) -> list[Keyed]:
-    """The tasks of a JSONL file ('-': stdin); errors name the file and line."""
-    from acp_bridge._batch.tasks import Keyed, task_from_json
+def _check_task_id(task_id: str | None, seen: dict[str, int], where: str, number: int) -> None:
+    """An explicit ``task_id`` names one run: a second line with it would run twice and be
+    found once by ``show``."""
+    if task_id is None:
+        return
+    if task_id in seen:
+        raise ConfigError(f"{where}: task_id {task_id!r} is also line {seen[task_id]}'s")
+    seen[task_id] = number
 
-    name = "stdin" if str(path) == "-" else str(path)
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{name}: cannot read the tasks: {exc}") from None
+
+def read_tasks(path: Path) -> list[Keyed]:
+    """The tasks of a JSONL file ('-': stdin), read line by line within the tasks file's
+    bounds (``_os/fs/input_files.py``); errors name the file and line."""
+    from acp_bridge._batch.tasks import (
+        MAX_TASKS_FILE_BYTES,
+        MAX_TASKS_LINE_BYTES,
+        TASKS_FILE,
+        Keyed,
+        task_from_json,
+    )
+    from acp_bridge._os import bounded_json
+    from acp_bridge._os.fs.input_files import STDIN, decode, input_lines
+
+    name = "stdin" if str(path) == STDIN else str(path)
     tasks: list[Keyed] = []
     lines: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            task = task_from_json(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{name}:{number}: not JSON: {exc.msg}") from None
-        except ConfigError as exc:
-            raise ConfigError(f"{name}:{number}: {exc}") from None
-        index = len(tasks)
-        key = task.key if task.key is not None else str(index)
-        if key in lines:
-            raise ConfigError(f"{name}:{number}: key {key!r} is also line {lines[key]}'s")
-        lines[key] = number
-        tasks.append(Keyed(index, key, task))
+    task_ids: dict[str, int] = {}
+    read = input_lines(
+        path,
+        what=TASKS_FILE,
+        limit=MAX_TASKS_FILE_BYTES,
+        line_limit=MAX_TASKS_LINE_BYTES,
+        json_objects=True,
+    )
+    try:
+        for number, line in read:
+            if not line.strip():
+                continue
+            try:
+                task = task_from_json(bounded_json.loads(decode(line, name, line=number)))
+            except bounded_json.JsonRefused as exc:  # not JSON, nested too deep
+                column = f":{exc.column}" if exc.column and exc.line == 1 else ""
+                raise ConfigError(f"{name}:{number}{column}: {exc}") from None
+            except ConfigError as exc:
+                raise ConfigError(f"{name}:{number}: {exc}") from None
+            index = len(tasks)
+            key = task.key if task.key is not None else str(index)
+            if key in lines:
+                raise ConfigError(f"{name}:{number}: key {key!r} is also line {lines[key]}'s")
+            lines[key] = number
+            _check_task_id(task.request.task_id, task_ids, f"{name}:{number}", number)
+            tasks.append(Keyed(index, key, task))
+    except OSError as exc:  # missing, unreadable, not a regular file, too big, not UTF-8
+        raise ConfigError(_said(exc, name)) from None
+    finally:
+        read.close()
     if not tasks:
         raise ConfigError(f"{name}: no task")
     return tasks
+
+
+def _said(exc: OSError, name: str) -> str:
+    """Why the tasks cannot be read, in one line that starts with the file (and line)."""
+    from acp_bridge._os.fs.input_files import InputRefused
+
+    if isinstance(exc, InputRefused):
+        return str(exc)
+    return f"{name}: cannot read the tasks: {exc.strerror or exc}"
 
 
 class BatchProgress:
@@ -165,12 +207,23 @@ class _InOrder:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from acp_bridge._batch.batch_run import run_batch
     from acp_bridge._batch.results_file import ResultsFile
-    from acp_bridge._runs import foreground
 
     tasks = read_tasks(args.tasks)
     results = ResultsFile(args.out) if args.out else None
+    if results is None:
+        return _run_batch(args, tasks, None)
+    results.lock()  # before reading it: what is done is what no other batch is doing
+    try:
+        return _run_batch(args, tasks, results)
+    finally:
+        results.unlock()
+
+
+def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFile | None) -> int:
+    from acp_bridge._batch.batch_run import run_batch
+    from acp_bridge._runs import foreground
+
     done_keys: set[str] = set()
     if results is not None:
         results.load()

@@ -5,8 +5,9 @@ error, never a hang, a traceback or an exhausted memory.
 
 - Only regular files, opened without blocking: a FIFO, a device (``/dev/zero``), a socket
   or a directory named as a config is refused before a byte is read (a FIFO would block
-  forever, ``/dev/zero`` never ends).
-- At most :data:`MAX_YAML_BYTES` per file.
+  forever, ``/dev/zero`` never ends); at most :data:`MAX_YAML_BYTES` per file. The reading
+  is the one reader of every named input (``_os/fs/input_files.py``), which also names the
+  line and column of a byte that is not UTF-8.
 - At most :data:`MAX_DEPTH` levels of nesting (deeper, ruamel.yaml's composer recurses
   past the interpreter's limit, and its scanner slows down quadratically on nested flow
   sequences: 3 000 ``[`` took 8 s, so brackets are counted before it sees the text) and
@@ -21,55 +22,17 @@ error, never a hang, a traceback or an exhausted memory.
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-import stat
-from pathlib import Path
 from typing import Any
 
 MAX_YAML_BYTES = 4 << 20
+YAML_FILE = "a YAML file"
+"""The kind of file, as the limit's error names it."""
 MAX_DEPTH = 64
 MAX_NODES = 50_000
 CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")
 )
-_KINDS = {
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFDIR: "a directory",
-}
-
-
-class NotAYamlFile(OSError):
-    """The path is not a regular file, or is too big (``strerror`` says which)."""
-
-
-def read_yaml_bytes(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes.
-    Raises OSError (NotAYamlFile for the refusals) — never blocks on a FIFO."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-            raise NotAYamlFile(errno.EINVAL, f"not a regular file: it is {kind}", str(path))
-        if info.st_size > limit:
-            raise NotAYamlFile(
-                errno.EFBIG, f"{info.st_size} bytes; at most {limit} are read", str(path)
-            )
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # it grew while we read
-                raise NotAYamlFile(errno.EFBIG, f"more than {limit} bytes", str(path))
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")

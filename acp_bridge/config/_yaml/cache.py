@@ -26,12 +26,17 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from acp_bridge._os import bounded_json
+from acp_bridge._os.fs.input_files import read_bytes
 from acp_bridge._os.fs.private_files import write_private
 from acp_bridge.errors import SourceLocation, StateDirError
 
 FORMAT = 2  # 2: documents parsed under the limits of bounds.py
 Positions = dict[tuple[str | int, ...], SourceLocation]
 MAX_REMEMBERED = 256
+CACHE_ENTRY = "a parse cache entry"
+MAX_ENTRY_BYTES = 64 << 20
+"""A cached parse of a YAML file (itself at most 4 MiB) with its positions: larger is not ours."""
 """Documents kept in memory (the least recently read go first)."""
 
 _documents: OrderedDict[Path, tuple[bytes, Any]] = OrderedDict()
@@ -85,8 +90,9 @@ def _decode(rows: list[list[Any]], path: Path) -> Positions:
 def load(path: Path, content: bytes) -> tuple[Any, Positions, Positions] | None:
     """(data, value positions, key positions) of ``path`` with this content, or None."""
     try:
-        cached = json.loads(_entry(path).read_bytes())
-    except (OSError, ValueError, RecursionError):
+        data = read_bytes(_entry(path), what=CACHE_ENTRY, limit=MAX_ENTRY_BYTES)
+        cached = bounded_json.loads(data, 2 * bounded_json.MAX_DEPTH)
+    except (OSError, ValueError):
         return None
     if not isinstance(cached, dict) or cached.get("key") != _key(path, content):
         return None

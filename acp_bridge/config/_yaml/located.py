@@ -23,12 +23,14 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from acp_bridge._os.fs.input_files import InputRefused, decode, read_bytes
 from acp_bridge.config._yaml import cache as yamlcache
 from acp_bridge.config._yaml.bounds import (
     MAX_DEPTH,
+    MAX_YAML_BYTES,
+    YAML_FILE,
     YamlSizeBudget,
     flow_depth_exceeds,
-    read_yaml_bytes,
     tag_of,
 )
 from acp_bridge.errors import ConfigError, Problem, SourceLocation
@@ -88,7 +90,7 @@ def load_yaml(path: Path) -> YamlDocument:
     An unchanged file is served from the parse cache (see cache.py); within a process,
     as the same document object (which nobody changes)."""
     try:
-        content = read_yaml_bytes(path)
+        content = read_bytes(path, what=YAML_FILE, limit=MAX_YAML_BYTES)
         known = yamlcache.remembered(path, content)
         if isinstance(known, YamlDocument):
             return known
@@ -98,12 +100,13 @@ def load_yaml(path: Path) -> YamlDocument:
             doc = YamlDocument(path=path, data=data, values=values, keys=keys)
             yamlcache.remember(path, content, doc)
             return doc
-        text = content.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(
-            [Problem(f"cannot read file: {reason}", SourceLocation(path, 1, 1))]
-        ) from exc
+        text = decode(content, str(path))
+    except OSError as exc:
+        where = SourceLocation(path, 1, 1)
+        if isinstance(exc, InputRefused) and exc.line is not None:
+            where = SourceLocation(path, exc.line, exc.column or 1)
+        reason = exc.strerror or str(exc)
+        raise ConfigError([Problem(f"cannot read file: {reason}", where)]) from exc
     doc = parse_yaml(text, path)
     yamlcache.store(path, content, doc.data, doc.values, doc.keys)
     yamlcache.remember(path, content, doc)

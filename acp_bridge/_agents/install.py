@@ -7,8 +7,15 @@ recorded in the stamp either way).
 No global install and no sudo: each package version gets its own folder under the user's data
 directory (:func:`acp_bridge._acp.agent_executable.install_dir`), built in place and stamped
 last: a folder without its stamp is never used (a failed install is removed; an interrupted one is
-started over). The package manager's own record is kept beside it: npm's ``package-lock.json`` (with
-the integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
+started over). In place, not in a folder beside it renamed into place: a venv's scripts name
+their venv's path, so a venv cannot be moved; the stamp, written last and atomically, is the
+rename. Two installs of one version never build it at once: each holds the version's
+:class:`~acp_bridge._os.fs.private_files.FolderLock` (the second waits, then finds it
+installed). The prefix's folders are the bridge's own (``private_files``): a file or a
+symlink where one should be is refused with its path, never written through.
+
+The package manager's own record is kept beside it: npm's ``package-lock.json`` (with the
+integrity hash of every package), and for PyPI a ``requirements.lock`` with the sha256 of
 every distribution pip installed (from ``pip install --report``).
 
 An npm package that needs a newer Node than the one on ``PATH`` (``package.node``) gets that
@@ -46,6 +53,8 @@ from acp_bridge._acp.agent_executable import (
 )
 from acp_bridge._os import bounded_json
 from acp_bridge._os.fs.input_files import InputRefused, read_text
+from acp_bridge._os.fs.locations import agents_dir
+from acp_bridge._os.fs.private_files import FolderLock, private_dir, write_private
 from acp_bridge.config import AgentProfile
 from acp_bridge.config._package import PackageSpec
 from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
@@ -53,6 +62,9 @@ from acp_bridge.errors import BridgeError, ConfigError, ErrorCode, StateDirError
 INSTALL_TIMEOUT = 1800.0
 """Seconds one install may take (npm agents are up to ~500 MB on a slow mirror)."""
 PROBE_TIMEOUT = 15.0
+LOCK_POLL = 0.2
+"""Seconds between two tries of a version's lock held by another install (flock has no
+wait that a cancel can end)."""
 OUTPUT_TAIL = 2000  # characters of a failed installer's output kept in the error
 SOCKET_TIMEOUT = 60.0
 """Seconds a download may wait for the server at once (a connection, one read)."""
@@ -100,22 +112,59 @@ async def install_package(
     """Install ``spec`` for the agent ``name``, whose command is ``command`` (None: the
     package's own, as ``npx`` finds it: its only ``bin``, else the one named as it)."""
     target = install_dir(spec)
+    done = _done(name, spec, command, force)
+    if done is not None:
+        return done
+    lock = FolderLock(target)
+    try:
+        with anyio.fail_after(INSTALL_TIMEOUT):  # the wait for another install, then ours
+            await _acquire(lock, target)
+            try:
+                done = _done(name, spec, command, force)  # the other install's work
+                if done is not None:
+                    return done
+                command = await _install_locked(name, spec, target, command)
+            finally:
+                lock.release()
+    except TimeoutError as exc:  # before OSError: a TimeoutError is one
+        raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+    return Installed(name, spec, target, fresh=True, command=command)
+
+
+def _done(name: str, spec: PackageSpec, command: str | None, force: bool) -> Installed | None:
+    """The finished install of ``spec`` (its stamp is there), unless ``force``."""
     record = installed(spec)
-    if record is not None and not force:
-        known = command or str(record.get("command") or spec.name.rsplit("/", 1)[-1])
-        return Installed(name, spec, target, fresh=False, command=known)
-    # Built in place (a venv's scripts name their venv's path: it cannot be moved) after
-    # whatever was there; the stamp, written last, is what makes it an install.
+    if record is None or force:
+        return None
+    known = command or str(record.get("command") or spec.name.rsplit("/", 1)[-1])
+    return Installed(name, spec, install_dir(spec), fresh=False, command=known)
+
+
+async def _acquire(lock: FolderLock, target: Path) -> None:
+    """The version's lock: made private in a prefix whose folders are checked first."""
+    try:
+        await anyio.to_thread.run_sync(private_dir, target.parent, agents_dir())
+        # Another process holds it (no Event of ours can say when): its install ends first.
+        while not await anyio.to_thread.run_sync(lock.try_acquire):  # noqa: ASYNC110
+            await anyio.sleep(LOCK_POLL)
+    except StateDirError as exc:
+        raise StateDirError(f"cannot install into {target}: {exc}") from exc
+
+
+async def _install_locked(name: str, spec: PackageSpec, target: Path, command: str | None) -> str:
+    # Built in place (see the module docstring) after whatever was there; the stamp, written
+    # last, is what makes it an install.
     try:
         await anyio.to_thread.run_sync(_fresh_dir, target)
+    except StateDirError as exc:
+        raise StateDirError(f"cannot install into {target}: {exc}") from exc
     except OSError as exc:
         raise folder_error(target, exc) from exc
     try:
-        with anyio.fail_after(INSTALL_TIMEOUT):
-            command = await _build(name, spec, target, command)
-    except TimeoutError as exc:  # before OSError: a TimeoutError is one
+        return await _build(name, spec, target, command)
+    except TimeoutError:
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
-        raise InstallError(f"installing {spec} took longer than {INSTALL_TIMEOUT:g}s") from exc
+        raise
     except OSError as exc:  # its files (package.json, the lock, the stamp): not the installer
         await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise folder_error(target, exc) from exc
@@ -123,7 +172,6 @@ async def install_package(
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(shutil.rmtree, target, True)
         raise
-    return Installed(name, spec, target, fresh=True, command=command)
 
 
 async def _build(name: str, spec: PackageSpec, target: Path, command: str | None) -> str:
@@ -143,7 +191,9 @@ async def _build(name: str, spec: PackageSpec, target: Path, command: str | None
         raise InstallError(f"{spec} installed, but its command {found} is not executable")
     record |= {"profile": name, "package": spec.name, "manager": spec.manager}
     record |= {"version": spec.version, "command": command, "installed_at": time.time()}
-    await anyio.Path(target / STAMP).write_text(json.dumps(record, indent=1))
+    # Atomically (a new file renamed over): a stamp is whole, or there is none.
+    data = json.dumps(record, indent=1).encode()
+    await anyio.to_thread.run_sync(write_private, target / STAMP, data, agents_dir())
     return command
 
 
@@ -178,8 +228,11 @@ def folder_error(target: Path, exc: OSError) -> StateDirError:
 
 
 def _fresh_dir(target: Path) -> None:
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
+    """An empty private folder at ``target``: a half-written install there (a folder without
+    its stamp, or one being replaced) goes; a file or a symlink at its name is refused."""
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    private_dir(target, agents_dir())
 
 
 async def _run(argv: list[str], cwd: Path, what: str) -> str:

@@ -20,7 +20,8 @@ The promises, whatever the executor does:
 - an executor that cannot run anything (an unreachable cluster) gives every task an
   ``executor_error`` envelope saying why;
 - ``cancel`` set (Ctrl-C): running tasks are cancelled where they run, tasks not started
-  are not started; both end ``cancelled`` with ``meta.batch.interrupted``;
+  are not started; both end ``cancelled`` with ``meta.batch.interrupted`` (one that never
+  started is not a run: it has no row in the run store);
 - every task is recorded in this machine's run store (:mod:`.store_records`).
 """
 
@@ -182,7 +183,11 @@ class _Batch:
         return TaskOutcome(item, _mark_interrupted(_stamp(envelope, item, None, attempts, began)))
 
     async def _end(self, position: int, outcome: TaskOutcome, record: TaskRecord) -> None:
-        await record.ended(outcome.envelope)
+        batch = outcome.envelope.meta.batch or {}
+        if record.begun is not None or not (batch.get("interrupted") and not batch["attempts"]):
+            await record.ended(outcome.envelope)
+        # else interrupted before it started: no run, no row. Thousands of rows, each its own
+        # commit, kept a Ctrl-C of a big batch waiting for seconds after the second signal.
         self.outcomes[position] = outcome
         self.progress("ended", outcome.task, outcome.envelope.meta.node, outcome.envelope)
         if self.on_result is not None:

@@ -4,9 +4,9 @@ Each task is one run row, recorded by the batch's own process (so if that proces
 readers find the task ``lost``, like any foreground run): ``running`` from when its node
 starts it, then its final envelope — with ``meta.node`` and ``meta.batch`` — committed
 before the batch hands it on. ``ps``, ``show`` and ``wait`` work on it from any process.
-A task that never started (interrupted while queued, refused) is recorded with its
-envelope all the same. The store is written from worker threads: the event loop that waits
-on hundreds of tasks never waits on SQLite.
+A task refused before it started is recorded with its envelope all the same; one
+interrupted while queued is not (it never ran: ``batch_run.py``). The store is written
+from worker threads: the event loop that waits on hundreds of tasks never waits on SQLite.
 """
 
 from __future__ import annotations

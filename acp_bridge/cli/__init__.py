@@ -34,6 +34,8 @@ __all__ = ["exit_code_for", "main", "run_command_line"]
 ENTRY_COMMANDS = {"run": "acp_spawn", "bash": "bash", "spawn": "spawn", "ask": "ask"}
 OPTIONS_COMMANDS = frozenset({"compare"})
 """Commands that are no entry path but whose flags come from an options model too."""
+INTERRUPTIBLE_COMMANDS = frozenset({"smoke", "batch", "compare"})
+"""No entry path, but many of them: Ctrl-C handled as for an entry (``_signals.py``)."""
 CONTROL_COMMANDS = frozenset({"wait", "stop", "show", "logs"})
 """Commands about runs: a refusal answers ``{"task_id", "status": "refused"}`` on stdout."""
 
@@ -98,12 +100,12 @@ def _main(argv: list[str]) -> int:
     from acp_bridge.errors import BridgeError
 
     entry = entry_of(argv)
-    if entry is None:  # not an entry path: Ctrl-C stops it the usual way
+    command = command_of(argv)
+    if entry is None and command not in INTERRUPTIBLE_COMMANDS:  # Ctrl-C the usual way
         interrupts.restore()
         if interrupts.count:
             err("interrupted")
             return EXIT_INTERRUPTED
-    command = command_of(argv)
     parser = build_parser(entry, every_option=command in OPTIONS_COMMANDS, command=command)
     args = parser.parse_args(argv)
     handler: Callable[..., int] = args.handler
@@ -112,6 +114,10 @@ def _main(argv: list[str]) -> int:
         _garbage_collector.resume()
     try:
         try:
+            if command in INTERRUPTIBLE_COMMANDS:  # the same handler; nothing owed before its loop
+                interrupts.abandon_before_loop = True
+                if interrupts.count >= 2:
+                    raise KeyboardInterrupt
             code = handler(args)
         except BridgeError as exc:  # refused: the one rule of _printing.refuse
             command = args.command

@@ -14,9 +14,17 @@ own signal handling does the same); signals that came before the loop are delive
 as it runs. The handler itself only counts: printing from a signal handler can interrupt a
 print in progress.
 
-Commands that are not entry paths (``profiles``, ``tools``, ``smoke``…) get the default
-handlers back once the CLI's imports are done, so Ctrl-C stops them as before (``smoke``
-has its own graceful cancel inside its loop).
+The commands that run many entries — ``smoke``, ``batch``, ``compare`` — keep the same
+handler and run their loop through :meth:`Interrupts.run` too: the first signal cancels
+the work gracefully (running cases or tasks cancelled, the rest not started), the second
+stops waiting for it (what still runs is cancelled outright, what it started killed), and
+the command then writes its reports for what ended and exits 130. A signal while their
+reports are written is counted, never a KeyboardInterrupt that would leave them half
+written. Before their loop starts nothing has run and nothing is owed, so there
+(:attr:`Interrupts.abandon_before_loop`) the second signal ends the command at once.
+
+Other commands that are not entry paths (``profiles``, ``tools``…) get the default
+handlers back once the CLI's imports are done, so Ctrl-C stops them as before.
 """
 
 from __future__ import annotations
@@ -40,6 +48,10 @@ class Interrupts:
         self.count = 0
         self._wake: Callable[[], None] | None = None
         self._previous: dict[int, Any] = {}
+        self.abandon_before_loop = False
+        """Set by a command with nothing owed before its loop: there the second signal
+        raises KeyboardInterrupt (a suite or tasks file still loading ends at once)."""
+        self._looped = False
 
     def install(self) -> None:
         for sig in SIGNALS:
@@ -51,6 +63,7 @@ class Interrupts:
     def restore(self) -> None:
         """The handlers from before :meth:`install` (for callers that run main() in-process)."""
         previous, self._previous = self._previous, {}
+        self.abandon_before_loop = self._looped = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
@@ -59,6 +72,8 @@ class Interrupts:
         wake = self._wake
         if wake is not None:
             wake()
+        elif self.abandon_before_loop and not self._looped and self.count >= 2:
+            raise KeyboardInterrupt
 
     async def run(
         self,
@@ -90,6 +105,7 @@ class Interrupts:
             loop.call_soon_threadsafe(deliver)
 
         self._wake = wake
+        self._looped = True
         try:
             deliver()
             return await job(cancel, abort)

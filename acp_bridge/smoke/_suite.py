@@ -14,6 +14,7 @@ line and column like config errors do; unknown keys are errors.
 """
 
 import copy
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -149,7 +150,8 @@ def load_suite(path: Path) -> Suite:
 
     parsed: SuiteFile = validate_located(SuiteFile, data, locate)
     names = [c.name for c in parsed.cases]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    # Counted once (a count per name was quadratic: minutes for 15 000 cases).
+    duplicates = sorted(n for n, times in Counter(names).items() if times > 1)
     if duplicates:
         index = names.index(duplicates[0], names.index(duplicates[0]) + 1)
         raise ConfigError(

@@ -198,7 +198,7 @@ def test_a_data_folder_that_cannot_be_written_is_a_clear_error(root: Path) -> No
     assert "Traceback" not in err, err
     assert code == 2 and out == "", err
     assert f"cannot install into {root / 'data-is-a-file'}/acp-bridge/agents/npm/" in err
-    assert "point XDG_DATA_HOME at one that is" in err
+    assert "set XDG_DATA_HOME to a writable folder" in err
     read_only = root / "read-only"
     (read_only / "acp-bridge").mkdir(parents=True)
     read_only.chmod(0o500)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_bridge._os.fs.private_files import create_private, private_dir, write_private
+from acp_bridge._os.fs.private_files import (
+    FolderLock,
+    create_private,
+    private_dir,
+    write_private,
+)
 from acp_bridge.errors import StateDirError
 
 NAMES = st.lists(
@@ -131,3 +138,70 @@ def test_a_folder_of_another_user_is_refused(state: Path) -> None:
     os.chown(other, 65534, 65534)
     with pytest.raises(StateDirError, match="belongs to another user"):
         private_dir(other / "sub_x")
+
+
+@pytest.mark.parametrize("top_is", ["file", "dangling link"])
+def test_a_top_folder_that_is_a_file_or_a_link_to_nowhere_is_said_as_such(
+    tmp_path: Path, state: Path, top_is: str
+) -> None:
+    """The state directory itself may be a link the user made; a link to nowhere is refused
+    (its target never made), and a file at its name is left as it was (never chmodded)."""
+    state.parent.mkdir(parents=True)
+    if top_is == "file":
+        state.write_text("mine\n")
+        state.chmod(0o644)
+        with pytest.raises(StateDirError, match=f"{state} should be a folder.*it is a file"):
+            private_dir(state / "scratch")
+        assert state.read_text() == "mine\n" and stat.S_IMODE(state.stat().st_mode) == 0o644
+    else:
+        state.symlink_to(tmp_path / "nowhere")
+        with pytest.raises(StateDirError, match=f"{state} is a symlink to .*does not exist"):
+            private_dir(state / "scratch")
+        assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_user_folder_that_is_a_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "chosen").write_text("")
+    with pytest.raises(StateDirError, match=f"{tmp_path / 'chosen'} should be a folder"):
+        private_dir(tmp_path / "chosen", top=None)
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from acp_bridge._os.fs.private_files import FolderLock
+lock = FolderLock(Path(sys.argv[1]))
+assert lock.try_acquire()
+print("held", flush=True)
+sys.stdin.read()  # until the test closes it
+"""
+
+
+def test_a_folder_lock_is_held_against_another_process_until_it_ends(tmp_path: Path) -> None:
+    folder = tmp_path / "agents" / "pkg@1"
+    folder.parent.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        ours = FolderLock(folder)
+        assert not ours.try_acquire()  # the other process has it
+        assert not ours.try_acquire()  # asking again opens nothing new
+    finally:
+        holder.communicate(input="", timeout=30)  # it ends: its lock goes with it
+    assert ours.try_acquire()
+    ours.release()
+    assert stat.S_IMODE(ours.path.stat().st_mode) == 0o600
+    assert ours.path.name == ".pkg@1.lock" and not folder.exists()
+
+
+def test_a_folder_lock_never_opens_through_a_link(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg@1"
+    target = tmp_path / "bashrc"
+    target.write_text("keep\n")
+    (tmp_path / ".pkg@1.lock").symlink_to(target)
+    with pytest.raises(StateDirError, match="is a symlink where the bridge keeps its lock"):
+        FolderLock(folder).try_acquire()
+    assert target.read_text() == "keep\n"

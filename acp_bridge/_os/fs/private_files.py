@@ -14,6 +14,11 @@ task; scratch copies and the sandbox's private ``/tmp`` hold whatever the run to
   checked to be a real directory owned by this user, and a file is created new
   (``O_EXCL | O_NOFOLLOW``): an entry already at its name — a symlink to ``~/.bashrc``, a
   hard link — is removed first, never written through.
+- **One writer at a time.** A folder that is built whole (an agent's install) is built under
+  :class:`FolderLock`, an ``flock`` on a lock file beside it: a second process waits for the
+  first, then finds its work done. The lock goes with the process (no stale lock file to
+  clear after a crash); the file itself stays, empty, so no two processes ever lock two
+  different files of the same name.
 - **A failure names the path.** A read-only or full state directory, a ``HOME`` that is a
   file, a symlink where a folder should be: :class:`~acp_bridge.errors.StateDirError` (a
   ``config_error``: the fix is ``XDG_STATE_HOME``), never an ``OSError`` traceback. Callers
@@ -24,11 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 from pathlib import Path
 
-from acp_bridge._os.fs.locations import state_dir
+from acp_bridge._os.fs.locations import agents_dir, state_dir
 from acp_bridge.errors import StateDirError
 
 FOLDER_MODE = 0o700
@@ -42,8 +48,13 @@ def _failed(path: Path, exc: OSError, doing: str) -> StateDirError:
         reason = "a part of the path is a file, not a folder (is HOME a file?)"
     return StateDirError(
         f"cannot {doing} {path}: {reason} (the bridge keeps its own files there; "
-        "set XDG_STATE_HOME to a writable folder, or fix the path)"
+        f"set {_placed_by(path)} to a writable folder, or fix the path)"
     )
+
+
+def _placed_by(path: Path) -> str:
+    """The variable that places ``path``: the agents' prefix is data, the rest state."""
+    return "XDG_DATA_HOME" if _within(str(path), str(agents_dir())) else "XDG_STATE_HOME"
 
 
 def _own_folder(path: Path, *, narrow: bool = True) -> None:
@@ -55,7 +66,9 @@ def _own_folder(path: Path, *, narrow: bool = True) -> None:
             f"{path.readlink()}): remove it; the bridge never writes through one"
         )
     if not stat.S_ISDIR(info.st_mode):
-        raise StateDirError(f"{path} should be a folder of the bridge's own files: it is not")
+        raise StateDirError(
+            f"{path} should be a folder of the bridge's own files: it is a file; move it away"
+        )
     if info.st_uid != os.geteuid():
         raise StateDirError(f"{path} belongs to another user: the bridge keeps its files private")
     if narrow and stat.S_IMODE(info.st_mode) != FOLDER_MODE:
@@ -74,9 +87,30 @@ def _make_missing(path: Path) -> None:
             break
         missing.append(folder)
     for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
+        try:
             folder.mkdir(mode=FOLDER_MODE)
-            folder.chmod(FOLDER_MODE)
+        except FileExistsError:  # made meanwhile, or a file or a link there: said below
+            continue
+        folder.chmod(FOLDER_MODE)  # only what was made here (never a file found at the name)
+
+
+def _is_folder(path: Path) -> None:
+    """Refuse ``path`` (followed: the top may be a link the user made) unless it is a
+    folder; a link to nowhere and a file are each said as what they are."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise StateDirError(
+                f"{path} is a symlink to {path.readlink()}, which does not exist: make that "
+                "folder, or remove the link"
+            ) from None
+        raise
+    if not stat.S_ISDIR(info.st_mode):
+        raise StateDirError(
+            f"{path} should be a folder of the bridge's own files: it is a file; move it "
+            f"away, or set {_placed_by(path)} to a folder"
+        )
 
 
 def _within(path: str, folder: str) -> bool:
@@ -98,8 +132,10 @@ def private_dir(path: Path, top: Path | None = None) -> Path:
     try:
         if top is None:
             _make_missing(path)
+            _is_folder(path)
             return path
         _make_missing(top)
+        _is_folder(top)
         info = top.stat()  # the state directory may be a link the user made: followed
         if top == state and info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
             top.chmod(FOLDER_MODE)  # ours, made wider by an older version: narrowed
@@ -166,3 +202,43 @@ def write_private(path: Path, data: bytes, top: Path | None = None) -> None:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise _failed(path, exc, "write") from exc
+
+
+class FolderLock:
+    """An exclusive hold on ``folder`` against every other process of the bridge: ``flock``
+    on ``.NAME.lock`` beside it (made private, never through a link). Released when
+    :meth:`release` is called or the process ends, however it ends."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.path = folder.with_name(f".{folder.name}.lock")
+        self._fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        """Whether the lock is now ours (False: another process holds it)."""
+        if self._fd is None:
+            try:
+                # Opened, never created new: the same file for every process (no unlink).
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             FILE_MODE)  # fmt: skip
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise StateDirError(
+                        f"{self.path} is a symlink where the bridge keeps its lock for "
+                        f"{self.folder}: remove it; the bridge never writes through one"
+                    ) from exc
+                raise _failed(self.path, exc, "lock") from exc
+            self._fd = fd
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            self.release()
+            raise _failed(self.path, exc, "lock") from exc
+        return True
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # drops the flock with the descriptor

@@ -279,6 +279,8 @@ async def create_worktree(
         cwd, start, timeout=timeout, what="isolation worktree"
     )
     modes = await anyio.to_thread.run_sync(record_modes, caller.git_dirs)
+    # Checked before it is resolved: a link to nowhere is refused, its target never made.
+    private_dir(state_dir, top=state_dir)
     state = Path(await anyio.Path(state_dir).resolve())
     folder = _folder(caller.top)
     path = state / WORKTREES / folder / task_id

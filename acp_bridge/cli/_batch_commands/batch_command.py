@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import signal
 import sys
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_bridge._os.race import race
 from acp_bridge.cli._agent_commands.profiles_command import load
 from acp_bridge.cli._printing import (
     EXIT_FAILED,
@@ -34,6 +34,7 @@ from acp_bridge.cli._printing import (
     out,
     out_json,
 )
+from acp_bridge.cli._signals import interrupts
 from acp_bridge.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -233,37 +234,23 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
     foreground.install()
     progress = BatchProgress(human_stream("stderr"), len(todo))
     on_result = results.append if results is not None else _InOrder(todo)
-    interrupted = False
     outcomes: list[Any] = []
 
     async def main() -> None:
-        nonlocal interrupted, outcomes
-        cancel = anyio.Event()
-        async with anyio.create_task_group() as tg:
+        async def tasks_run(cancel: anyio.Event, abort: anyio.Event) -> None:
+            nonlocal outcomes
+            # The first signal cancels running tasks and starts no other; the second stops
+            # waiting for them (cancelled outright; what ended is in the results).
+            finished = await race(
+                lambda: run_batch(
+                    todo, executor=executor, config=loaded, concurrency=args.concurrency,
+                    retries=args.retries, on_result=on_result, progress=progress, cancel=cancel,
+                ),
+                abort.wait,
+            )  # fmt: skip
+            outcomes = finished.value or []
 
-            async def watch_signals() -> None:
-                nonlocal interrupted
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        if interrupted:  # the second: stop waiting (force-cancels the rest)
-                            tg.cancel_scope.cancel()
-                            return
-                        interrupted = True
-                        err("interrupted: cancelling running tasks (again to stop waiting)")
-                        cancel.set()
-
-            tg.start_soon(watch_signals)
-            outcomes = await run_batch(
-                todo,
-                executor=executor,
-                config=loaded,
-                concurrency=args.concurrency,
-                retries=args.retries,
-                on_result=on_result,
-                progress=progress,
-                cancel=cancel,
-            )
-            tg.cancel_scope.cancel()
+        await interrupts.run(tasks_run, err)
 
     try:
         if todo:
@@ -273,7 +260,7 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
             results.write([task.key for task in tasks])
     for line in progress.summary(len(tasks) - len(todo)):
         err(line)
-    if interrupted:
+    if interrupts.count:
         return EXIT_INTERRUPTED
     if results is not None:
         statuses = {key: env.get("status") for key, env in results.previous.items()}

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import signal
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 
@@ -21,6 +21,7 @@ from acp_bridge._compare.compare_options import NOT_FOR_COMPARE, CompareOptions
 from acp_bridge._compare.compare_result import AttemptResult, CompareResult
 from acp_bridge._compare.comparison import compare
 from acp_bridge._compare.table import status_of, table, verifier_of, wall_of
+from acp_bridge._os.race import race
 from acp_bridge.cli._agent_commands.profiles_command import load
 from acp_bridge.cli._batch_commands.batch_command import executor_from
 from acp_bridge.cli._printing import (
@@ -34,7 +35,8 @@ from acp_bridge.cli._printing import (
 )
 from acp_bridge.cli._run_commands.detached_runs import read_task
 from acp_bridge.cli._run_commands.entry_flags import flag_names, options_from
-from acp_bridge.errors import BridgeError, ConfigError, Problem
+from acp_bridge.cli._signals import interrupts
+from acp_bridge.errors import ConfigError, Problem
 from acp_bridge.smoke._report import (
     JUnitCase,
     JUnitSuite,
@@ -63,32 +65,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         err(f"[{len(seen)}/{total}] {attempt.key} {ended}")
 
     async def main() -> CompareResult | None:
-        cancel = anyio.Event()
-        refused: BridgeError | None = None
-        result: CompareResult | None = None  # None: a second signal stopped the waiting
-        async with anyio.create_task_group() as tg:
-
-            async def watch_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        if cancel.is_set():  # the second: stop waiting
-                            tg.cancel_scope.cancel()
-                            return
-                        err("interrupted: cancelling the attempts (again to stop waiting)")
-                        cancel.set()
-
-            tg.start_soon(watch_signals)
-            try:
-                result = await compare(
+        async def attempts(cancel: anyio.Event, abort: anyio.Event) -> CompareResult | None:
+            # The first signal cancels the attempts (the comparison still ends, ranked);
+            # the second stops waiting (None: what the attempts left is removed).
+            raced = await race(
+                lambda: compare(
                     args.agents, task, executor=executor, config=loaded, cancel=cancel,
                     on_attempt=settled, **options,
-                )  # fmt: skip
-            except BridgeError as exc:  # refused before anything ran: raised as itself
-                refused = exc
-            tg.cancel_scope.cancel()
-        if refused is not None:
-            raise refused
-        return result
+                ),
+                abort.wait,
+            )  # fmt: skip
+            return raced.value
+
+        return await interrupts.run(attempts, err)
 
     try:
         result = anyio.run(main)
@@ -96,13 +85,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise _with_flags(exc) from None
     if result is None:
         err("interrupted again: stopped waiting (what the attempts left was removed)")
+        if args.junit is not None:  # what ended before the second signal
+            where = str(options.get("cwd") or Path.cwd())
+            report = _junit(args.agents.split(","), where, seen, began)
+            write_report(args.junit, report, "--junit")
         return EXIT_INTERRUPTED
     for line in table(result):
         err(line)
     if args.junit is not None:
         write_report(args.junit, junit_report(result, began), "--junit")
     _print_result(result, args.json)
-    if result.interrupted:
+    if result.interrupted or interrupts.count:
         return EXIT_INTERRUPTED
     applied = result.apply is None or result.apply.dry_run or result.apply.applied
     return EXIT_OK if result.winner is not None and applied else EXIT_FAILED
@@ -125,8 +118,14 @@ def _print_result(result: CompareResult, as_json: bool) -> None:
 
 def junit_report(result: CompareResult, began: datetime) -> bytes:
     """One test case per attempt; its verifier is the test (without one, its run)."""
-    cases = [_case(attempt) for attempt in result.attempts]
-    suite = JUnitSuite(f"compare {','.join(result.agents)}", result.repository, cases)
+    return _junit(result.agents, result.repository, result.attempts, began)
+
+
+def _junit(
+    agents: list[str], repository: str, attempts: list[AttemptResult], began: datetime
+) -> bytes:
+    cases = [_case(attempt) for attempt in attempts]
+    suite = JUnitSuite(f"compare {','.join(agents)}", repository, cases)
     duration = (datetime.now(UTC) - began).total_seconds()
     return junit_document("acp-bridge compare", [suite], began, duration)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from acp_bridge.cli._printing import (
 )
 from acp_bridge.cli._run_commands.entry_commands import names
 from acp_bridge.cli._safe_text import json_text, one_line
+from acp_bridge.cli._signals import interrupts
 from acp_bridge.errors import ConfigError, did_you_mean
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -129,34 +129,27 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     )
     suite_run = SuiteRun(load(args), settings, progress, note=lambda text: err(one_line(text)))
     started, clock = datetime.now(UTC), time.monotonic()
-    interrupted = False
+
+    def said(text: str) -> None:
+        progress.close()  # the live line first: the note on a line of its own
+        err(text)
 
     async def main() -> None:
-        cancel = anyio.Event()
+        async def cases(cancel: anyio.Event, abort: anyio.Event) -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(progress.tick)
+                # The first signal cancels running cases, skips the rest; the second stops
+                # waiting for them (their ends are cancelled outright).
+                await race(lambda: suite_run.run(runs, cancel), abort.wait)
+                tg.cancel_scope.cancel()
 
-        async def watch_signals() -> None:  # returns on the second signal: stop waiting
-            nonlocal interrupted
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    if interrupted:
-                        return
-                    interrupted = True
-                    progress.close()
-                    err(
-                        "interrupted: cancelling running cases, skipping the rest "
-                        "(again to stop waiting)"
-                    )
-                    cancel.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(progress.tick)
-            await race(lambda: suite_run.run(runs, cancel), watch_signals)
-            tg.cancel_scope.cancel()
+        await interrupts.run(cases, said)
 
     try:
         anyio.run(main)
     finally:
         progress.close()
+        interrupted = interrupts.count > 0
         outcomes = suite_run.results(runs)
         info = report.RunInfo(started, time.monotonic() - clock, list(args.suites), interrupted)
         if args.junit:

@@ -117,4 +117,5 @@ def store(path: Path, content: bytes, data: Any, values: Positions, keys: Positi
     except (TypeError, ValueError):  # not plain JSON data (e.g. a YAML timestamp)
         return
     with contextlib.suppress(OSError, StateDirError):  # private, like the state directory
-        write_private(entry, payload.encode())
+        # Below the cache's own folder every part is checked (never written through a link).
+        write_private(entry, payload.encode(), cache_dir().parent)

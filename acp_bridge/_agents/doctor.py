@@ -10,7 +10,10 @@ agent started as a run starts it, through ``initialize`` and ``session/new``, cl
 "ready" means that proof went through. Auth is judged by what the agent says: a ``-32000``
 answer to ``session/new`` (gemini, qwen, kimi, vibe, codex without a key), or an auth status
 it reports (claude-agent-acp's ``_auth/status_update``: "Not logged in") — never by a folder
-that exists. Every problem comes with a one-line fix.
+that exists. An agent that opens sessions with nothing to answer them (opencode with no
+provider: ``auth.checked_by_session: false`` in its profile) is ready only when one of its
+``auth.env`` variables is set or one of its ``auth.files`` exists. Every problem comes with a
+one-line fix.
 
 Nothing of the agent runs outside its sandbox: an agent's ``--version`` may write its state
 (codex wrote ``~/.codex``, which an earlier doctor then took for a login).

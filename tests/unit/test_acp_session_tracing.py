@@ -35,3 +35,13 @@ def test_what_the_user_set_is_never_overridden() -> None:
     assert env["OTEL_SERVICE_NAME"] == "mine"
     assert env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "grpc"
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://collector:4318"
+
+
+def test_opentelemetry_imported_without_a_tracer_provider_is_not_tracing() -> None:
+    # The API's default provider records nothing: its agents get no OTEL_* settings.
+    # (This process never sets a provider: the traced runs are fresh interpreters.)
+    import opentelemetry.trace  # noqa: F401
+
+    tracing = Tracing.from_host()
+    assert tracing.enabled and not tracing.exports
+    assert tracing.agent_env({}, "demo", HOST) == {}

@@ -126,10 +126,11 @@ provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)
 config = load_config()
 repo, suite = sys.argv[1], Path(sys.argv[2])
-tasks = [{"key": k, "entry": "acp_spawn", "agent": "demo", "task": "Reply with exactly " + k}
-         for k in ("a", "b")]
+tasks = [{"key": k, "entry": "acp_spawn", "agent": "demo", "task": "Reply with exactly " + t}
+         for k, t in (("a", "A"), ("b", sys.argv[3]))]
 with trace.get_tracer("host").start_as_current_span("host work"):
-    done = [r.status for r in batch_sync(tasks, config=config)]
+    results = batch_sync(tasks, config=config)
+    done = [r.status for r in results]
     compared = compare_sync("demo", "write made.txt: yes", config=config, cwd=repo)
     runs, _ = expand([load_suite(suite)])
     cases = anyio.run(SuiteRun(config, SmokeSettings()).run, runs, anyio.Event())
@@ -139,9 +140,12 @@ spans = [
      "status": s.status.status_code.name, "attributes": dict(s.attributes or {})}
     for s in exporter.get_finished_spans()
 ]
-print(json.dumps({"batch": done, "compare": [a.status for a in compared.attempts],
+print(json.dumps({"batch": done, "transcripts": [r.meta.transcript for r in results],
+                  "compare": [a.status for a in compared.attempts],
                   "smoke": [c.verdict for c in cases], "spans": spans}))
 """
+
+HEADER_SECRET = "x-otlp-token=sekrit-otlp-7"
 
 SUITE = """\
 name: traced
@@ -206,9 +210,11 @@ def test_one_trace_from_the_host_through_tasks_attempts_cases_and_the_agents_spa
         # where the bridge would say http/protobuf.
         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+        # the collector's credentials: passed to the agents, never written down
+        "OTEL_EXPORTER_OTLP_HEADERS": HEADER_SECRET,
     }
     done = subprocess.run(
-        [sys.executable, "-c", TRACED_FAN_OUT, str(repo), str(suite)],
+        [sys.executable, "-c", TRACED_FAN_OUT, str(repo), str(suite), HEADER_SECRET],
         capture_output=True,
         text=True,
         timeout=120,
@@ -218,6 +224,9 @@ def test_one_trace_from_the_host_through_tasks_attempts_cases_and_the_agents_spa
     assert done.returncode == 0, done.stderr
     traced = json.loads(done.stdout.strip().splitlines()[-1])
     assert traced["batch"] == ["done", "done"]
+    for transcript in traced["transcripts"]:  # task b's agent said the headers back
+        text = Path(transcript).read_text()
+        assert "Reply with exactly" in text and HEADER_SECRET not in text
     assert traced["compare"] == ["done"]
     assert traced["smoke"] == ["passed"]
     spans = traced["spans"]

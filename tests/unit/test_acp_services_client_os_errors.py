@@ -162,6 +162,8 @@ def run_cases(work: Path, cases: list[tuple[str, str, str]]) -> list[dict[str, A
     return out
 
 
+EIO = "--eio"
+"""The argument that asks this file, run as a program, for the EIO cases."""
 CASES = [(s, m, e) for s in SERVICES for m in MODES for e in ERRNOS if e != "EACCES"]
 
 
@@ -194,16 +196,28 @@ def test_a_path_the_user_may_not_search_is_a_clean_answer_and_a_record(tmp_path:
         locked.chmod(0o700)  # so that pytest can remove it
 
 
-if __name__ == "__main__":  # the EACCES cases, in a process without root's DAC override
+if __name__ == "__main__":  # EACCES without root's DAC override; EIO in a dumpable process
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     given = [tuple(case) for case in json.loads(sys.stdin.read())]
-    print(json.dumps(run_cases(Path(sys.argv[1]), given)))  # type: ignore[arg-type]
+    if sys.argv[1] == EIO:
+        own = Path(f"/proc/{os.getpid()}")
+        print(json.dumps([anyio.run(call, own, *case) for case in given]))
+    else:
+        print(json.dumps(run_cases(Path(sys.argv[1]), given)))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("service", ["acp read", "mcp read"])
 def test_an_io_error_is_a_clean_answer_and_a_record(service: str, mode: str) -> None:
-    """EIO: the roots are this process's ``/proc`` folder and the file its ``mem``."""
-    outcome = anyio.run(call, Path(f"/proc/{os.getpid()}"), service, mode, "EIO")
+    """EIO: the roots are a process's ``/proc`` folder and the file its ``mem``. In a fresh
+    interpreter: one that started a run's processes is undumpable, and then its ``mem`` is
+    root's (EACCES for any other user)."""
+    argv = [sys.executable, __file__, EIO]
+    done = subprocess.run(
+        argv, input=json.dumps([[service, mode, "EIO"]]), capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (outcome,) = json.loads(done.stdout)
     check(outcome, service, mode, "EIO")
     assert outcome["notes"][-1] == "1 file/terminal request failed"  # failed, not refused

@@ -44,6 +44,11 @@ from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import ErrorCode, ExecutorError
 
+MAX_STARTED = 1024
+"""Tasks under way at once in this process when neither the batch nor its executor limits
+them (the Ray executor's window does, further on): each costs a few KB while it waits, and
+100 000 started at once held ~8 KB each."""
+
 RETRIED = frozenset({ErrorCode.NODE_LOST, ErrorCode.LOST})
 """Error codes of attempts the batch may run again (when ``retries`` allows): the task's
 node or the process running it was lost, so its own result is unknown."""
@@ -118,10 +123,27 @@ class _Batch:
     async def run_all(self, session: Session, concurrency: int | None) -> None:
         limit = concurrency or session.default_concurrency
         limiter = anyio.CapacityLimiter(limit) if limit else None
+        # A task is started only when one ends past the bound: a waiting task costs nothing
+        # but its place in the list.
+        started = anyio.Semaphore(limit or MAX_STARTED)
         async with anyio.create_task_group() as tg:
             self.writes = tg  # the store's rows are begun beside the tasks
             for position, item in enumerate(self.tasks):
-                tg.start_soon(self._task, position, item, session, limiter)
+                await started.acquire()
+                tg.start_soon(self._started, started, position, item, session, limiter)
+
+    async def _started(
+        self,
+        started: anyio.Semaphore,
+        position: int,
+        item: Keyed,
+        session: Session,
+        limiter: anyio.CapacityLimiter | None,
+    ) -> None:
+        try:
+            await self._task(position, item, session, limiter)
+        finally:
+            started.release()
 
     async def _task(
         self, position: int, item: Keyed, session: Session, limiter: anyio.CapacityLimiter | None
@@ -143,6 +165,7 @@ class _Batch:
             if limiter is not None:
                 limiter.release()
         await self._end(position, outcome, record)
+        self.records.pop(position, None)
 
     async def _attempts(
         self, item: Keyed, task_id: str, session: Session, record: TaskRecord

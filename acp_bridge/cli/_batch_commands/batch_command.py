@@ -14,7 +14,6 @@ import argparse
 import json
 import shlex
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,12 +142,10 @@ class BatchProgress:
         self.ended: Counter[str] = Counter()
         self.per_node: Counter[str] = Counter()
         self.codes: Counter[str] = Counter()
-        self.began: dict[str, float] = {}
 
     def __call__(self, what: str, task: Keyed, node: str | None, envelope: Any) -> None:
         if what == "started":
             self.running[task.key] = node or "?"
-            self.began.setdefault(task.key, time.monotonic())
             return
         self.running.pop(task.key, None)
         if what == "retrying":

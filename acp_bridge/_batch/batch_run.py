@@ -22,7 +22,10 @@ The promises, whatever the executor does:
 - ``cancel`` set (Ctrl-C): running tasks are cancelled where they run, tasks not started
   are not started; both end ``cancelled`` with ``meta.batch.interrupted`` (one that never
   started is not a run: it has no row in the run store);
-- every task is recorded in this machine's run store (:mod:`.store_records`).
+- every task is recorded in this machine's run store (:mod:`.store_records`);
+- when the host traces with OpenTelemetry, the batch is one span and each task a span under
+  it (``spans``: their names; compare and smoke name theirs), with the task's key, node and
+  status, and a task run in this process is traced under its own.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_bridge._acp.session.tracing import Tracing, set_attributes, set_status
 from acp_bridge._batch.executor import Executor, LocalExecutor, Session
 from acp_bridge._batch.store_records import TaskRecord
 from acp_bridge._batch.tasks import Keyed, TaskLike, keyed
@@ -48,6 +52,10 @@ MAX_STARTED = 1024
 """Tasks under way at once in this process when neither the batch nor its executor limits
 them (the Ray executor's window does, further on): each costs a few KB while it waits, and
 100 000 started at once held ~8 KB each."""
+
+Spans = tuple[str, str]
+"""The names of a batch's span and of each task's span."""
+BATCH_SPANS: Spans = ("acp_bridge.batch", "acp_bridge.batch.task")
 
 RETRIED = frozenset({ErrorCode.NODE_LOST, ErrorCode.LOST})
 """Error codes of attempts the batch may run again (when ``retries`` allows): the task's
@@ -79,12 +87,14 @@ async def run_batch(
     progress: Progress | None = None,
     cancel: anyio.Event | None = None,
     on_outcome: Callable[[TaskOutcome], None] | None = None,
+    spans: Spans = BATCH_SPANS,
     keep: bool = True,
 ) -> list[TaskOutcome]:
     """Run ``tasks``; an outcome for each, in their order (see the module docstring).
-    ``on_outcome``: like ``on_result``, with what the task's ``inspect`` found. ``keep``
-    False: the outcomes are only handed to the hooks, and none is returned (an envelope
-    kept until the batch ends is ~4.5 KB: 100 000 of them, half a GB)."""
+    ``on_outcome``: like ``on_result``, with what the task's ``inspect`` found (called
+    inside the task's span). ``keep`` False: the outcomes are only handed to the hooks,
+    and none is returned (an envelope kept until the batch ends is ~4.5 KB: 100 000 of
+    them, half a GB)."""
     if retries < 0:
         raise ExecutorError(f"retries must be 0 or more, got {retries}")
     if concurrency is not None and concurrency < 1:
@@ -92,11 +102,15 @@ async def run_batch(
     batch = _Batch(tasks, retries, on_result, progress, cancel or anyio.Event(), config)
     batch.on_outcome = on_outcome
     batch.keep = keep
-    try:
-        async with (executor or LocalExecutor()).open(config) as session:
-            await batch.run_all(session, concurrency)
-    except ExecutorError as exc:  # the executor as a whole: every task not ended says why
-        await batch.refuse_rest(exc)
+    batch.task_span = spans[1]
+    with batch.tracing.span(spans[0], **{"acp.batch.tasks": len(tasks)}) as span:
+        try:
+            async with (executor or LocalExecutor()).open(config) as session:
+                set_attributes(span, **{"acp.executor": getattr(executor, "name", "local")})
+                await batch.run_all(session, concurrency)
+        except ExecutorError as exc:  # the executor as a whole: every task not ended says why
+            set_status(span, False, str(exc))
+            await batch.refuse_rest(exc)
     return [outcome for outcome in batch.outcomes if outcome is not None]
 
 
@@ -126,6 +140,8 @@ class _Batch:
         same row (a row already ``running`` gets its envelope, not a second row)."""
         self.writes: TaskGroup | None = None
         self.on_outcome: Callable[[TaskOutcome], None] | None = None
+        self.tracing = Tracing.from_host()
+        self.task_span = BATCH_SPANS[1]
 
     async def run_all(self, session: Session, concurrency: int | None) -> None:
         limit = concurrency or session.default_concurrency
@@ -162,16 +178,36 @@ class _Batch:
         began = time.monotonic()
         if limiter is not None:
             await limiter.acquire()
-        try:
-            outcome = await self._attempts(item, task_id, session, record)
-        except Exception as exc:  # an executor's bug: the task still gets its envelope
-            error = f"internal error in the executor: {type(exc).__name__}: {exc}"
-            envelope = failed(error, ErrorCode.INTERNAL_ERROR, task_id=task_id, meta=_meta(item))
-            outcome = TaskOutcome(item, _stamp(envelope, item, None, 1, began))
-        finally:
-            if limiter is not None:
-                limiter.release()
-        await self._end(position, outcome, record)
+        names = {
+            "acp.batch.key": item.key,
+            "acp.batch.index": item.index,
+            "acp.task_id": task_id,
+            "acp.entry": request.entry,
+            "acp.agent": request.agent,
+        }
+        with self.tracing.span(self.task_span, **names) as span:
+            try:
+                outcome = await self._attempts(item, task_id, session, record)
+            except Exception as exc:  # an executor's bug: the task still gets its envelope
+                error = f"internal error in the executor: {type(exc).__name__}: {exc}"
+                meta = _meta(item)
+                envelope = failed(error, ErrorCode.INTERNAL_ERROR, task_id=task_id, meta=meta)
+                outcome = TaskOutcome(item, _stamp(envelope, item, None, 1, began))
+            finally:
+                if limiter is not None:
+                    limiter.release()
+            ended = outcome.envelope
+            set_attributes(
+                span,
+                **{
+                    "acp.node": ended.meta.node,
+                    "acp.status": ended.status,
+                    "acp.error_code": ended.meta.error_code,
+                    "acp.batch.attempts": (ended.meta.batch or {}).get("attempts"),
+                },
+            )
+            set_status(span, ended.ok, ended.error)
+            await self._end(position, outcome, record)
         self.records.pop(position, None)
 
     async def _attempts(

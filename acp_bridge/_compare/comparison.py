@@ -212,6 +212,7 @@ class _Comparison:
                         config=self.loaded,
                         on_outcome=settle,
                         cancel=self.stop,
+                        spans=("acp_bridge.compare", "acp_bridge.compare.attempt"),
                     )
                 watching.cancel_scope.cancel()
         finally:

@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import threading
+import time
 
 from acp_bridge._demo import memory as memory
 from acp_bridge._demo.directives import DemoTools
@@ -251,6 +252,18 @@ class DemoAgent(DemoTools):
         self.cancel_events.setdefault(params["sessionId"], threading.Event()).set()
 
     def on_session_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        started = time.time_ns()
+        reply = self._prompt(params)
+        # The turn's span, when the client passed on OTEL_* settings (_demo/telemetry.py).
+        meta = params.get("_meta") or {}
+        if "traceparent" in meta:
+            from acp_bridge._demo.telemetry import export_span
+
+            attributes = {"acp.stop_reason": reply["stopReason"]}
+            export_span("demo.prompt", meta, started, attributes)
+        return reply
+
+    def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session_id = params["sessionId"]
         session = self.sessions[session_id]
         cancelled = self.cancel_events[session_id] = threading.Event()

@@ -28,6 +28,7 @@ from typing import Literal
 
 import anyio
 
+from acp_bridge._acp.session.tracing import Tracing
 from acp_bridge._agents.doctor import diagnose
 from acp_bridge._batch.batch_run import TaskOutcome, run_batch
 from acp_bridge._batch.executor import Executor, LocalExecutor
@@ -111,9 +112,13 @@ class SuiteRun:
             if what == "started":
                 self.progress(runs[task.index], None)
 
+        tracing = Tracing.from_host()
+
         def on_outcome(outcome: TaskOutcome) -> None:
             index = outcome.task.index
-            self._ended(index, self._judge(runs[index], outcome, cancel))
+            judged = self._judge(runs[index], outcome, cancel)
+            tracing.current(**{"acp.smoke.verdict": judged.verdict})  # the case's span
+            self._ended(index, judged)
 
         await run_batch(
             tasks,
@@ -123,6 +128,7 @@ class SuiteRun:
             progress=progress,
             on_outcome=on_outcome,
             cancel=cancel,
+            spans=("acp_bridge.smoke", "acp_bridge.smoke.case"),
         )
         return self.results(runs)
 

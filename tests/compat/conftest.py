@@ -50,9 +50,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A conftest's collection hook sees the whole session's items, not only this folder's.
+    here = Path(__file__).parent
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and "agent" in callspec.params:
+        if item.path.is_relative_to(here) and callspec is not None and "agent" in callspec.params:
             row = f"{callspec.params['agent'].profile}-{callspec.params['account']}"
             item.add_marker(pytest.mark.xdist_group(row))
 

@@ -67,9 +67,11 @@ def test_task_from_stdin_and_ndjson_events(harness: AgentHarness) -> None:
 
 
 def test_timeout_exits_124(harness: AgentHarness) -> None:
-    code, envelope, _ = finish(start_cli(harness, "sleep 30", "--timeout", "0.5"))
+    # Long enough for the agent to start (a sandboxed interpreter, seconds under load), so
+    # the timeout falls on the prompt and cancels it; far short of the 30 s it sleeps.
+    code, envelope, _ = finish(start_cli(harness, "sleep 30", "--timeout", "5"))
     assert code == 124 and envelope["meta"]["error_code"] == "timeout"
-    assert envelope["meta"]["stop_reason"] == "cancelled"
+    assert envelope["meta"].get("stop_reason") == "cancelled", envelope
     assert harness.leftovers() == []
 
 
@@ -86,7 +88,7 @@ def test_ctrl_c_cancels_gracefully_and_exits_130(harness: AgentHarness) -> None:
     err = "".join(seen) + err
     assert code == 130, err
     assert envelope["meta"]["error_code"] == "cancelled"
-    assert envelope["meta"]["stop_reason"] == "cancelled"
+    assert envelope["meta"].get("stop_reason") == "cancelled", envelope
     assert "interrupted: cancelling the run" in err
     assert harness.leftovers() == []
 

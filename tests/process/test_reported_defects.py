@@ -186,7 +186,9 @@ def test_tool_specs_never_offer_an_empty_enum(
 
 def test_the_builtin_opencode_profile_makes_opencode_ask() -> None:
     profile = load_config(None, search=False, environ={}).profiles.get("opencode").profile
-    permission = json.loads(profile.env["OPENCODE_PERMISSION"])
+    # opencode 2.x reads its permission block from the config it is given (it dropped
+    # OPENCODE_PERMISSION, and without the block edits and commands ran unasked).
+    permission = json.loads(profile.env["OPENCODE_CONFIG_CONTENT"])["permission"]
     assert {permission[k] for k in ("edit", "bash", "webfetch")} == {"ask"}
 
 

@@ -112,7 +112,7 @@ def test_request_limit_is_max_turn_requests(tmp_path: Path) -> None:
 
 def test_a_bad_directive_is_a_model_error(tmp_path: Path) -> None:
     result = run_spawn(tmp_path, "***CALL_TOOL bash {oops", ["bash"])
-    assert result.meta.error_code == ErrorCode.MODEL_ERROR and "not JSON" in result.error
+    assert result.meta.error_code == ErrorCode.MODEL_ERROR and "not valid JSON" in result.error
 
 
 def test_events_carry_the_spawn_task_id(tmp_path: Path) -> None:

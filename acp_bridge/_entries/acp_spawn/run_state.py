@@ -23,7 +23,7 @@ from acp_bridge._entries.confinement import Confinement
 from acp_bridge._entries.enveloped import RunContext
 from acp_bridge._entries.options import AcpSpawnOptions
 from acp_bridge._os.fs.roots import Roots
-from acp_bridge._os.process.environment import constructed_env
+from acp_bridge._os.process.environment import constructed_env, host_environ
 from acp_bridge._os.redact import Redactor, looks_secret
 from acp_bridge._os.sandbox.denials import given_paths
 from acp_bridge._output_schema.structured_output import SchemaRegistry
@@ -88,6 +88,8 @@ class RunState:
             extra=profile.env,
             passthrough=profile.env_passthrough,
         )
+        # When the host traces: the OTEL_* settings ACP asks clients to give their agents.
+        self.env = self.tracing.agent_env(self.env, profile.name, host_environ())
         # The managed install of the profile's package, if any (agents install), else PATH.
         self.command, self.env = agent_command(profile, self.env)
         # A passed-through value is a secret under a secret-looking name (OPENAI_API_KEY);
@@ -96,6 +98,12 @@ class RunState:
             self.env[name]
             for name in profile.env_passthrough
             if name in self.env and looks_secret(name)
+        ]
+        # OTLP headers carry the collector's credentials (Authorization=Bearer …).
+        passed += [
+            value
+            for name, value in self.env.items()
+            if name.startswith("OTEL_") and "HEADERS" in name
         ]
         self.redactor = Redactor([*profile.secret_values(), *passed])
         if self.redactor:

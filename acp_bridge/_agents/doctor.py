@@ -10,7 +10,10 @@ agent started as a run starts it, through ``initialize`` and ``session/new``, cl
 "ready" means that proof went through. Auth is judged by what the agent says: a ``-32000``
 answer to ``session/new`` (gemini, qwen, kimi, vibe, codex without a key), or an auth status
 it reports (claude-agent-acp's ``_auth/status_update``: "Not logged in") — never by a folder
-that exists. Every problem comes with a one-line fix.
+that exists. An agent that opens sessions with nothing to answer them (opencode with no
+provider: ``auth.checked_by_session: false`` in its profile) is ready only when one of its
+``auth.env`` variables is set or one of its ``auth.files`` exists. Every problem comes with a
+one-line fix.
 
 Nothing of the agent runs outside its sandbox: an agent's ``--version`` may write its state
 (codex wrote ``~/.codex``, which an earlier doctor then took for a login).
@@ -194,8 +197,9 @@ def _session_checks(name: str, profile: AgentProfile, probe: ProbeResult) -> lis
 
 def _auth_check(profile: AgentProfile, probe: ProbeResult) -> Check:
     """After a session opened: what the agent reported about its auth, else whether one of
-    the variables the profile says authenticate it is set (a warning only: the session
-    opened without)."""
+    the variables or files the profile says authenticate it is there: a warning only where
+    the agent checks its auth at session/new, not ready where it opens sessions regardless
+    (``auth.checked_by_session: false``, opencode with no provider: a prompt never ends)."""
     present = [n for n in profile.auth.env if n in probe.env_names]
     status = probe.auth_status
     if status is not None:
@@ -209,12 +213,25 @@ def _auth_check(profile: AgentProfile, probe: ProbeResult) -> Check:
         # claude-agent-acp says "Not logged in" with ANTHROPIC_AUTH_TOKEN, and its turns work.
         detail = f"{reported}, though {present[0]} is set"
         return Check("auth", True, detail, warning=True)
-    if not profile.auth.env:
+    found = [path for path in profile.auth.files if path.is_file()]
+    if not profile.auth.env and not profile.auth.files:
         return Check("auth", True, "session/new answered without asking for a key")
     if present:
         return Check("auth", True, f"{present[0]} is set; session/new answered")
-    names = ", ".join(profile.auth.env)
-    detail = f"none of {names} is set; session/new answered without (a prompt may still ask)"
+    if found:
+        return Check("auth", True, f"{found[0]} exists; session/new answered")
+    missing = []
+    if profile.auth.env:
+        missing.append(f"none of {', '.join(profile.auth.env)} is set")
+    if profile.auth.files:
+        missing.append(f"none of {', '.join(map(str, profile.auth.files))} exists")
+    wanted = " and ".join(missing)
+    if not profile.auth.checked_by_session:
+        # It opens sessions with no model to answer with (opencode): a prompt then never
+        # ends, so its opened session proves nothing about a run (auth.checked_by_session).
+        detail = f"{wanted}; the agent opens sessions without them, but a prompt gets no answer"
+        return Check("auth", False, detail, _auth_fix(profile, probe))
+    detail = f"{wanted}; session/new answered without (a prompt may still ask)"
     return Check("auth", True, detail, _auth_fix(profile, probe), warning=True)
 
 
@@ -230,6 +247,8 @@ def _auth_fix(profile: AgentProfile, probe: ProbeResult) -> str:
         if names[0] not in passed:
             ways[-1] += f" and list {names[0]} under env_passthrough in the profile"
     ways += [f"log in with `{line}` in a terminal" for line in probe.login_commands]
+    if profile.auth.files:
+        ways.append(f"write {profile.auth.files[0]} (its own login or model config)")
     if not ways:
         ways.append(f"log in with {profile.command}'s own login command")
     return "; or ".join(ways)

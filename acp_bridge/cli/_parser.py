@@ -238,8 +238,11 @@ def build_parser(
         "initialize and session/new, and closed again (session/close, else the agent ended); "
         "no prompt is sent. Ready means all of that worked and the agent did not ask for a "
         "key: a -32000 (auth required) answer to session/new or an auth status of 'not "
-        "logged in' is not ready. Each step is bounded by the profile's timeouts.startup and "
-        "timeouts.session (the probe at most 90 s, a --version at most 30 s); nothing of the "
+        "logged in' is not ready, and so is an agent whose profile says it opens sessions "
+        "with nothing to answer them (auth.checked_by_session: false) while none of its "
+        "auth.env is set and none of its auth.files exists. Each step is bounded by the "
+        "profile's timeouts.startup and timeouts.session (the probe at most 90 s, a "
+        "--version at most 30 s); nothing of the "
         "agent runs outside its sandbox or is left running, and it writes only its declared "
         "state paths. Profiles are checked one after another. Every problem comes with a "
         "one-line fix. Exit 0 when everything asked about is ready.",

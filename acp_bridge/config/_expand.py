@@ -224,15 +224,17 @@ def _nul_keys(data: Any, path: DataPath = ()) -> Iterator[DataPath]:
             yield from _nul_keys(value, (*path, index))
 
 
-AGENT_PATH_KEYS = ("state", "readable")
-"""The ``sandbox`` lists of a profile that expand from the agent's environment."""
+AGENT_PATH_KEYS = (("sandbox", "state"), ("sandbox", "readable"), ("auth", "files"))
+"""The path lists of a profile that expand from the agent's environment: where it writes
+and reads, and where it keeps its login (``doctor`` looks there)."""
 
 
 def expand_for_agent(
     data: dict[str, Any], environ: Mapping[str, str]
 ) -> dict[DataPath, tuple[str, ...]]:
-    """Expand a profile's ``sandbox.state`` and ``sandbox.readable`` entries, in place, from
-    the environment its agent gets (:func:`agent_environ`); the variables each used.
+    """Expand a profile's ``sandbox.state``, ``sandbox.readable`` and ``auth.files``
+    entries, in place, from the environment its agent gets (:func:`agent_environ`); the
+    variables each used.
 
     ``${NAME:-default}`` reads only that environment: a variable the agent is not given is
     unset for it, and so the default, as the agent itself decides (``CODEX_HOME`` set on
@@ -241,21 +243,18 @@ def expand_for_agent(
     operator's own variable). A leading ``~`` is the agent's ``HOME``. What this pass
     cannot expand is left as it is: the pass over the whole profile reports it where it is
     written. The result is written with ``$`` doubled, for that pass to read as it is."""
-    sandbox = data.get("sandbox")
-    if not isinstance(sandbox, dict):
-        return {}
     entries = [
-        (key, index, text)
-        for key in AGENT_PATH_KEYS
-        if isinstance(sandbox.get(key), list)
-        for index, text in enumerate(sandbox[key])
+        (section, key, index, text)
+        for section, key in AGENT_PATH_KEYS
+        if isinstance(data.get(section), dict) and isinstance(data[section].get(key), list)
+        for index, text in enumerate(data[section][key])
         if isinstance(text, str) and ("$" in text or text.startswith("~"))
     ]
     if not entries:
         return {}
     agent = agent_environ(data, environ)
     used: dict[DataPath, tuple[str, ...]] = {}
-    for key, index, text in entries:
+    for section, key, index, text in entries:
         try:
             value, names = expand_vars(text, agent, fallback=environ)
         except ValueError:
@@ -263,9 +262,9 @@ def expand_for_agent(
         home = agent.get("HOME")
         if home and (value == "~" or value.startswith("~/")):
             value = home + value[1:]
-        sandbox[key][index] = value.replace("$", "$$")
+        data[section][key][index] = value.replace("$", "$$")
         if names:
-            used[("sandbox", key, index)] = tuple(names)
+            used[(section, key, index)] = tuple(names)
     return used
 
 

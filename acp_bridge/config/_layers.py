@@ -24,6 +24,7 @@ _PROFILE_PATH_FIELDS: tuple[DataPath, ...] = (
     ("sandbox", "state", "*"),
     ("sandbox", "readable", "*"),
     ("sandbox", "hidden", "*"),
+    ("auth", "files", "*"),
 )
 
 Origin = Literal["built-in", "registry", "profiles dir", "config", "file"]

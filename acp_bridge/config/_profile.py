@@ -8,6 +8,7 @@ not a crash mid-run.
 """
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
@@ -179,6 +180,19 @@ class AuthSettings(StrictModel):
         description="variables that authenticate the agent (any one of them will do); "
         "acp-bridge doctor says whether one is set, and names them in its fix when the agent "
         "asks for a key",
+    )
+    files: list[Path] = Field(
+        default_factory=empty_list,
+        description="the agent's own login or model config files (any one of them will do), "
+        "expanded from the agent's environment as sandbox.state is; acp-bridge doctor says "
+        "whether one exists",
+    )
+    checked_by_session: bool = Field(
+        True,
+        description="the agent refuses session/new (or reports its auth) when it has no key, "
+        "login or model to answer a prompt with; false for an agent that opens sessions "
+        "regardless (opencode): acp-bridge doctor then calls it ready only when one of "
+        "auth.env is set or one of auth.files exists",
     )
 
 

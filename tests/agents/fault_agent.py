@@ -240,6 +240,13 @@ def spawn_grandchildren() -> None:
         )
 
 
+def model_configured() -> bool:
+    """``no-model``: a model to answer with is a key (``FAKE_AGENT_KEY``) or its own login
+    file (the path in ``FAULT_AGENT_LOGIN``)."""
+    login = os.environ.get("FAULT_AGENT_LOGIN", "")
+    return bool(os.environ.get("FAKE_AGENT_KEY")) or (bool(login) and os.path.isfile(login))
+
+
 def main() -> None:
     if MODE == "grandchildren":
         spawn_grandchildren()
@@ -289,6 +296,8 @@ def main() -> None:
                     os.close(0)
                 os.close(1)
                 hang()
+            if MODE == "no-model" and not model_configured():
+                hang()  # as opencode with no provider: the session opened, no answer comes
             prompt(message)
         elif rid is not None:
             send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})

@@ -124,6 +124,62 @@ def test_a_key_the_agent_takes_makes_it_ready(
     assert said == "the agent reports: Fake API key (FAKE_AGENT_KEY)"
 
 
+def test_an_agent_that_opens_sessions_without_a_model_is_ready_only_with_one(
+    harness: AgentHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """opencode's case (issue 33): session/new works with no provider, a prompt then never
+    ends. Its profile says so (``auth.checked_by_session: false``): ready only with one of
+    ``auth.env`` set or one of ``auth.files`` there, and a run agrees with the doctor."""
+    monkeypatch.delenv("FAKE_AGENT_KEY", raising=False)
+    login = harness.root / "login" / "auth.json"
+    login.parent.mkdir()
+    agent = {
+        "env": {"FAULT_AGENT_LOGIN": str(login)},
+        "env_passthrough": ["FAKE_AGENT_KEY"],
+        "sandbox": {"readable": [str(login.parent)]},  # under /tmp: kept visible
+    }
+    auth = {"env": ["FAKE_AGENT_KEY"], "files": ["${FAULT_AGENT_LOGIN}"]}
+
+    def configured() -> LoadedConfig:
+        return harness.config({
+            "no-model": fault("no-model", **agent, auth={**auth, "checked_by_session": False}),
+            "trusted": fault("no-model", **agent, auth=auth),
+        })  # fmt: skip
+
+    config = configured()
+    reports = diagnosed(config, "no-model", "trusted")
+    found = checks(reports["no-model"])
+    assert found["session"].ok and not found["auth"].ok and not reports["no-model"].ready
+    assert found["auth"].detail == (
+        f"none of FAKE_AGENT_KEY is set and none of {login} exists; the agent opens sessions "
+        "without them, but a prompt gets no answer"
+    )
+    assert found["auth"].fix == (
+        f"export FAKE_AGENT_KEY=…; or write {login} (its own login or model config)"
+    )
+    # Where the profile says the agent checks at session/new, an opened session stays
+    # ready, with the same words as a warning.
+    trusted = checks(reports["trusted"])["auth"]
+    assert (
+        reports["trusted"].ready and trusted.warning and "a prompt may still ask" in trusted.detail
+    )
+    # The doctor's word is what a run does: no answer.
+    result = harness.run("no-model", "hi", config, timeout=3)
+    assert result.status == "failed" and result.meta.error_code == "timeout", result.error
+
+    login.write_text("{}")  # its own login, written
+    report = diagnosed(config, "no-model")["no-model"]
+    assert report.ready, report.to_dict()
+    assert checks(report)["auth"].detail == f"{login} exists; session/new answered"
+    result = harness.run("no-model", "hi", config, timeout=20)
+    assert result.status == "done" and result.output == "ANSWER", result.error
+
+    login.unlink()
+    monkeypatch.setenv("FAKE_AGENT_KEY", "k-1")  # a key instead
+    report = diagnosed(configured(), "no-model")["no-model"]
+    assert report.ready and checks(report)["auth"].detail.startswith("FAKE_AGENT_KEY is set")
+
+
 def test_an_agent_too_slow_is_not_ready_within_its_own_limits(harness: AgentHarness) -> None:
     config = harness.config({
         "slow-start": fault("hang-at-initialize", timeouts={"startup": 2}),

@@ -237,6 +237,25 @@ def test_state_paths_expand_from_the_environment_the_agent_gets(tmp_path: Path) 
     ]  # fmt: skip
 
 
+def test_auth_files_expand_from_the_environment_the_agent_gets(tmp_path: Path) -> None:
+    """Where the agent keeps its login follows its own relocation, as its state does
+    (opencode's ``${XDG_DATA_HOME:-~/.local/share}/opencode/auth.json``); a relative path
+    is the profile file's folder's."""
+    home, data = tmp_path / "home", tmp_path / "data"
+    config = write(
+        tmp_path / "acp-bridge.yaml",
+        "acp:\n  agents:\n    - {name: x, command: a, env_passthrough: [XDG_DATA_HOME],\n"
+        '       auth: {files: ["${XDG_DATA_HOME:-~/.local/share}/x/auth.json", key.txt],\n'
+        "              checked_by_session: false}}\n",
+    )
+    auth = load_config(config, environ={"HOME": str(home)}).profiles.get("x").profile.auth
+    assert auth.files == [home / ".local/share/x/auth.json", tmp_path / "key.txt"]
+    assert not auth.checked_by_session
+    environ = {"HOME": str(home), "XDG_DATA_HOME": str(data)}
+    auth = load_config(config, environ=environ).profiles.get("x").profile.auth
+    assert auth.files[0] == data / "x/auth.json"
+
+
 def test_a_state_variable_without_a_default_may_be_the_operators(tmp_path: Path) -> None:
     """``${LAB}/state``: not given to the agent, required, so read from the host (the
     operator names a folder of theirs); unset anywhere, the profile is broken, at its line."""

@@ -48,6 +48,11 @@ from acp_bridge.config import LoadedConfig
 from acp_bridge.envelope import Meta, SubtaskResult, failed, from_error, new_task_id
 from acp_bridge.errors import ErrorCode, ExecutorError
 
+MAX_STARTED = 1024
+"""Tasks under way at once in this process when neither the batch nor its executor limits
+them (the Ray executor's window does, further on): each costs a few KB while it waits, and
+100 000 started at once held ~8 KB each."""
+
 Spans = tuple[str, str]
 """The names of a batch's span and of each task's span."""
 BATCH_SPANS: Spans = ("acp_bridge.batch", "acp_bridge.batch.task")
@@ -83,16 +88,20 @@ async def run_batch(
     cancel: anyio.Event | None = None,
     on_outcome: Callable[[TaskOutcome], None] | None = None,
     spans: Spans = BATCH_SPANS,
+    keep: bool = True,
 ) -> list[TaskOutcome]:
     """Run ``tasks``; an outcome for each, in their order (see the module docstring).
     ``on_outcome``: like ``on_result``, with what the task's ``inspect`` found (called
-    inside the task's span)."""
+    inside the task's span). ``keep`` False: the outcomes are only handed to the hooks,
+    and none is returned (an envelope kept until the batch ends is ~4.5 KB: 100 000 of
+    them, half a GB)."""
     if retries < 0:
         raise ExecutorError(f"retries must be 0 or more, got {retries}")
     if concurrency is not None and concurrency < 1:
         raise ExecutorError(f"concurrency must be 1 or more, got {concurrency}")
     batch = _Batch(tasks, retries, on_result, progress, cancel or anyio.Event(), config)
     batch.on_outcome = on_outcome
+    batch.keep = keep
     batch.task_span = spans[1]
     with batch.tracing.span(spans[0], **{"acp.batch.tasks": len(tasks)}) as span:
         try:
@@ -122,6 +131,9 @@ class _Batch:
         self.cancel = cancel
         self.config = config
         self.outcomes: list[TaskOutcome | None] = [None] * len(tasks)
+        self.ended = bytearray(len(tasks))
+        """1 for each task that has its outcome (kept in :attr:`outcomes` only if ``keep``)."""
+        self.keep = True
         self.task_ids = [_task_id(item) for item in tasks]
         self.records: dict[int, TaskRecord] = {}
         """The rows of tasks that began waiting: one executor's failure ends them in the
@@ -134,10 +146,27 @@ class _Batch:
     async def run_all(self, session: Session, concurrency: int | None) -> None:
         limit = concurrency or session.default_concurrency
         limiter = anyio.CapacityLimiter(limit) if limit else None
+        # A task is started only when one ends past the bound: a waiting task costs nothing
+        # but its place in the list.
+        started = anyio.Semaphore(limit or MAX_STARTED)
         async with anyio.create_task_group() as tg:
             self.writes = tg  # the store's rows are begun beside the tasks
             for position, item in enumerate(self.tasks):
-                tg.start_soon(self._task, position, item, session, limiter)
+                await started.acquire()
+                tg.start_soon(self._started, started, position, item, session, limiter)
+
+    async def _started(
+        self,
+        started: anyio.Semaphore,
+        position: int,
+        item: Keyed,
+        session: Session,
+        limiter: anyio.CapacityLimiter | None,
+    ) -> None:
+        try:
+            await self._task(position, item, session, limiter)
+        finally:
+            started.release()
 
     async def _task(
         self, position: int, item: Keyed, session: Session, limiter: anyio.CapacityLimiter | None
@@ -179,6 +208,7 @@ class _Batch:
             )
             set_status(span, ended.ok, ended.error)
             await self._end(position, outcome, record)
+        self.records.pop(position, None)
 
     async def _attempts(
         self, item: Keyed, task_id: str, session: Session, record: TaskRecord
@@ -224,7 +254,9 @@ class _Batch:
             await record.ended(outcome.envelope)
         # else interrupted before it started: no run, no row. Thousands of rows, each its own
         # commit, kept a Ctrl-C of a big batch waiting for seconds after the second signal.
-        self.outcomes[position] = outcome
+        self.ended[position] = 1
+        if self.keep:
+            self.outcomes[position] = outcome
         self.progress("ended", outcome.task, outcome.envelope.meta.node, outcome.envelope)
         if self.on_result is not None:
             self.on_result(outcome.envelope)
@@ -233,7 +265,7 @@ class _Batch:
 
     async def refuse_rest(self, exc: ExecutorError) -> None:
         for position, item in enumerate(self.tasks):
-            if self.outcomes[position] is not None:
+            if self.ended[position]:
                 continue
             task_id = self.task_ids[position]
             envelope = from_error(exc, task_id=task_id, meta=_meta(item))

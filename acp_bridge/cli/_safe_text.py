@@ -132,6 +132,8 @@ def safe_json(text: str) -> str:
     leaves raw escaped: the rule is per character, so pieces join to the whole's."""
     if text.isascii():  # C0 is escaped by JSON itself: only DEL is left to look for
         return text.replace("\x7f", "\\u007f") if "\x7f" in text else text
+    if _plain(text):  # one C pass: the pattern's scan of 13 MB (19 000 runs) took 1 s
+        return text
     # Outside strings JSON text has only ASCII punctuation, digits, letters and the
     # indent's newlines and spaces: what matches here is inside a string.
     return control_pattern().sub(_json_escape, text)

@@ -4,12 +4,15 @@ must never import Ray."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from acp_bridge._entries.request import EntryRequest
 from acp_bridge._runs import foreground
 from acp_bridge._runs.caller.handle import open_run
 from acp_bridge._runs.store.run_store import close_stores
+from acp_bridge.errors import ExecutorError
 from tests.conftest import AgentHarness
 from tests.helpers import run_bounded
 
@@ -306,3 +310,58 @@ def test_cli_refuses_duplicate_task_ids_and_text_that_is_not_utf8(tmp_path: Path
     assert process.returncode == 2, err
     assert "tasks.jsonl:2:31: not UTF-8" in err, err  # line and column (the byte)
     assert out == ""
+
+
+class _RefusesEverything:
+    """An executor no task can run on, like a cluster where no node offers the agent: every
+    task ends at once, all together, without an attempt."""
+
+    name = "refusing"
+    default_concurrency = None
+
+    @contextlib.asynccontextmanager
+    async def open(self, config: Any) -> AsyncIterator[_RefusesEverything]:
+        yield self
+
+    def refusal(self, task: BatchTask) -> ExecutorError:
+        return ExecutorError("no live node offers the agent 'no-such-agent'")
+
+    async def run(self, task: BatchTask, task_id: str, **how: Any) -> Any:
+        raise AssertionError("a refused task was run")
+
+
+def test_tasks_refused_all_at_once_each_end_in_their_row(store: Path) -> None:
+    """Rows begun and ended together from many threads: each row ends with its envelope's
+    status (the end of a row still queued for another thread's write once found no row, and
+    the row, written after, was found ``lost``: 11 642 of 100 000)."""
+    foreground.install()
+    tasks = [{"entry": "acp_spawn", "agent": "no-such-agent", "task": "hi"}] * 2000
+    results = run_bounded(batch, tasks, executor=_RefusesEverything(), limit=100)
+    assert {r.meta.error_code for r in results} == {"executor_error"}
+    rows = dict(sqlite3.connect(store).execute("SELECT id, status FROM runs").fetchall())
+    assert rows == {r.task_id: r.status for r in results}
+
+
+@pytest.mark.parametrize(
+    "count",
+    [500, pytest.param(10_000, marks=[pytest.mark.slow, pytest.mark.timeout(900)])],
+)
+def test_cli_store_rows_agree_with_the_results_file(
+    tmp_path: Path, store: Path, count: int
+) -> None:
+    """A real CLI batch of many tasks (an agent no profile names: each ends at once): every
+    task's row in the run store ends with the status of its envelope in ``--out``."""
+    path = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"entry": "acp_spawn", "agent": "no-such-agent", "task": "hi"}] * count,
+    )
+    out = tmp_path / "results.jsonl"
+    env = {**os.environ, "ACP_BRIDGE_RUNS_DB": str(store)}
+    process = cli(str(path), "--out", str(out), cwd=tmp_path, env=env)
+    _, err = process.communicate(timeout=count / 5 + 60)
+    assert process.returncode == 1, err[-2000:]
+    written = envelopes(out)
+    assert len(written) == count
+    assert {e["meta"]["error_code"] for e in written} == {"config_error"}
+    rows = dict(sqlite3.connect(store).execute("SELECT id, status FROM runs").fetchall())
+    assert rows == {e["task_id"]: e["status"] for e in written}

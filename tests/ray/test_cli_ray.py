@@ -317,3 +317,32 @@ def test_a_task_without_cwd_runs_in_a_fresh_workspace_on_its_node(
     assert result["meta"]["batch"]["cwd"] == where
     workers = [ray_cluster.node_id(node) for node in ray_cluster.workers]
     assert result["meta"]["node"] in workers
+
+
+def test_tasks_no_node_can_run_end_in_rows_that_agree_with_their_envelopes(
+    ray_cluster: RayTestCluster, tmp_path: Path
+) -> None:
+    """2 000 tasks naming an agent no node offers all end at once, refused: every task's row
+    in the run store ends with its envelope's status (at 100 000, 11 642 rows were ``lost``)."""
+    import sqlite3
+
+    task = {"entry": "acp_spawn", "agent": "no-such-agent", "task": "hi"}
+    path = tmp_path / "tasks.jsonl"
+    path.write_text((json.dumps(task) + "\n") * 2000)
+    out, store = tmp_path / "results.jsonl", tmp_path / "runs.db"
+    address = ["--executor", "ray", "--address", ray_cluster.address]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "acp_bridge", "batch", str(path), "--out", str(out), *address],
+        cwd=tmp_path,
+        env={**ray_cluster.env(), "ACP_BRIDGE_RUNS_DB": str(store)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, err = process.communicate(timeout=200)
+    assert process.returncode == 1, err[-2000:]
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(written) == 2000
+    assert {e["meta"]["error_code"] for e in written} == {"executor_error"}
+    rows = dict(sqlite3.connect(store).execute("SELECT id, status FROM runs").fetchall())
+    assert rows == {e["task_id"]: e["status"] for e in written}

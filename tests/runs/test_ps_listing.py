@@ -141,6 +141,7 @@ def test_a_store_from_before_the_texts_gets_them_when_it_migrates(
     expected = made_from_dicts(store, active_only=False)
     store.db.execute("UPDATE runs SET listing = NULL")
     store.db.execute("DROP TRIGGER runs_listing_stale")
+    store.db.execute("DROP INDEX runs_listing")  # v7's index, on the column v5 added
     store.db.execute("ALTER TABLE runs DROP COLUMN listing")
     store.db.execute("DROP INDEX accepting_supervisors_env")  # and v6's renames undone
     store.db.execute("ALTER TABLE accepting_supervisors RENAME TO runners")
@@ -157,3 +158,20 @@ def test_a_store_from_before_the_texts_gets_them_when_it_migrates(
     assert kept.fetchone()[0] > 0
     migrated.close()
     close_stores()
+
+
+def test_ps_json_reads_the_stored_texts_from_their_index(tmp_path: Path) -> None:
+    """The stored text is the row's last column, after its envelope: read from the table,
+    every envelope was walked to reach it (19 000 runs: 0.3 s of SQLite)."""
+    store = Store(tmp_path / "runs.db")
+    fill(store)
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    listing.json_texts(store.db, compact_json_raw)
+    store.db.set_trace_callback(None)
+    reads = [s for s in statements if "SELECT listing" in s]
+    assert reads, statements
+    for statement in reads:
+        plan = [row[3] for row in store.db.execute(f"EXPLAIN QUERY PLAN {statement}")]
+        assert plan == ["SCAN runs USING COVERING INDEX runs_listing"], (statement, plan)
+    store.close()

@@ -73,7 +73,7 @@ def test_a_v5_store_keeps_its_rows_through_the_v6_renames(tmp_path: Path) -> Non
         db.execute("INSERT INTO settings (key, value) VALUES ('runner_idle', '0.5')")
     db.close()
     store = Store(path)  # migrates
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION == 6
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION == 7
     tables = {name for (name,) in store.db.execute("SELECT name FROM sqlite_schema")}
     assert {"accepting_supervisors", "accepting_supervisors_env", "wakeups"} <= tables
     assert not {"runners", "runners_env", "bells"} & tables

@@ -159,7 +159,14 @@ ALTER TABLE bells RENAME TO wakeups;
 UPDATE settings SET key = 'supervisor_idle' WHERE key = 'runner_idle';
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# v7: ``ps --json`` reads the stored texts from an index of their own (issue 36): the column
+# comes after the envelope, so reading it walked every row's envelope first (19 000 runs:
+# 0.3 s of SQLite; 0.09 s from the index, for a store ~30% larger).
+_V7 = """
+CREATE INDEX runs_listing ON runs (seq, listing);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 VERSION = len(MIGRATIONS)
 
 

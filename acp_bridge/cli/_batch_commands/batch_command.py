@@ -14,7 +14,6 @@ import argparse
 import json
 import shlex
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,12 +142,10 @@ class BatchProgress:
         self.ended: Counter[str] = Counter()
         self.per_node: Counter[str] = Counter()
         self.codes: Counter[str] = Counter()
-        self.began: dict[str, float] = {}
 
     def __call__(self, what: str, task: Keyed, node: str | None, envelope: Any) -> None:
         if what == "started":
             self.running[task.key] = node or "?"
-            self.began.setdefault(task.key, time.monotonic())
             return
         self.running.pop(task.key, None)
         if what == "retrying":
@@ -233,22 +230,26 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
     loaded = load(args)
     foreground.install()
     progress = BatchProgress(human_stream("stderr"), len(todo))
-    on_result = results.append if results is not None else _InOrder(todo)
-    outcomes: list[Any] = []
+    write = results.append if results is not None else _InOrder(todo)
+    statuses: dict[str, Any] = {}
+
+    def on_result(envelope: SubtaskResult) -> None:
+        write(envelope)
+        statuses[(envelope.meta.batch or {})["key"]] = envelope.status
 
     async def main() -> None:
         async def tasks_run(cancel: anyio.Event, abort: anyio.Event) -> None:
-            nonlocal outcomes
             # The first signal cancels running tasks and starts no other; the second stops
-            # waiting for them (cancelled outright; what ended is in the results).
-            finished = await race(
+            # waiting for them (cancelled outright; what ended is in the results). Each
+            # envelope is written as its task ends and not kept (keep=False).
+            await race(
                 lambda: run_batch(
                     todo, executor=executor, config=loaded, concurrency=args.concurrency,
                     retries=args.retries, on_result=on_result, progress=progress, cancel=cancel,
+                    keep=False,
                 ),
                 abort.wait,
             )  # fmt: skip
-            outcomes = finished.value or []
 
         await interrupts.run(tasks_run, err)
 
@@ -264,8 +265,6 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
         return EXIT_INTERRUPTED
     if results is not None:
         statuses = {key: env.get("status") for key, env in results.previous.items()}
-    else:
-        statuses = {o.task.key: o.envelope.status for o in outcomes}
     every_done = all(statuses.get(task.key) == "done" for task in tasks)
     return EXIT_OK if every_done else EXIT_FAILED
 

@@ -12,14 +12,20 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acp_bridge._os.fs.input_files import InputRefused, read_text
 from acp_bridge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mcp.server.transport_security import TransportSecuritySettings
 
 TOKEN_ENV = "ACP_BRIDGE_MCP_TOKEN"
 TOKEN_FILE = "a token file"
 MAX_TOKEN_BYTES = 64 << 10
 PATH = "/mcp"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+"""Hosts whose HTTP servers refuse foreign ``Host``/``Origin`` headers (DNS rebinding)."""
 
 
 @dataclass(frozen=True)
@@ -72,3 +78,18 @@ def check_listen(listen: Listen, token: str | None) -> None:
             f"--http {listen.host}: refusing to listen beyond loopback without a bearer token "
             f"(--token-file FILE or ${TOKEN_ENV})"
         )
+
+
+def rebinding_rules(host: str) -> TransportSecuritySettings | None:
+    """The ``Host``/``Origin`` headers a server listening on ``host`` accepts (the MCP SDK's
+    DNS-rebinding check), or None: beyond loopback a name cannot be rebound to us, and the
+    token guards. One rule for every HTTP face: the MCP face and ``acp-bridge ui``."""
+    if host not in LOOPBACK_NAMES:
+        return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )

@@ -34,7 +34,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
 from acp_bridge._mcp import logs
 from acp_bridge._mcp.server import BridgeServer, Settings
-from acp_bridge._mcp.transport.listen import PATH, Listen, check_listen
+from acp_bridge._mcp.transport.listen import PATH, Listen, check_listen, rebinding_rules
 from acp_bridge._mcp.transport.stdio_repair import RepairedStream
 from acp_bridge._os import bounded_json
 from acp_bridge._os.bearer import BearerToken, http_error
@@ -151,7 +151,11 @@ def serve_http(
     _quiet_sdk()
     logs.install()
     server = BridgeServer(settings).build()
-    app: Any = server.streamable_http_app(streamable_http_path=PATH, host=listen.host)
+    app: Any = server.streamable_http_app(
+        streamable_http_path=PATH,
+        host=listen.host,
+        transport_security=rebinding_rules(listen.host),
+    )
     app = BodyDeadline(app, request_timeout)
     if token is not None:
         app = BearerToken(app, token)

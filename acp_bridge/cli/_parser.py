@@ -43,6 +43,7 @@ _AGENT = "acp_bridge.cli._agent_commands"
 _entries = _Handlers(f"{_RUN}.entry_commands")
 _sessions = _Handlers(f"{_RUN}.sessions_command")
 _mcp = _Handlers(f"{_RUN}.mcp_command")
+_ui = _Handlers(f"{_RUN}.ui_command")
 _doctor = _Handlers(f"{_AGENT}.doctor_command")
 _profiles = _Handlers(f"{_AGENT}.profiles_command")
 _agents = _Handlers(f"{_AGENT}.agents_command")
@@ -252,6 +253,7 @@ def build_parser(
     p.set_defaults(handler=_doctor.cmd_doctor)
 
     _add_mcp_command(commands)
+    _add_ui_command(commands)
     add_agents_command(commands, _agents, _Formatter)
 
     p = commands.add_parser(
@@ -324,6 +326,31 @@ def _add_mcp_command(commands: Any) -> None:
         "body (else 408); default 30",
     )
     p.set_defaults(handler=_mcp.cmd_mcp)
+
+
+def _add_ui_command(commands: Any) -> None:
+    p = commands.add_parser(
+        "ui",
+        help="a local web viewer of the recorded runs, live",
+        formatter_class=_Formatter,
+        description="Serve a web viewer over the run store: the runs (filtered, paged, "
+        "updated live), each run's timeline (messages, tool calls, permission decisions "
+        "and the rule that decided, terminals, plans), its diff and envelope, a running run "
+        "followed live and stopped from its page. It listens on loopback; every request "
+        "needs the token made at each start, in the URL printed on stderr. See "
+        "docs/how-to/viewer.md.",
+        epilog="example: acp-bridge ui --open",
+    )
+    p.add_argument("--port", type=int, default=8765, metavar="N", help="the port (0: any free one)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="H",
+        help="the address to listen on; beyond loopback anyone who can reach it still needs "
+        "the token",
+    )
+    p.add_argument("--open", action="store_true", help="open the URL in the browser")
+    p.set_defaults(handler=_ui.cmd_ui)
 
 
 def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None:

@@ -1,0 +1,106 @@
+"""``acp-bridge ui`` as a person uses it: a real headless Chromium against the viewer,
+started as a command, over real runs of the bundled demo agent: a run's timeline, the list
+and a run followed live, a run stopped from its page, and an agent's markup that must stay
+text. Marked ``browser`` (``pytest -m browser``; CI runs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from tests.runs.conftest import RunsEnv
+from tests.ui.conftest import Viewer, screenshot, wait_for
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+
+
+def test_a_runs_timeline_shows_its_tools_permissions_and_diff(
+    runs: RunsEnv, viewer: Viewer, page: Any
+) -> None:
+    first = runs.demo("Reply with exactly FIRST")
+    first.wait_sync(60)
+    run = runs.demo(
+        "write notes.txt: hello from the demo\nrun rm -rf build\nReply with exactly DONE"
+    )
+    run.wait_sync(60)
+    page.goto(viewer.url)
+    assert page.url == viewer.base + "/"  # the token left the address
+    rows = page.locator("#rows tr")
+    assert rows.count() == 2
+    assert page.locator(f"tr[data-run='{run.id}'] .status").inner_text() == "done"
+    screenshot(page, "ui-runs")
+    page.click(f"a[href='/runs/{run.id}']")
+    page.wait_for_url(f"**/runs/{run.id}")
+    tool = page.locator("#timeline li[data-kind='tool_call']").first
+    assert "write notes.txt" in tool.inner_text() and "completed" in tool.inner_text()
+    permissions = page.locator("#timeline li[data-kind='permission']")
+    written = permissions.nth(0).inner_text()
+    assert "allowed" in written and "decided by: mode workspace-write" in written
+    ran = permissions.nth(1).inner_text()  # the demo profile's own rule allows its commands
+    assert "run rm -rf build" in ran and "decided by: rule 1" in ran
+    assert "DONE" in page.locator("#timeline li[data-kind='message']").last.inner_text()
+    assert "+hello from the demo" in page.locator("#diff .d-add").first.inner_text()
+    screenshot(page, "ui-run")
+    with page.expect_download() as download:
+        page.click("a[href$='/transcript']")
+    transcript = download.value.path().read_text()
+    assert transcript and all(json.loads(line) for line in transcript.splitlines())
+
+
+def test_the_list_and_a_run_follow_live_and_stop_stops_it(
+    runs: RunsEnv, viewer: Viewer, page: Any
+) -> None:
+    page.goto(viewer.url)
+    assert page.locator("#rows tr td.empty").count() == 1
+    run = runs.demo("sleep 1\nsleep 120\nReply with exactly never")
+    row = page.locator(f"tr[data-run='{run.id}']")
+    row.wait_for()  # the list took it without a reload
+    page.click(f"a[href='/runs/{run.id}']")
+    page.wait_for_url(f"**/runs/{run.id}")
+    page.evaluate("window.sameDocument = true")  # gone if the page were loaded again
+    page.locator("#timeline li[data-kind='tool_call'][data-call='call_2']").wait_for()
+    first = page.locator("#timeline li[data-call='call_1'] .status")
+    wait_for(lambda: first.inner_text() == "completed")
+    assert page.evaluate("window.sameDocument") is True  # followed, not reloaded
+    screenshot(page, "ui-live")
+    page.click("#stop")
+    # ended: the page loads itself again, with the run's end (the CSP forbids the eval a
+    # wait_for_function would need: a locator waits instead)
+    page.locator("#run-status", has_text="cancelled").wait_for(timeout=60_000)
+    assert run.status == "cancelled"
+    assert page.locator("#stop").count() == 0
+    assert "call_2" in page.locator("#timeline li[data-kind='tool_call']").last.get_attribute(
+        "data-call"
+    )
+
+
+def test_agent_markup_is_shown_as_text_and_never_runs(
+    runs: RunsEnv, viewer: Viewer, page: Any
+) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    run = runs.demo(f"Reply with exactly {HOSTILE}")
+    run.wait_sync(60)
+    page.goto(viewer.url)
+    what = page.locator(f"tr[data-run='{run.id}'] td.what").inner_text()
+    assert "<script>window.pwned=1</script>" in what
+    page.goto(f"{viewer.base}/runs/{run.id}")
+    message = page.locator("#timeline li[data-kind='message']").last
+    assert HOSTILE in message.inner_text()
+    assert page.locator("#timeline img, main script").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert dialogs == []
+    envelope = page.locator("#envelope").text_content()  # folded away: not rendered
+    assert "<script>window.pwned=1</script><img src=x onerror=" in envelope
+
+
+def test_without_the_token_nothing_is_shown(viewer: Viewer, page: Any) -> None:
+    answer = page.goto(viewer.base + "/")
+    assert answer.status == 401
+    assert "unauthorized" in page.content()
+    assert os.environ.get("ACP_BRIDGE_RUNS_DB")  # the viewer read this test's store

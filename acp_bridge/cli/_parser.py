@@ -341,7 +341,9 @@ def _add_ui_command(commands: Any) -> None:
         "docs/how-to/viewer.md.",
         epilog="example: acp-bridge ui --open",
     )
-    p.add_argument("--port", type=int, default=8765, metavar="N", help="the port (0: any free one)")
+    p.add_argument(
+        "--port", type=count(0, 65535), default=8765, metavar="N", help="the port (0: any free one)"
+    )
     p.add_argument(
         "--host",
         default="127.0.0.1",

@@ -9,14 +9,11 @@ from __future__ import annotations
 import argparse
 
 from acp_bridge.cli._printing import EXIT_OK, err
-from acp_bridge.errors import ConfigError
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from acp_bridge._mcp.transport.listen import Listen
 
-    if not 0 <= args.port <= 65535:
-        raise ConfigError(f"--port: expected 0 to 65535, got {args.port}")
     listen = Listen(args.host, args.port)
 
     def listening(url: str) -> None:

@@ -144,3 +144,16 @@ def test_stop_needs_the_form_token_and_stops_as_the_cli_does(
     refused = browser.post(f"/runs/{rid(2)}/stop", data={"form": form_token(TOKEN)})
     assert refused.status_code == 409 and "foreground run" in refused.text
     assert browser.get(f"/runs/{rid(1)}/stop").status_code == 405
+
+
+def test_an_ended_runs_live_stream_says_its_last_event_and_that_it_ended(
+    store: Store, browser: TestClient
+) -> None:
+    me = proc.own_identity()
+    store.create(new_run(1), me, detached=False)
+    store.add_events(rid(1), [json.dumps({"kind": "message", "text": "x"})] * 3, 0)
+    ended(store, 1, {"status": "done"}, "failed")
+    with browser.stream("GET", f"/runs/{rid(1)}/live", params={"after": 1}) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        text = "".join(answer.iter_text())
+    assert "event: events\r\ndata: 3" in text and "event: ended\r\ndata: failed" in text

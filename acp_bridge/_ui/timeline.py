@@ -3,9 +3,11 @@
 The events are the run's live events as the store recorded them (``_runs/recorder.py``): a
 message arrives in chunks, a tool call as one event and then its updates. Within one page
 of events, consecutive chunks of a message (or of a thought, or of a terminal's output)
-become one item, and a tool call's updates are folded into its item (its latest status).
-An update whose call is on an earlier page stays an item of its own; the page's script
-folds it into the call shown (``static/ui.js``).
+become one item, a tool call's updates are folded into its item (its latest status), and
+so are a child session's (``subagent``: the agent's subagent, its state, usage and message
+count, one item each under the turn that started it). An update whose call is on an earlier
+page stays an item of its own; the page's script folds it into the call shown
+(``static/ui.js``).
 
 Everything here is data: the templates render it, escaped (autoescape), so what the agent
 wrote is shown as text, whatever it holds.
@@ -45,6 +47,7 @@ def timeline(events: Iterable[tuple[int, str]]) -> list[Item]:
     """The items of a page of encoded events ``(seq, JSON)`` in order."""
     items: list[Item] = []
     calls: dict[str, Item] = {}
+    children: dict[str, Item] = {}
     for seq, text in events:
         data = json.loads(text)
         kind = str(data.pop("kind", "warning"))
@@ -58,6 +61,15 @@ def timeline(events: Iterable[tuple[int, str]]) -> list[Item]:
                 last.seq = seq
                 continue
             items.append(Item(kind, seq, elapsed, chunk, data))
+            continue
+        if kind == "subagent":
+            child = str(data.get("id", ""))
+            if child in children:
+                children[child].data.update(data)
+                children[child].seq = seq
+                continue
+            children[child] = Item(kind, seq, elapsed, str(data.get("title") or child), data)
+            items.append(children[child])
             continue
         call_id = str(data.get("tool_call_id", ""))
         if kind == "tool_update" and call_id in calls:

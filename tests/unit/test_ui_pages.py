@@ -100,6 +100,7 @@ def test_a_runs_page_shows_its_timeline_diff_and_envelope(
         {"kind": "tool_update", "tool_call_id": "c1", "status": "failed"},
         {"kind": "plan", "entries": [{"status": "pending", "content": "step <one>"}]},
         {"kind": "terminal", "state": "exited", "command": "echo hi", "exit_code": 0},
+        {"kind": "subagent", "id": "s1", "status": "completed", "title": "child <x>"},
     ]  # fmt: skip
     store.add_events(rid(1), [json.dumps({"task_id": rid(1), **e}) for e in events], 0)
     diff = tmp_path / "run.diff"
@@ -114,11 +115,11 @@ def test_a_runs_page_shows_its_timeline_diff_and_envelope(
     assert "Hello &lt;script&gt;" in page and "<script>alert" not in page
     assert page.count('data-kind="tool_call"') == 1 and "st-failed" in page
     assert "decided by: rule 2: reject execute &#39;ls&#39;" in page
-    assert "step &lt;one&gt;" in page and "exit 0" in page
+    assert "step &lt;one&gt;" in page and "exit 0" in page and "child &lt;x&gt;" in page
     assert '<span class="d-add">+new &lt;b&gt;</span>' in page
     assert 'data-live="0"' in page and 'id="stop"' not in page  # ended: nothing to follow
     fragment = browser.get(f"/runs/{rid(1)}/timeline", params={"after": 5})
-    assert fragment.headers["x-last"] == "7" and fragment.text.count("<li class=") == 2
+    assert fragment.headers["x-last"] == "8" and fragment.text.count("<li class=") == 3
     download = browser.get(f"/runs/{rid(1)}/transcript")
     assert download.text == '{"dir": "in"}\n'
     assert "attachment" in download.headers["content-disposition"]

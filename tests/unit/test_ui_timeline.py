@@ -52,6 +52,23 @@ def test_a_tool_calls_updates_fold_into_it_and_an_orphan_update_stays() -> None:
     assert "elapsed" not in call.data and "task_id" not in call.data
 
 
+def test_a_child_sessions_updates_are_one_item_with_its_latest_state() -> None:
+    items = timeline(
+        events(
+            {"kind": "subagent", "what": "announced", "id": "s1", "status": "running"},
+            {"kind": "message", "text": "meanwhile"},
+            {"kind": "subagent", "what": "announced", "id": "s2", "status": "running",
+             "title": "tests"},
+            {"kind": "subagent", "what": "state", "id": "s1", "status": "completed",
+             "usage": {"total_tokens": 7}},
+        )
+    )  # fmt: skip
+    assert [(i.kind, i.text, i.seq) for i in items] == [
+        ("subagent", "s1", 4), ("message", "meanwhile", 2), ("subagent", "tests", 3),
+    ]  # fmt: skip
+    assert items[0].data["status"] == "completed" and items[0].data["usage"]["total_tokens"] == 7
+
+
 def test_diff_lines_are_told_apart_and_cut_at_the_limit() -> None:
     diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"
     lines, cut = diff_lines(diff)

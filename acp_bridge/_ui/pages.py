@@ -302,8 +302,10 @@ def _integer(value: str | None, name: str) -> int | None:
 
 
 def _diff(path: Any) -> tuple[list[Any], bool]:
-    """The lines of the run's diff file (None: no diff, or it cannot be read)."""
-    if not isinstance(path, str) or not path:
+    """The lines of the run's diff file (none: no diff, or it cannot be read). Only a
+    ``.diff`` file: the path comes from an envelope, and an envelope may have come from
+    another machine (a batch node), so it never names just any file to show."""
+    if not isinstance(path, str) or not path.endswith(".diff"):
         return [], False
     try:
         with Path(path).open("rb") as file:

@@ -5,8 +5,8 @@ message arrives in chunks, a tool call as one event and then its updates. Within
 of events, consecutive chunks of a message (or of a thought, or of a terminal's output)
 become one item, a tool call's updates are folded into its item (its latest status), and
 so are a child session's (``subagent``: the agent's subagent, its state, usage and message
-count, one item each under the turn that started it). An update whose call is on an earlier
-page stays an item of its own; the page's script folds it into the call shown
+count, one item each under the turn that started it). An update whose call (or child) is on
+an earlier page stays an item of its own; the page's script folds it into the one shown
 (``static/ui.js``).
 
 Everything here is data: the templates render it, escaped (autoescape), so what the agent

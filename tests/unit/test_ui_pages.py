@@ -158,3 +158,14 @@ def test_an_ended_runs_live_stream_says_its_last_event_and_that_it_ended(
         assert answer.headers["content-type"].startswith("text/event-stream")
         text = "".join(answer.iter_text())
     assert "event: events\r\ndata: 3" in text and "event: ended\r\ndata: failed" in text
+
+
+def test_an_envelope_naming_any_other_file_as_its_diff_shows_none(
+    tmp_path: Path, store: Store, browser: TestClient
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("+not a diff, a private file\n")
+    store.create(new_run(1), proc.own_identity(), detached=False)
+    ended(store, 1, {"status": "done", "meta": {"diff": str(secret)}})
+    page = browser.get(f"/runs/{rid(1)}").text
+    assert 'id="diff"' not in page and "private file" not in page

@@ -44,6 +44,14 @@
         }
       }
     }
+    if (kind === "subagent") {  // a child session's newer state replaces the one shown
+      for (const child of timeline.querySelectorAll("li[data-kind='subagent']")) {
+        if (child.dataset.child === item.dataset.child) {
+          child.replaceWith(item);
+          return;
+        }
+      }
+    }
     const previous = timeline.lastElementChild;
     if (previous && TEXT_KINDS.has(kind) && previous.dataset.kind === kind &&
         previous.dataset.stream === item.dataset.stream) {

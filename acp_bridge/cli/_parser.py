@@ -342,7 +342,11 @@ def _add_ui_command(commands: Any) -> None:
         epilog="example: acp-bridge ui --open",
     )
     p.add_argument(
-        "--port", type=count(0, 65535), default=8765, metavar="N", help="the port (0: any free one)"
+        "--port",
+        type=count(0, 65535),
+        default=8766,
+        metavar="N",
+        help="the port (default 8766, beside the MCP examples' 8765; 0: any free one)",
     )
     p.add_argument(
         "--host",

@@ -193,12 +193,8 @@ class Pages:
 
     async def run_page(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        full = self.store.get(run_id)
-        run = self._run(run_id)
-        if full is not None:
-            run = full._replace(status=run.status, ended_at=run.ended_at)
-            if run.envelope is None:  # settled lost just now: its envelope was written
-                run = self.store.get(run_id) or run
+        run = self._run(run_id)  # lost-ness settled first (a lost run gets its envelope)
+        run = self.store.get(run_id) or run  # with its request and envelope
         after = _integer(request.query_params.get("after"), "after") or 0
         envelope = run.envelope or {}
         meta = envelope.get("meta") or {}

@@ -90,6 +90,26 @@ def _took(run: RunRecord) -> str:
     return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
 
 
+def _placement(batch: str | None) -> str:
+    """A batch task's ``meta.batch`` (JSON text) as a person reads it: its key, its
+    attempts when it was retried, whether it was interrupted."""
+    if not batch:
+        return "-"
+    try:
+        info = json.loads(batch)
+    except ValueError:
+        return "-"
+    if not isinstance(info, dict):
+        return "-"
+    parts = [str(info.get("key") or info.get("index", "?"))]
+    attempts = info.get("attempts")
+    if isinstance(attempts, int) and attempts > 1:
+        parts.append(f"{attempts} attempts")
+    if info.get("interrupted"):
+        parts.append("interrupted")
+    return ", ".join(parts)
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -99,6 +119,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["when"] = _when
     env.filters["took"] = _took
+    env.filters["placement"] = _placement
     return env
 
 

@@ -169,3 +169,18 @@ def test_an_envelope_naming_any_other_file_as_its_diff_shows_none(
     ended(store, 1, {"status": "done", "meta": {"diff": str(secret)}})
     page = browser.get(f"/runs/{rid(1)}").text
     assert 'id="diff"' not in page and "private file" not in page
+
+
+def test_a_batch_tasks_row_shows_its_key_retries_node_and_error_code(
+    store: Store, browser: TestClient
+) -> None:
+    me = proc.own_identity()
+    store.create(new_run(1), me, detached=False)
+    batch = {"key": "task-<7>", "index": 7, "attempts": 2}
+    envelope = {"status": "failed", "meta": {"batch": batch, "node": "node-b"}}
+    outcome = Outcome("failed", envelope, "lost twice", "node_lost")
+    with store.write() as conn:
+        assert store.finish(conn, rid(1), outcome)
+    row = browser.get("/").text
+    assert "task-&lt;7&gt;, 2 attempts @ node-b" in row
+    assert '<span class="code">node_lost</span>' in row

@@ -38,14 +38,12 @@ from acp_bridge._acp.rpc.activity import Activity
 from acp_bridge._acp.rpc.pending import PendingRequest, Response, id_key
 from acp_bridge._acp.rpc.request_pool import RequestPool
 from acp_bridge._acp.rpc.router import Router, error_reply
-from acp_bridge._acp.wire.inbound import (
-    InboundStats,
+from acp_bridge._acp.wire.inbound import InboundStats, decode_line, not_json
+from acp_bridge._acp.wire.jsonrpc_messages import (
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
     Skipped,
-    decode_line,
-    not_json,
 )
 from acp_bridge._acp.wire.outbox import Outbox, Outgoing
 from acp_bridge._acp.wire.schema import INVALID_REQUEST, REQUEST_CANCELLED

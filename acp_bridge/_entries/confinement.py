@@ -30,7 +30,7 @@ import anyio
 from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge._os.fs.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.fs.paths import resolved
-from acp_bridge._os.fs.roots import check_write_roots
+from acp_bridge._os.fs.run_folders import check_write_roots
 from acp_bridge._os.git.changes import (
     Baseline,
     ChangeLimits,

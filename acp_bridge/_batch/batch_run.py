@@ -12,7 +12,7 @@
 The promises, whatever the executor does:
 
 - one :class:`~acp_bridge.SubtaskResult` per task, in the order given, with
-  ``meta.batch = {key, index, node, attempts}``; a task's failure is its envelope, never an
+  ``meta.batch = {id, key, index, node, attempts}``; a task's failure is its envelope, never an
   exception (a malformed task is a :class:`~acp_bridge.ConfigError` before anything runs);
 - no silent re-run: an attempt whose node was lost (``node_lost``, or ``lost``: the process
   running it died) runs again elsewhere only when ``retries`` allows, and
@@ -30,6 +30,7 @@ The promises, whatever the executor does:
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -89,12 +90,14 @@ async def run_batch(
     on_outcome: Callable[[TaskOutcome], None] | None = None,
     spans: Spans = BATCH_SPANS,
     keep: bool = True,
+    batch_id: str | None = None,
 ) -> list[TaskOutcome]:
     """Run ``tasks``; an outcome for each, in their order (see the module docstring).
     ``on_outcome``: like ``on_result``, with what the task's ``inspect`` found (called
     inside the task's span). ``keep`` False: the outcomes are only handed to the hooks,
     and none is returned (an envelope kept until the batch ends is ~4.5 KB: 100 000 of
-    them, half a GB)."""
+    them, half a GB). ``batch_id``: the id every task's row and ``meta.batch.id`` carry
+    (default: a new ``batch_…``; a comparison passes its ``cmp_…``)."""
     if retries < 0:
         raise ExecutorError(f"retries must be 0 or more, got {retries}")
     if concurrency is not None and concurrency < 1:
@@ -102,6 +105,7 @@ async def run_batch(
     batch = _Batch(tasks, retries, on_result, progress, cancel or anyio.Event(), config)
     batch.on_outcome = on_outcome
     batch.keep = keep
+    batch.batch_id = batch_id or new_batch_id()
     batch.task_span = spans[1]
     with batch.tracing.span(spans[0], **{"acp.batch.tasks": len(tasks)}) as span:
         try:
@@ -142,6 +146,7 @@ class _Batch:
         self.on_outcome: Callable[[TaskOutcome], None] | None = None
         self.tracing = Tracing.from_host()
         self.task_span = BATCH_SPANS[1]
+        self.batch_id = ""
 
     async def run_all(self, session: Session, concurrency: int | None) -> None:
         limit = concurrency or session.default_concurrency
@@ -173,7 +178,7 @@ class _Batch:
     ) -> None:
         task_id = self.task_ids[position]
         request = item.task.request
-        record = TaskRecord(task_id, request.task, request.entry, request.agent)
+        record = TaskRecord(task_id, request.task, request.entry, request.agent, self.batch_id)
         self.records[position] = record
         began = time.monotonic()
         if limiter is not None:
@@ -249,6 +254,7 @@ class _Batch:
         return TaskOutcome(item, _mark_interrupted(_stamp(envelope, item, None, attempts, began)))
 
     async def _end(self, position: int, outcome: TaskOutcome, record: TaskRecord) -> None:
+        outcome.envelope = _with_batch_id(outcome.envelope, self.batch_id)
         batch = outcome.envelope.meta.batch or {}
         if record.begun is not None or not (batch.get("interrupted") and not batch["attempts"]):
             await record.ended(outcome.envelope)
@@ -272,7 +278,7 @@ class _Batch:
             outcome = TaskOutcome(item, _stamp(envelope, item, None, 0, None))
             request = item.task.request
             record = self.records.get(position) or TaskRecord(
-                task_id, request.task, request.entry, request.agent
+                task_id, request.task, request.entry, request.agent, self.batch_id
             )
             await self._end(position, outcome, record)
 
@@ -306,6 +312,16 @@ def _stamp(
         update["duration_ms"] = int((time.monotonic() - began) * 1000)
     update["entry"] = envelope.meta.entry or item.task.request.entry
     return envelope.model_copy(update={"meta": envelope.meta.model_copy(update=update)})
+
+
+def new_batch_id() -> str:
+    """A fresh batch id: ``batch_`` and 12 hex digits."""
+    return f"batch_{secrets.token_hex(6)}"
+
+
+def _with_batch_id(envelope: SubtaskResult, batch_id: str) -> SubtaskResult:
+    info = {**(envelope.meta.batch or {}), "id": batch_id}
+    return envelope.model_copy(update={"meta": envelope.meta.model_copy(update={"batch": info})})
 
 
 def _mark_interrupted(envelope: SubtaskResult) -> SubtaskResult:

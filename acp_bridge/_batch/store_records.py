@@ -2,7 +2,8 @@
 
 Each task is one run row, recorded by the batch's own process (so if that process dies, the
 readers find the task ``lost``, like any foreground run): ``running`` from when its node
-starts it, then its final envelope — with ``meta.node`` and ``meta.batch`` — committed
+starts it, with the batch's id (``batch_id``), then its final envelope — with ``meta.node``
+and ``meta.batch`` — committed
 before the batch hands it on. ``ps``, ``show`` and ``wait`` work on it from any process.
 A task refused before it started is recorded with its envelope all the same; one
 interrupted while queued is not (it never ran: ``batch_run.py``). The store is written
@@ -25,14 +26,17 @@ class TaskRecord:
     """One batch task's row. ``begun`` is set once its begin was started (and fires when
     the row is written)."""
 
-    def __init__(self, task_id: str, task: str, entry: Entry, agent: str | None) -> None:
+    def __init__(
+        self, task_id: str, task: str, entry: Entry, agent: str | None, batch_id: str
+    ) -> None:
         self.task_id, self.task, self.entry, self.agent = task_id, task, entry, agent
+        self.batch_id = batch_id
         self.record: RunReport | None = None
         self.begun: anyio.Event | None = None
 
     def _record(self, cwd: str) -> RunReport:
         if self.record is None:
-            start = RunStart(self.task_id, self.entry, self.task, self.agent, cwd)
+            start = RunStart(self.task_id, self.entry, self.task, self.agent, cwd, self.batch_id)
             self.record = foreground.record_run(start)
         return self.record
 

@@ -67,6 +67,7 @@ class BudgetUse(BaseModel):
 class CompareResult(BaseModel):
     """The whole comparison."""
 
+    id: str = Field("", description="cmp_ and 12 hex digits: every attempt's meta.batch.id")
     task: str
     agents: list[str]
     n: int

@@ -23,7 +23,9 @@ left — the whole comparison is swept at the end, whatever happened.
 
 from __future__ import annotations
 
+import logging
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,7 @@ MAX_PATCH_BYTES = 64 << 20
 can be any size; the diff is still applied by git from the file, whatever its size)."""
 
 OnAttempt = Callable[[AttemptResult], None]
+log = logging.getLogger("acp_bridge.compare")
 
 
 def read_patch(diff: Path) -> str:
@@ -173,6 +176,8 @@ class _Comparison:
         self.settled: dict[str, AttemptResult] = {}
         self.verifiers = anyio.CapacityLimiter(VERIFY_AT_ONCE)
         self.warnings: list[str] = []
+        self.id = f"cmp_{secrets.token_hex(6)}"
+        """Every attempt's ``batch_id`` in the run store, and its comparison's there."""
 
     def _tasks(self) -> list[BatchTask]:
         keep = "always" if self.checked["keep"] else "never"
@@ -213,12 +218,16 @@ class _Comparison:
                         on_outcome=settle,
                         cancel=self.stop,
                         spans=("acp_bridge.compare", "acp_bridge.compare.attempt"),
+                        batch_id=self.id,
                     )
                 watching.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await self._sweep()
-        return await self._result()
+        result = await self._result()
+        if self.loaded.config.runs.record:
+            await anyio.to_thread.run_sync(_record, result)
+        return result
 
     async def _watch(self, cancel: anyio.Event) -> None:
         await cancel.wait()
@@ -317,6 +326,7 @@ class _Comparison:
         winner = attempts[index] if index is not None else None
         applied = await self._apply(winner) if self.checked["apply"] else None
         return CompareResult(
+            id=self.id,
             task=self.task,
             agents=list(self.profiles),
             n=self.checked["n"],
@@ -361,3 +371,18 @@ class _Comparison:
             return ApplyResult(dry_run=False, applied=False, files=paths, error=error)
         refused = await apply_diff(diff, self.repo.top)
         return ApplyResult(dry_run=False, applied=not refused, files=paths, error=refused)
+
+
+def _record(result: CompareResult) -> None:
+    """``result`` in the run store beside its attempts (the viewer's comparison page). A
+    store that cannot be written is logged: the comparison itself is done."""
+    from acp_bridge._runs.store.run_store import Store
+
+    try:
+        store = Store()
+        try:
+            store.record_comparison(result.id, result.to_json())
+        finally:
+            store.close()
+    except Exception as exc:
+        log.warning("%s: not recorded in the run store: %s", result.id, exc)

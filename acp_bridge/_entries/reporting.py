@@ -29,6 +29,8 @@ class RunStart(NamedTuple):
     agent: str | None
     cwd: str
     """Absolute: as the caller gave it, else the caller's working directory."""
+    batch_id: str | None = None
+    """The batch (``batch_…``) or comparison (``cmp_…``) the run is a task of."""
 
 
 class RunReport(Protocol):

@@ -191,6 +191,7 @@ class _Record:
             caller_cwd=os.getcwd(), request=request,  # noqa: PTH109
             config_path=str(config.path) if config and config.path else None,
             lane=lanes.lane_for(run.entry, run.agent), group=None, env_key="",
+            batch_id=run.batch_id,
         )  # fmt: skip
         settings = rules.store_settings(config.config.runs) if config else None
         self._row = new, settings

@@ -1,11 +1,15 @@
-"""The viewer's pages: the runs, a run, their fragments and live streams, and the one action.
+"""The viewer's pages: the runs, a run, a batch, a comparison, their fragments and live
+streams, and the one action.
 
 Server-rendered (Jinja2, autoescape on: whatever an agent wrote is shown as text) and read
 from the run store the way ``ps``, ``show`` and ``logs`` read it: a page of runs by keyset
 (:mod:`~acp_bridge._runs.store.run_pages`), a run through
 :func:`~acp_bridge._runs.watch.get_checked` (lost-ness settled), its events a page at a time.
-Live pages get server-sent events that only say *something changed* (the list) or *events
-up to N* (a run); the page's script then fetches the rendered fragment. Stopping a run is
+A batch's page and a comparison's read the runs recorded with their ``batch_id``
+(:func:`~acp_bridge._runs.store.run_pages.batch_counts`, ``batch_runs``) and the comparison's
+recorded decision. Live pages get server-sent events that only say *something changed* (the
+list, a batch) or *events up to N* (a run); the page's script then fetches the rendered
+fragment (a batch's page reloads itself). Stopping a run is
 :func:`~acp_bridge._runs.caller.handle.stop_run`, the CLI's ``stop``.
 
 The store is read on the event loop's own thread: each read is a local SQLite call of well
@@ -21,10 +25,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import anyio
 import jinja2
+from pydantic import ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,8 +38,20 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from acp_bridge._compare.compare_result import CompareResult
 from acp_bridge._runs import liveness
-from acp_bridge._runs.store.run_pages import ACTIVE_FILTER, RunFilter, agents, change_mark, run_page
+from acp_bridge._runs.store.run_pages import (
+    ACTIVE_FILTER,
+    MAX_PAGE,
+    RunFilter,
+    agents,
+    batch_counts,
+    batch_mark,
+    batch_runs,
+    change_mark,
+    comparison,
+    run_page,
+)
 from acp_bridge._runs.store.run_records import ACTIVE, FINAL, RunRecord
 from acp_bridge._runs.store.run_store import Store, open_store
 from acp_bridge._runs.watch import UnknownRunError, get_checked
@@ -110,6 +127,26 @@ def _placement(batch: str | None) -> str:
     return ", ".join(parts)
 
 
+COMPARISON_PREFIX = "cmp_"
+"""A ``batch_id`` of a comparison's attempts (a batch's begins ``batch_``)."""
+
+
+def _group_url(batch_id: str) -> str:
+    """The page of the batch or comparison ``batch_id``."""
+    kind = "comparisons" if batch_id.startswith(COMPARISON_PREFIX) else "batches"
+    return f"/{kind}/{quote(batch_id, safe='')}"
+
+
+def _attempts(batch: str | None) -> str:
+    """How many times a batch's task ran (``meta.batch.attempts``), or ``-``."""
+    try:
+        info = json.loads(batch) if batch else None
+    except ValueError:
+        return "-"
+    attempts = info.get("attempts") if isinstance(info, dict) else None
+    return str(attempts) if isinstance(attempts, int) else "-"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -120,6 +157,8 @@ def _environment() -> jinja2.Environment:
     env.filters["when"] = _when
     env.filters["took"] = _took
     env.filters["placement"] = _placement
+    env.filters["group_url"] = _group_url
+    env.filters["attempts"] = _attempts
     return env
 
 
@@ -146,6 +185,9 @@ class Pages:
             Route("/runs/{run_id}/transcript", self.run_transcript),
             Route("/runs/{run_id}/envelope.json", self.run_envelope),
             Route("/runs/{run_id}/stop", self.run_stop, methods=["POST"]),
+            Route("/batches/{batch_id}", self.batch_page),
+            Route("/comparisons/{batch_id}", self.comparison_page),
+            Route("/live/batches/{batch_id}", self.batch_live),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
 
@@ -304,6 +346,74 @@ class Pages:
         except BridgeError as exc:  # a foreground run: stopped where it runs
             raise PageError(409, str(exc)) from None
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+    # --- a batch and a comparison -----------------------------------------------------
+
+    def _batch(self, batch_id: str) -> None:
+        if not batch_runs(self.store.db, batch_id, limit=1) and not comparison(
+            self.store.db, batch_id
+        ):
+            raise PageError(404, f"no batch or comparison {batch_id[:80]!r} in {self.store.path}")
+
+    async def batch_page(self, request: Request) -> Response:
+        batch_id = request.path_params["batch_id"]
+        liveness.reap(self.store)  # a dead batch process's tasks show lost, as in ps
+        self._batch(batch_id)
+        counts = batch_counts(self.store.db, batch_id)
+        return self._render(
+            request,
+            "batch.html",
+            batch_id=batch_id,
+            counts=counts,
+            nodes=sorted(counts.by_node.items()),
+            problems=batch_runs(self.store.db, batch_id, problems_only=True),
+            tasks=batch_runs(self.store.db, batch_id),
+            page=MAX_PAGE,
+        )
+
+    async def comparison_page(self, request: Request) -> Response:
+        batch_id = request.path_params["batch_id"]
+        liveness.reap(self.store)
+        self._batch(batch_id)
+        rows = batch_runs(self.store.db, batch_id)
+        decided, unreadable = None, ""
+        text = comparison(self.store.db, batch_id)
+        if text is not None:
+            try:
+                decided = CompareResult.model_validate_json(text)
+            except ValidationError as exc:  # written by another version of acp-bridge
+                unreadable = f"its recorded result cannot be read: {exc.error_count()} errors"
+        attempts = {a.task_id: a for a in decided.attempts} if decided else {}
+        winner = decided.winning if decided else None
+        diff, cut = _diff(winner.diff if winner else None)
+        return self._render(
+            request,
+            "comparison.html",
+            batch_id=batch_id,
+            rows=rows,
+            decided=decided,
+            unreadable=unreadable,
+            attempts=attempts,
+            winner=winner,
+            diff=diff,
+            diff_cut=cut,
+        )
+
+    async def batch_live(self, request: Request) -> Response:
+        """``changed`` whenever a batch's or comparison's runs did (see :func:`batch_mark`)."""
+        batch_id = request.path_params["batch_id"]
+        self._batch(batch_id)
+
+        async def changes() -> AsyncIterator[dict[str, str]]:
+            mark = batch_mark(self.store.db, batch_id)
+            while True:
+                await anyio.sleep(POLL)
+                now = batch_mark(self.store.db, batch_id)
+                if now != mark:
+                    mark = now
+                    yield {"event": "changed", "data": "batch"}
+
+        return EventSourceResponse(changes(), ping=15)
 
     async def error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)

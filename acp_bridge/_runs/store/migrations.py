@@ -166,7 +166,21 @@ _V7 = """
 CREATE INDEX runs_listing ON runs (seq, listing);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# v8: the batch or comparison a run belongs to (issue 35): ``batch_<hex>`` for a batch's
+# task, ``cmp_<hex>`` for a comparison's attempt, made once per call, so the viewer finds a
+# batch's runs from an index instead of reading every envelope's ``meta.batch``. And what a
+# comparison decided (the winner, why, the verifiers): it lives in no run's envelope.
+_V8 = """
+ALTER TABLE runs ADD COLUMN batch_id TEXT;
+CREATE INDEX runs_batch ON runs (batch_id, seq) WHERE batch_id IS NOT NULL;
+CREATE TABLE comparisons (
+    id         TEXT PRIMARY KEY,                         -- cmp_ + 12 hex, the runs' batch_id
+    created_at REAL NOT NULL,
+    result     TEXT NOT NULL                             -- JSON: compare --json's document
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 VERSION = len(MIGRATIONS)
 
 

@@ -9,6 +9,12 @@ run in front of the page, and ``ps --all`` reads them all (10 000 runs: the benc
 Two figures of an ended run live only in its envelope (how many files it changed, its batch
 placement); they are read for the page's rows alone, from the envelope's JSON text.
 
+A batch's or a comparison's runs (issue 35) come from the ``runs_batch`` index on their
+``batch_id``: its counts by status and node (:func:`batch_counts`), the tasks that failed or
+were retried (:func:`batch_runs`), a comparison's recorded decision (:func:`comparison`),
+and :func:`batch_mark` for a live page. The node and the attempts of an ended task are read
+from its envelope, for that batch's rows only.
+
 And :func:`change_mark`, which tells a viewer that the list changed without reading it: a
 run was created, one ended, or an active one moved (status, tokens, events). Each part
 comes from an index (``seq``, ``runs_ended``, ``runs_active``), never a scan.
@@ -29,6 +35,9 @@ MAX_PAGE = 500
 _FILES = "json_array_length(CAST(envelope AS TEXT), '$.meta.files_changed')"
 _BATCH = "json_extract(CAST(envelope AS TEXT), '$.meta.batch')"
 _NODE = "json_extract(CAST(envelope AS TEXT), '$.meta.node')"
+_ATTEMPTS = "json_extract(CAST(envelope AS TEXT), '$.meta.batch.attempts')"
+_ERROR = "json_extract(CAST(envelope AS TEXT), '$.error')"
+_PROBLEMS = f"(status IN ('failed', 'cancelled', 'lost') OR {_ATTEMPTS} > 1)"
 
 
 class ListedRun(NamedTuple):
@@ -38,8 +47,12 @@ class ListedRun(NamedTuple):
     files_changed: int | None
     """How many files it changed (None: it has no envelope yet, or the entry does not say)."""
     batch: str | None
-    """``meta.batch`` as JSON text (key, index, node, attempts) for a batch's task."""
+    """``meta.batch`` as JSON text (id, key, index, node, attempts) for a batch's task."""
     node: str | None
+    batch_id: str | None = None
+    """The batch (``batch_…``) or comparison (``cmp_…``) that made it."""
+    error: str | None = None
+    """The envelope's ``error`` (read for a batch's page only)."""
 
 
 class RunFilter(NamedTuple):
@@ -99,14 +112,91 @@ def run_page(
     where, args = _where(given, before)
     bound = max(1, min(int(limit), MAX_PAGE))
     query = (
-        f"SELECT {LIST_COLUMNS}, {_FILES}, {_BATCH}, {_NODE} FROM runs{where}"
+        f"SELECT {LIST_COLUMNS}, {_FILES}, {_BATCH}, {_NODE}, batch_id, NULL FROM runs{where}"
         f" ORDER BY seq DESC LIMIT {bound}"
     )
+    return _listed(db.execute(query, args).fetchall())
+
+
+def _listed(rows: list[Any]) -> list[ListedRun]:
     width = len(LIST_COLUMNS.split(","))
-    return [
-        ListedRun(row_to_run(row[:width]), row[width], row[width + 1], row[width + 2])
-        for row in db.execute(query, args).fetchall()
-    ]
+    return [ListedRun(row_to_run(row[:width]), *row[width:]) for row in rows]
+
+
+def batch_runs(
+    db: sqlite3.Connection, batch_id: str, *, problems_only: bool = False, limit: int = MAX_PAGE
+) -> list[ListedRun]:
+    """The runs of the batch or comparison ``batch_id`` in the order they began (at most
+    ``limit``, up to :data:`MAX_PAGE`); ``problems_only``: those that did not end done, or
+    ran more than once (a lost node's task retried elsewhere)."""
+    bound = max(1, min(int(limit), MAX_PAGE))
+    problems = f" AND {_PROBLEMS}" if problems_only else ""
+    query = (
+        f"SELECT {LIST_COLUMNS}, {_FILES}, {_BATCH}, {_NODE}, batch_id, {_ERROR} FROM runs"
+        f" WHERE batch_id = ?{problems} ORDER BY seq LIMIT {bound}"
+    )
+    return _listed(db.execute(query, (batch_id,)).fetchall())
+
+
+class BatchCounts(NamedTuple):
+    """How the runs of one batch stand."""
+
+    by_status: dict[str, int]
+    by_node: dict[str, dict[str, int]]
+    """Per node (``""``: not known yet, or the task never reached one), runs per status."""
+    retried: int
+    """Runs that took more than one attempt."""
+    tokens: int
+    cost: float
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_status.values())
+
+
+def batch_counts(db: sqlite3.Connection, batch_id: str) -> BatchCounts:
+    """The runs of ``batch_id`` counted by status and by node (one indexed pass)."""
+    query = (
+        f"SELECT status, {_NODE}, count(*), sum(coalesce({_ATTEMPTS}, 1) > 1), sum(tokens),"
+        f" sum(cost) FROM runs WHERE batch_id = ? GROUP BY 1, 2"
+    )
+    counts = BatchCounts({}, {}, 0, 0, 0.0)
+    by_status, by_node = counts.by_status, counts.by_node
+    retried = tokens = 0
+    cost = 0.0
+    for status, node, count, more, used, spent in db.execute(query, (batch_id,)):
+        by_status[status] = by_status.get(status, 0) + count
+        per_node = by_node.setdefault(str(node or ""), {})
+        per_node[status] = per_node.get(status, 0) + count
+        retried += int(more or 0)
+        tokens += int(used or 0)
+        cost += float(spent or 0.0)
+    return counts._replace(retried=retried, tokens=tokens, cost=cost)
+
+
+def comparison(db: sqlite3.Connection, comparison_id: str) -> str | None:
+    """What the comparison ``comparison_id`` decided (compare's JSON document), once it
+    ended (None before, or when it was not recorded)."""
+    row = db.execute("SELECT result FROM comparisons WHERE id = ?", (comparison_id,))
+    found = row.fetchone()
+    return None if found is None else str(found[0])
+
+
+def batch_mark(db: sqlite3.Connection, batch_id: str) -> tuple[Any, ...]:
+    """A value that changes when a batch's page does: its runs by status, their latest end,
+    tokens and events, and a comparison's decision recorded."""
+    db.execute("BEGIN")
+    try:
+        runs = db.execute(
+            "SELECT status, count(*), max(ended_at), sum(tokens), sum(events_count) FROM runs"
+            " WHERE batch_id = ? GROUP BY status ORDER BY status",
+            (batch_id,),
+        ).fetchall()
+        decided = db.execute("SELECT count(*) FROM comparisons WHERE id = ?", (batch_id,))
+        recorded = decided.fetchone()[0]
+    finally:
+        db.execute("COMMIT")
+    return (tuple(tuple(row) for row in runs), recorded)
 
 
 def agents(db: sqlite3.Connection) -> list[str]:

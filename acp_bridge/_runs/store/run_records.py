@@ -163,6 +163,8 @@ class NewRun(NamedTuple):
     max_cost: float | None = None
     follows: str | None = None
     session_name: str | None = None
+    batch_id: str | None = None
+    """The batch (``batch_…``) or comparison (``cmp_…``) that made the run."""
 
 
 class Outcome(NamedTuple):

@@ -146,15 +146,15 @@ class Store:
                 "INSERT INTO runs (id, entry, agent, task, cwd, caller_cwd, spec, config_path,"
                 " status, lane, group_name, created_at, started_at, supervisor_pid,"
                 " supervisor_start, supervisor_boot, env_key, max_tokens, max_cost, detached,"
-                " follows, session_name)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " follows, session_name, batch_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id, run.entry, run.agent, run.task, run.cwd, run.caller_cwd,
                     json.dumps(run.request), run.config_path,
                     "queued" if detached else "running", run.lane, run.group, now,
                     None if detached else now, supervisor.pid, supervisor.start,
                     supervisor.boot, run.env_key, run.max_tokens, run.max_cost, int(detached),
-                    follows, run.session_name,
+                    follows, run.session_name, run.batch_id,
                 ),
             )  # fmt: skip
         return True
@@ -195,6 +195,15 @@ class Store:
                 "UPDATE runs SET stop_requested = coalesce(stop_requested, ?)"
                 " WHERE id = ? AND status IN ('queued', 'running')",
                 (time.time(), run_id),
+            )
+
+    def record_comparison(self, comparison_id: str, result: str) -> None:
+        """Keep what a comparison decided (``result``: compare's JSON document), for the
+        viewer: its attempts are runs, its winner and why are in no run's envelope."""
+        with self.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO comparisons (id, created_at, result) VALUES (?, ?, ?)",
+                (comparison_id, time.time(), result),
             )
 
     def finish(

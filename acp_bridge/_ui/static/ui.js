@@ -23,6 +23,17 @@
     });
   }
 
+  // A batch's or comparison's page: reloaded whenever the server says its runs changed
+  // (counts, failures and attempts are all rendered there).
+  const group = document.getElementById("group");
+  if (group && group.dataset.live === "1") {
+    const source = new EventSource(`/live/batches/${encodeURIComponent(group.dataset.group)}`);
+    source.addEventListener("changed", () => {
+      source.close();
+      window.location.reload();
+    });
+  }
+
   // A run's timeline: followed while the run records events, reloaded once it ended.
   const timeline = document.getElementById("timeline");
   if (!timeline || timeline.dataset.live !== "1") return;

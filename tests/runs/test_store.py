@@ -73,7 +73,7 @@ def test_a_v5_store_keeps_its_rows_through_the_v6_renames(tmp_path: Path) -> Non
         db.execute("INSERT INTO settings (key, value) VALUES ('runner_idle', '0.5')")
     db.close()
     store = Store(path)  # migrates
-    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION == 7
+    assert store.db.execute("PRAGMA user_version").fetchone()[0] == VERSION == 8
     tables = {name for (name,) in store.db.execute("SELECT name FROM sqlite_schema")}
     assert {"accepting_supervisors", "accepting_supervisors_env", "wakeups"} <= tables
     assert not {"runners", "runners_env", "bells"} & tables
@@ -81,6 +81,32 @@ def test_a_v5_store_keeps_its_rows_through_the_v6_renames(tmp_path: Path) -> Non
     assert supervisors.find(store, "env-b") is None  # (and a dead one's row removed)
     assert store.db.execute("SELECT * FROM wakeups").fetchall() == [("acp-bridge/ab", "sub_1", 7)]
     assert store.setting("supervisor_idle") == "0.5" and store.setting("runner_idle") is None
+    store.close()
+
+
+def test_a_v7_store_keeps_its_runs_and_records_batch_ids_after_v8(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    me = proc.own_identity()
+    with sqlite3.connect(path, isolation_level=None) as db:  # a store as v7 left it
+        for script in MIGRATIONS[:7]:
+            for statement in script.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("PRAGMA user_version = 7")
+    db.close()
+    store = Store(path)  # migrates
+    store.create(new_run("sub_000000000001"), me)
+    store.create(new_run("sub_000000000002")._replace(batch_id="batch_0123456789ab"), me)
+    rows = store.db.execute("SELECT id, batch_id FROM runs ORDER BY seq").fetchall()
+    assert rows == [("sub_000000000001", None), ("sub_000000000002", "batch_0123456789ab")]
+    plan = store.db.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE batch_id = ? ORDER BY seq", ("b",)
+    ).fetchall()
+    assert "runs_batch" in str(plan)  # a batch's page never scans the table
+    store.record_comparison("cmp_0123456789ab", '{"winner": null}')
+    store.record_comparison("cmp_0123456789ab", '{"winner": "sub_000000000002"}')  # replaced
+    kept = store.db.execute("SELECT id, result FROM comparisons").fetchall()
+    assert kept == [("cmp_0123456789ab", '{"winner": "sub_000000000002"}')]
     store.close()
 
 

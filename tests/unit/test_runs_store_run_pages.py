@@ -1,5 +1,6 @@
 """A page of runs (run_pages.py): keyset pages that cover every run once, each filter, the
-envelope's figures, and the change mark that tells a live list to look again."""
+envelope's figures, and the change mark that tells a live list to look again; a batch's
+runs, counted by status and node, its failed and retried ones, and its own mark."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from acp_bridge._runs.store.run_pages import (
     ACTIVE_FILTER,
     RunFilter,
     agents,
+    batch_counts,
+    batch_mark,
+    batch_runs,
     change_mark,
+    comparison,
     run_page,
 )
 from acp_bridge._runs.store.run_records import NewRun, Outcome
@@ -104,3 +109,44 @@ def test_the_change_mark_moves_when_a_run_starts_progresses_or_ends(store: Store
     marks.append(change_mark(store.db))
     assert len(set(marks)) == len(marks)
     assert change_mark(store.db) == marks[-1]  # nothing changed: the same mark
+
+
+def task_envelope(status: str, node: str, attempts: int, error: str = "") -> dict[str, Any]:
+    batch = {"id": "batch_1", "key": "k", "index": 0, "node": node, "attempts": attempts}
+    return {"status": status, "error": error or None, "meta": {"node": node, "batch": batch}}
+
+
+def test_a_batchs_runs_counted_by_status_and_node_and_its_problems(store: Store) -> None:
+    me = proc.own_identity()
+    for n in range(6):
+        store.create(new_run(n)._replace(batch_id="batch_1"), me, detached=False)
+    store.create(new_run(9)._replace(batch_id="batch_2"), me, detached=False)
+    store.create(new_run(10), me, detached=False)  # in no batch
+    end(store, 0, "done", task_envelope("done", "n1", 1))
+    end(store, 1, "done", task_envelope("done", "n2", 2))  # its first node was lost
+    end(store, 2, "failed", task_envelope("failed", "n1", 1, "exit 3 <b>"))
+    end(store, 3, "failed", task_envelope("failed", "n2", 3, "node n2 lost"))
+    mark = batch_mark(store.db, "batch_1")
+    end(store, 4, "cancelled", task_envelope("cancelled", "n1", 1))
+    assert batch_mark(store.db, "batch_1") != mark  # a run of the batch ended
+    counts = batch_counts(store.db, "batch_1")
+    assert counts.by_status == {"done": 2, "failed": 2, "cancelled": 1, "running": 1}
+    assert counts.total == 6 and counts.retried == 2
+    assert counts.by_node == {
+        "n1": {"done": 1, "failed": 1, "cancelled": 1},
+        "n2": {"done": 1, "failed": 1},
+        "": {"running": 1},  # not ended: its node is in no envelope yet
+    }
+    problems = batch_runs(store.db, "batch_1", problems_only=True)
+    assert [row.run.id for row in problems] == [f"sub_{n:012x}" for n in (1, 2, 3, 4)]
+    assert [row.error for row in problems] == [None, "exit 3 <b>", "node n2 lost", None]
+    assert {row.batch_id for row in problems} == {"batch_1"}
+    every = batch_runs(store.db, "batch_1")
+    assert [row.run.id for row in every] == [f"sub_{n:012x}" for n in range(6)]  # as begun
+    assert len(batch_runs(store.db, "batch_1", limit=2)) == 2
+    assert batch_runs(store.db, "batch_3") == [] and batch_counts(store.db, "batch_3").total == 0
+    mark = batch_mark(store.db, "batch_2")
+    assert comparison(store.db, "batch_2") is None
+    store.record_comparison("batch_2", '{"winner": null}')
+    assert comparison(store.db, "batch_2") == '{"winner": null}'
+    assert batch_mark(store.db, "batch_2") != mark  # its decision was recorded

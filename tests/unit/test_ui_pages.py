@@ -1,6 +1,8 @@
 """The viewer's pages over a store of recorded runs (pages.py), through Starlette's test
 client: the list and its filters and pages, a run's timeline and diff, what an agent wrote
-shown as text, the downloads, and stop: only with the form token, the CLI's stop."""
+shown as text, the downloads, and stop: only with the form token, the CLI's stop; a
+comparison's page before and after its decision (tests/process/test_ui_groups.py: both
+group pages over real runs)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from acp_bridge._compare.compare_result import AttemptResult, CompareResult
+from acp_bridge._compare.verifier import VerifierResult
 from acp_bridge._mcp.transport.listen import rebinding_rules
 from acp_bridge._os.process import proc
 from acp_bridge._runs.store.run_records import NewRun, Outcome
 from acp_bridge._runs.store.run_store import Store, close_stores
 from acp_bridge._ui.access import Access, cookie_name, form_token
 from acp_bridge._ui.pages import PAGE_RUNS, Settings, build_app
+from acp_bridge.envelope import done
 
 TOKEN = "token-of-the-test"
 PORT = 8765
@@ -184,3 +189,34 @@ def test_a_batch_tasks_row_shows_its_key_retries_node_and_error_code(
     row = browser.get("/").text
     assert "task-&lt;7&gt;, 2 attempts @ node-b" in row
     assert '<span class="code">node_lost</span>' in row
+
+
+def test_a_comparison_page_follows_until_decided_and_shows_its_verifiers_output_as_text(
+    store: Store, browser: TestClient
+) -> None:
+    me = proc.own_identity()
+    cmp_id = "cmp_0123456789ab"
+    store.create(new_run(1)._replace(batch_id=cmp_id), me, detached=False)
+    page = browser.get(f"/comparisons/{cmp_id}").text
+    assert "Still running" in page and 'data-live="1"' in page and rid(1) in page
+    ended(store, 1, {"status": "done", "meta": {"batch": {"id": cmp_id, "key": "demo#1"}}})
+    envelope = done("ok", task_id=rid(1))
+    verifier = VerifierResult(command="make test", passed=False, exit_code=2, output=HOSTILE)
+    attempt = AttemptResult(agent="demo", attempt=1, task_id=rid(1), status="done",
+                            envelope=envelope, verifier=verifier, files=0)  # fmt: skip
+    result = CompareResult(
+        id=cmp_id, task=HOSTILE, agents=["demo"], n=1, verify="make test", pick="verified",
+        repository="/r", base="abc", attempts=[attempt], winner=None,
+        reason="no attempt passed the verifier",
+    )  # fmt: skip
+    store.record_comparison(cmp_id, result.to_json())
+    page = browser.get(f"/comparisons/{cmp_id}").text
+    assert 'data-live="0"' in page and "Still running" not in page
+    assert '<dd id="reason">no attempt passed the verifier</dd>' in page
+    assert "exit 2" in page and "demo#1" in page and 'id="diff"' not in page
+    assert "<script>alert" not in page and page.count("&lt;script&gt;alert") == 2  # task, output
+    store.record_comparison(cmp_id, '{"winner": 1}')  # another version's document
+    assert "its recorded result cannot be read" in browser.get(f"/comparisons/{cmp_id}").text
+    assert browser.get("/comparisons/cmp_ffffffffffff").status_code == 404
+    with browser.stream("GET", "/live/batches/cmp_ffffffffffff") as answer:
+        assert answer.status_code == 404

@@ -1,16 +1,20 @@
 """``acp-bridge ui`` as a person uses it: a real headless Chromium against the viewer,
 started as a command, over real runs of the bundled demo agent: a run's timeline, the list
-and a run followed live, a run stopped from its page, and an agent's markup that must stay
-text. Marked ``browser`` (``pytest -m browser``; CI runs them)."""
+and a run followed live, a run stopped from its page, a batch followed live, a comparison,
+and an agent's markup that must stay text. Marked ``browser`` (``pytest -m browser``; CI
+runs them)."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
+from tests.helpers import new_repo
 from tests.runs.conftest import RunsEnv
 from tests.ui.conftest import Viewer, screenshot, wait_for
 
@@ -97,6 +101,77 @@ def test_agent_markup_is_shown_as_text_and_never_runs(
     assert dialogs == []
     envelope = page.locator("#envelope").text_content()  # folded away: not rendered
     assert "<script>window.pwned=1</script><img src=x onerror=" in envelope
+
+
+def test_a_batch_is_followed_live_by_status_and_node_and_links_its_failed_task(
+    runs: RunsEnv, viewer: Viewer, page: Any
+) -> None:
+    tasks = [
+        {"key": "broken", "entry": "bash", "task": "echo no >&2; exit 3"},
+        {"key": "slow", "entry": "bash", "task": "sleep 2"},
+        {"key": "quick", "entry": "bash", "task": "true"},
+    ]
+    listed = runs.root / "tasks.jsonl"
+    listed.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    command = [sys.executable, "-m", "acp_bridge", "batch", str(listed), "--concurrency", "1"]
+    command += ["--out", str(runs.root / "results.jsonl")]
+    process = subprocess.Popen(command, cwd=runs.root, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        page.goto(viewer.url)
+        link = page.locator("a.group").first
+        link.wait_for(timeout=60_000)  # the list took the batch's first task live
+        link.click()
+        page.wait_for_url("**/batches/batch_*")
+        # followed while it runs: the page loads itself again as each task ends
+        page.locator("#by-status", has_text="done 2").wait_for(timeout=60_000)
+        assert process.wait(60) == 1  # one task failed
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    page.reload()
+    assert page.locator("#total").inner_text() == "3"
+    assert "failed 1" in page.locator("#by-status").inner_text()
+    nodes = page.locator("#nodes tbody tr")
+    assert nodes.count() == 1 and "done 2" in nodes.inner_text()
+    failed = page.locator("#problems tbody tr")
+    assert failed.count() == 1
+    assert "nonzero_exit" in failed.inner_text() and "broken" in failed.inner_text()
+    screenshot(page, "ui-batch")
+    failed.locator("a").click()
+    page.wait_for_url("**/runs/sub_*")
+    assert page.locator("#run-status").inner_text() == "failed"
+
+
+def test_a_comparison_shows_its_attempts_the_pick_and_the_winners_diff(
+    runs: RunsEnv, viewer: Viewer, page: Any
+) -> None:
+    demo = {"command": sys.executable, "args": ["-m", "acp_bridge._demo.agent"]}
+    writes = {**demo, "session": {"system_prompt": "write expected.txt: made by the writer"}}
+    runs.config({"plain": demo, "writer": writes})
+    repo = new_repo(runs.root / "repo")
+    config = str(runs.root / "acp-bridge.yaml")  # the search stops at the repository's top
+    command = [sys.executable, "-m", "acp_bridge", "--config", config, "compare", "plain,writer"]
+    command += ["Reply with exactly DONE", "--verify", "test -f expected.txt", "--json"]
+    ended = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=90)
+    assert ended.returncode == 0, ended.stderr
+    result = json.loads(ended.stdout)
+    winner = next(a for a in result["attempts"] if a["task_id"] == result["winner"])
+    assert winner["agent"] == "writer"
+    page.goto(viewer.url)
+    page.locator(f"a[href='/comparisons/{result['id']}']").first.click()
+    page.wait_for_url(f"**/comparisons/{result['id']}")
+    assert page.locator("#winner").inner_text() == f"writer#1 ({winner['task_id']})"
+    assert page.locator("#reason").inner_text() == result["reason"]
+    rows = page.locator("#attempts tbody tr")
+    assert rows.count() == 2
+    won = page.locator(f"#attempts tr[data-run='{winner['task_id']}']").inner_text()
+    assert "winner" in won and "passed" in won
+    lost = page.locator("#attempts tbody tr:not(.winner)").inner_text()
+    assert "exit 1" in lost
+    assert "+made by the writer" in page.locator("#diff .d-add").last.inner_text()
+    screenshot(page, "ui-comparison")
 
 
 def test_without_the_token_nothing_is_shown(viewer: Viewer, page: Any) -> None:

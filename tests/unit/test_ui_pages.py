@@ -199,6 +199,10 @@ def test_a_comparison_page_follows_until_decided_and_shows_its_verifiers_output_
     store.create(new_run(1)._replace(batch_id=cmp_id), me, detached=False)
     page = browser.get(f"/comparisons/{cmp_id}").text
     assert "Still running" in page and 'data-live="1"' in page and rid(1) in page
+    shown = page.split('data-mark="')[1].split('"')[0]
+    with browser.stream("GET", f"/live/batches/{cmp_id}", params={"mark": "stale"}) as answer:
+        first = next(answer.iter_text())  # a change since the page was rendered: told at once
+    assert "event: changed" in first
     ended(store, 1, {"status": "done", "meta": {"batch": {"id": cmp_id, "key": "demo#1"}}})
     envelope = done("ok", task_id=rid(1))
     verifier = VerifierResult(command="make test", passed=False, exit_code=2, output=HOSTILE)
@@ -212,6 +216,7 @@ def test_a_comparison_page_follows_until_decided_and_shows_its_verifiers_output_
     store.record_comparison(cmp_id, result.to_json())
     page = browser.get(f"/comparisons/{cmp_id}").text
     assert 'data-live="0"' in page and "Still running" not in page
+    assert page.split('data-mark="')[1].split('"')[0] != shown  # it ended, and was decided
     assert '<dd id="reason">no attempt passed the verifier</dd>' in page
     assert "exit 2" in page and "demo#1" in page and 'id="diff"' not in page
     assert "<script>alert" not in page and page.count("&lt;script&gt;alert") == 2  # task, output

@@ -24,10 +24,12 @@
   }
 
   // A batch's or comparison's page: reloaded whenever the server says its runs changed
-  // (counts, failures and attempts are all rendered there).
+  // since the page was rendered (counts, failures and attempts are all rendered there).
   const group = document.getElementById("group");
   if (group && group.dataset.live === "1") {
-    const source = new EventSource(`/live/batches/${encodeURIComponent(group.dataset.group)}`);
+    const id = encodeURIComponent(group.dataset.group);
+    const mark = encodeURIComponent(group.dataset.mark);
+    const source = new EventSource(`/live/batches/${id}?mark=${mark}`);
     source.addEventListener("changed", () => {
       source.close();
       window.location.reload();

@@ -60,9 +60,9 @@ def add_commands(commands: Any, formatter: type[argparse.HelpFormatter]) -> None
         formatter_class=formatter,
         description="Run every task of TASKS (one JSON object a line: the fields of an entry "
         "request — entry, agent, task, timeout, … — plus an optional key and workspace) and "
-        "write one envelope a line, in input order, with meta.batch = {key, index, node, "
-        "attempts}. Progress goes to stderr. Rerun with the same --out to run only the tasks "
-        "missing there. Exit 0 when every task is done, 1 when any failed, 130 when "
+        "write one envelope a line, in input order, with meta.batch = {id, key, index, "
+        "node, attempts}. Progress goes to stderr. Rerun with the same --out to run only the "
+        "tasks missing there. Exit 0 when every task is done, 1 when any failed, 130 when "
         "interrupted.",
         epilog='example: echo \'{"key": "a", "entry": "acp_spawn", "agent": "demo", "task": '
         '"Reply with exactly A"}\' | acp-bridge batch - --out results.jsonl',

@@ -35,7 +35,7 @@ import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from acp_bridge._os import bounded_json
 from acp_bridge._os.fs.input_files import InputRefused, input_lines
@@ -53,14 +53,20 @@ MAX_ENVELOPE_DEPTH = 2 * bounded_json.MAX_DEPTH
 LOCK_SUFFIX = ".lock"
 
 
-class _Line(NamedTuple):
-    """Where a key's envelope is, and what the batch needs of it without reading it again."""
+class _Line:
+    """Where a key's envelope is, and what the batch needs of it without reading it again.
+    (A plain class, not a named tuple: this module postpones its annotations.)"""
 
-    source: int  # FILE or JOURNAL
-    offset: int
-    length: int
-    status: str | None
-    interrupted: bool
+    __slots__ = ("interrupted", "length", "offset", "source", "status")
+
+    def __init__(
+        self, source: int, offset: int, length: int, status: str | None, interrupted: bool
+    ) -> None:
+        self.source = source  # FILE or JOURNAL
+        self.offset = offset
+        self.length = length
+        self.status = status
+        self.interrupted = interrupted
 
 
 FILE, JOURNAL = 0, 1
@@ -133,7 +139,7 @@ class ResultsFile:
         """The keys that have an envelope already (the file's, then the journal's on top)."""
         found: dict[str, _Line] = {}
         for source, path, tolerant in ((FILE, self.path, False), (JOURNAL, self.journal, True)):
-            for key, line in _read(source, path, tolerant=tolerant):
+            for key, line in _read(path, tolerant=tolerant, source=source):
                 found[key] = line
         self._lines = found
         return set(found)
@@ -203,7 +209,7 @@ class ResultsFile:
             self.journal.unlink()
         at, moved = 0, {}
         for key, line in zip(order, ordered, strict=True):  # where each line is now
-            moved[key] = line._replace(source=FILE, offset=at)
+            moved[key] = _Line(FILE, at, line.length, line.status, line.interrupted)
             at += line.length + 1
         self._lines = moved
         return len(ordered)
@@ -214,7 +220,7 @@ class ResultsFile:
             self._journal = None
 
 
-def _read(source: int, path: Path, *, tolerant: bool) -> list[tuple[str, _Line]]:
+def _read(path: Path, *, tolerant: bool, source: int = FILE) -> list[tuple[str, _Line]]:
     """Where each envelope in ``path`` is (none when it does not exist), read line by line
     within the results file's bounds. ``tolerant``: a line that is not an envelope is
     skipped (a journal's torn last line); else it is an error."""

@@ -80,7 +80,7 @@ def test_results_are_copied_from_the_journal_line_by_line_in_task_order(tmp_path
     journal.write_text(json.dumps(envelope("torn"))[:30])  # a crashed run's last line
     results = ResultsFile(path)
     assert results.load() == {"old"}
-    big = "é" * 300_000 + "\n\"quoted\""  # not ASCII, escapes: the bytes as written
+    big = "é" * 300_000 + '\n"quoted"'  # not ASCII, escapes: the bytes as written
     results.append(_result("b", big))
     results.append(_result("a"))
     results.append(_result("c", interrupted=True))

@@ -158,16 +158,19 @@ def _read_renamed_keys(doc: YamlDocument, data: dict[str, Any]) -> dict[DataPath
 
 
 def load_config(
-    path: Path | None = None,
+    path: str | os.PathLike[str] | None = None,
     *,
     environ: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     search: bool = True,
 ) -> LoadedConfig:
     """Load settings and every profile. Raises ConfigError when the config file is broken.
 
+    ``path`` and ``cwd`` take a string or any path-like (a host passes what it has).
     With ``search`` false, ``path`` None means "no config file" (built-in profiles only).
     """
+    path = None if path is None else Path(path)
+    cwd = None if cwd is None else Path(cwd)
     environ = _with_builtin_vars(host_environ() if environ is None else environ)
     config_path = find_config_file(path, environ, cwd) if search else path
     catalog = ProfileCatalog(

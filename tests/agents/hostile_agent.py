@@ -16,32 +16,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from stdlib_rpc import call, serve  # a sibling: this agent runs as a script
 
 CONFIG = json.loads(Path(os.environ["HOSTILE_CONFIG"]).read_text())
 HOSTILE = Path(__file__).resolve().parent.parent / "sandbox" / "hostile.py"
-OUT = sys.stdout.buffer
-_ids = iter(range(1000, 10_000))
-
-
-def send(message: dict[str, Any]) -> None:
-    OUT.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-    OUT.flush()
-
-
-def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    request_id = next(_ids)
-    send({"id": request_id, "method": method, "params": params})
-    for line in sys.stdin.buffer:
-        message = json.loads(line)
-        if message.get("id") == request_id and "method" not in message:
-            return message  # type: ignore[no-any-return]
-    sys.exit(0)
-
-
-def say(session: str, text: str) -> None:
-    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-    send({"method": "session/update", "params": {"sessionId": session, "update": update}})
 
 
 def act(session: str, cwd: str) -> str:
@@ -68,20 +47,7 @@ def act(session: str, cwd: str) -> str:
 
 
 def main() -> None:
-    cwd = "."
-    for line in sys.stdin.buffer:
-        message = json.loads(line)
-        method, rid = message.get("method"), message.get("id")
-        if method == "initialize":
-            send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {}}})
-        elif method == "session/new":
-            cwd = message["params"]["cwd"]
-            send({"id": rid, "result": {"sessionId": "hostile_1"}})
-        elif method == "session/prompt":
-            say("hostile_1", act("hostile_1", cwd))
-            send({"id": rid, "result": {"stopReason": "end_turn"}})
-        elif rid is not None and method is not None:
-            send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})
+    serve("hostile_1", lambda cwd, _prompt: act("hostile_1", cwd))
 
 
 if __name__ == "__main__":

@@ -15,27 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from stdlib_rpc import call, serve  # a sibling: this agent runs as a script
 
 CONFIG = os.environ.get("HOSTILE_REPOSITORY", "{}")
 SCRIPT = Path(__file__).resolve().parent.parent / "sandbox" / "hostile_repository.py"
-OUT = sys.stdout.buffer
-_ids = iter(range(1000, 10_000))
-
-
-def send(message: dict[str, Any]) -> None:
-    OUT.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
-    OUT.flush()
-
-
-def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    request_id = next(_ids)
-    send({"id": request_id, "method": method, "params": params})
-    for line in sys.stdin.buffer:
-        message = json.loads(line)
-        if message.get("id") == request_id and "method" not in message:
-            return message  # type: ignore[no-any-return]
-    sys.exit(0)
 
 
 def act(session: str, cwd: str, case: str) -> str:
@@ -57,27 +41,7 @@ def act(session: str, cwd: str, case: str) -> str:
 
 
 def main() -> None:
-    cwd = "."
-    for line in sys.stdin.buffer:
-        message = json.loads(line)
-        method, rid = message.get("method"), message.get("id")
-        if method == "initialize":
-            capabilities = {"loadSession": False}
-            send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": capabilities}})
-        elif method == "session/new":
-            cwd = message["params"]["cwd"]
-            send({"id": rid, "result": {"sessionId": "repository_1"}})
-        elif method == "session/prompt":
-            prompt = message["params"]["prompt"]
-            case = "".join(part.get("text", "") for part in prompt).strip()
-            text = act("repository_1", cwd, case)
-            update = {"sessionUpdate": "agent_message_chunk",
-                      "content": {"type": "text", "text": text}}  # fmt: skip
-            send({"method": "session/update",
-                  "params": {"sessionId": "repository_1", "update": update}})  # fmt: skip
-            send({"id": rid, "result": {"stopReason": "end_turn"}})
-        elif rid is not None and method is not None:
-            send({"id": rid, "error": {"code": -32601, "message": "Method not found"}})
+    serve("repository_1", lambda cwd, case: act("repository_1", cwd, case))
 
 
 if __name__ == "__main__":

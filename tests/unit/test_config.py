@@ -147,6 +147,15 @@ def test_no_config_file_means_builtin_profiles_and_defaults(tmp_path: Path) -> N
     assert builtin <= set(loaded.profiles.names())
 
 
+def test_a_config_path_and_cwd_may_be_strings(tmp_path: Path) -> None:
+    config = write(tmp_path / "given.yaml", "subtasks: {max_depth: 3}\n")
+    loaded = load_config(str(config), environ={"HOME": str(tmp_path)}, cwd=str(tmp_path))
+    assert loaded.path == config
+    assert loaded.config.subtasks.max_depth == 3
+    with pytest.raises(ConfigError, match="cannot read file: No such file"):
+        load_config(str(tmp_path / "nope.yaml"), environ={})
+
+
 def test_explicit_missing_config_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read file: No such file"):
         load_config(tmp_path / "nope.yaml", environ={})

@@ -82,3 +82,33 @@ def test_the_table_has_a_column_for_every_scenario_of_the_matrix() -> None:
 def test_the_matrix_has_a_row_for_every_builtin_profile() -> None:
     builtin = set(load_config(None, search=False, environ={}).profiles.names())
     assert set(AGENTS) == builtin
+
+
+def test_a_run_differs_from_the_table_by_its_claims_and_a_reworded_note_is_only_named() -> None:
+    module = generator()
+    committed = {"agents": {}, "rows": [row("claude", "root", "1.0.0", edit="impossible")]}
+
+    def cell(scenario: str, outcome: str, note: str, version: str = "1.0.0") -> dict[str, Any]:
+        return {
+            "kind": "cell",
+            "agent": "claude",
+            "account": "root",
+            "scenario": scenario,
+            "outcome": outcome,
+            "note": note,
+            "version": version,
+            "protocol": 1,
+        }
+
+    reworded = module.merge(committed, [cell("edit", "impossible", "put otherwise")])
+    assert module.claim_changes(committed, reworded) == (
+        [],
+        ["claude as root edit: note 'why' -> 'put otherwise'"],
+    )
+    assert committed["rows"][0]["cells"]["edit"]["note"] == "why", "merge copies"
+    red = module.merge(committed, [cell("plain", "fail", "broke")])
+    assert module.claim_changes(committed, red) == (["claude as root plain: pass -> fail"], [])
+    newer = module.merge(committed, [cell("plain", "pass", "", version="1.1.0")])
+    claims, _ = module.claim_changes(committed, newer)
+    assert claims[0] == "claude as root: version 1.0.0 -> 1.1.0"
+    assert "claude as root edit: impossible -> None" in claims

@@ -230,7 +230,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
     import anyio
 
     from acp_bridge._acp.session.acp_session import AcpSession
-    from acp_bridge._acp.turn.turn_collector import MAX_ANSWER_BYTES
+    from acp_bridge._acp.turn.messages import MAX_ANSWER_BYTES
     from acp_bridge._entries.acp_spawn.entry import acp_spawn
     from acp_bridge.config import load_config
 
@@ -269,7 +269,7 @@ def run_bridge(n: int, transcripts: bool) -> None:
         transcript_bytes = Path(transcript).stat().st_size if transcript else 0
     output = result.output if isinstance(result.output, str) else ""
     received, whole = chunks_in(output)
-    # A long answer is kept up to its cap (turn_collector.MAX_ANSWER_BYTES: ASCII here, a
+    # A long answer is kept up to its cap (messages.MAX_ANSWER_BYTES: ASCII here, a
     # byte a character), the chunk across it cut to its head.
     capped = bool(WIDTH) and received < n and len(output) == MAX_ANSWER_BYTES
     if capped and not whole:

@@ -19,7 +19,7 @@ from typing import Any
 from acp_bridge._os import bounded_json
 from acp_bridge._os.fs.input_files import read_text
 from acp_bridge._os.fs.locations import agents_dir
-from acp_bridge._os.fs.roots import existing_directory
+from acp_bridge._os.fs.run_folders import existing_directory
 from acp_bridge._os.process.command_lookup import resolve_command
 from acp_bridge._os.process.environment import constructed_env
 from acp_bridge.config import AgentProfile, LoadedConfig

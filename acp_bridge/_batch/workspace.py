@@ -39,7 +39,7 @@ from acp_bridge._os.fs.private_files import private_dir
 from acp_bridge._os.fs.removal import remove_tree
 from acp_bridge._os.git.changes import measure_changes, take_baseline
 from acp_bridge._os.git.commands import GitError, git
-from acp_bridge._os.git.worktrees import check_out
+from acp_bridge._os.git.worktree_creation import check_out
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import ConfigError, LimitExceeded
 

@@ -57,7 +57,7 @@ from acp_bridge._entries.request import EntryRequest
 from acp_bridge._entries.sync import synchronous
 from acp_bridge._os.fs.input_files import InputRefused, read_bytes
 from acp_bridge._os.fs.locations import state_dir
-from acp_bridge._os.git.worktrees import discard_worktrees
+from acp_bridge._os.git.worktree_removal import discard_worktrees
 from acp_bridge._runs.budget import usage_figures
 from acp_bridge.config import AgentProfile, LoadedConfig, load_config
 from acp_bridge.envelope import SubtaskResult, new_task_id

@@ -30,7 +30,7 @@ import anyio
 from acp_bridge._entries.enveloped import END_GRACE
 from acp_bridge._os.fs.locations import config_dir, run_store_files, state_dir
 from acp_bridge._os.fs.paths import resolved
-from acp_bridge._os.fs.roots import check_write_roots
+from acp_bridge._os.fs.run_folders import check_write_roots
 from acp_bridge._os.git.changes import (
     Baseline,
     ChangeLimits,
@@ -38,12 +38,10 @@ from acp_bridge._os.git.changes import (
     measure_changes,
     take_baseline,
 )
-from acp_bridge._os.git.worktrees import (
-    Worktree,
-    create_worktree,
-    finish_worktree,
-    reopen_worktree,
-)
+from acp_bridge._os.git.worktree_creation import create_worktree
+from acp_bridge._os.git.worktree_finish import finish_worktree
+from acp_bridge._os.git.worktree_reopening import reopen_worktree
+from acp_bridge._os.git.worktrees import Worktree
 from acp_bridge._os.process.procgroup import Launched
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge.config import ResolvedSandbox

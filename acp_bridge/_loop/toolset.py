@@ -30,7 +30,8 @@ from typing import Any, Literal, get_type_hints
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._os.fs.roots import Roots, check_write_roots, existing_directory
+from acp_bridge._os.fs.roots import Roots
+from acp_bridge._os.fs.run_folders import check_write_roots, existing_directory
 from acp_bridge.config import LoadedConfig, ToolKind
 from acp_bridge.envelope import SubtaskResult
 from acp_bridge.errors import (

@@ -89,7 +89,7 @@ def test_grandchildren_that_ignore_sigterm_all_die(harness: AgentHarness) -> Non
 def test_twenty_megabyte_line_is_read_whole_and_its_answer_kept_to_the_cap(
     harness: AgentHarness,
 ) -> None:
-    from acp_bridge._acp.turn.turn_collector import MAX_ANSWER_BYTES
+    from acp_bridge._acp.turn.messages import MAX_ANSWER_BYTES
 
     result = run_fault(harness, "huge-line")
     assert result.status == "done"

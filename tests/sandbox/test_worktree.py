@@ -11,7 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_bridge._os.git.worktrees import WorktreeResult, create_worktree, finish_worktree
+from acp_bridge._os.git.worktree_creation import create_worktree
+from acp_bridge._os.git.worktree_finish import finish_worktree
+from acp_bridge._os.git.worktrees import WorktreeResult
 from acp_bridge._os.sandbox import RunSandbox, SandboxSpec, choose_mode
 from acp_bridge.errors import ConfigError
 

@@ -10,12 +10,8 @@ import pytest
 from acp.schema import RequestPermissionResponse
 
 from acp_bridge._acp.services.client import ClientServices
-from acp_bridge._acp.services.permissions import (
-    PermissionHook,
-    PermissionPolicy,
-    PermissionQuestion,
-    choose_option,
-)
+from acp_bridge._acp.services.permission_policy import PermissionPolicy, choose_option
+from acp_bridge._acp.services.permissions import PermissionHook, PermissionQuestion
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.tool_calls import named_locations
 from acp_bridge._acp.wire.schema import PermissionOption, RequestPermissionParams, ToolCallUpdate

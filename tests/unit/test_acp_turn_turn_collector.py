@@ -119,7 +119,7 @@ def test_memory_held_grows_with_the_text_not_with_the_number_of_chunks() -> None
 
 
 def test_the_answer_is_cut_at_its_cap_in_memory_keeping_the_head() -> None:
-    from acp_bridge._acp.turn.turn_collector import MAX_ANSWER_BYTES
+    from acp_bridge._acp.turn.messages import MAX_ANSWER_BYTES
 
     collect = collector()
     collect(chunk("a" * (MAX_ANSWER_BYTES - 10)))
@@ -132,7 +132,7 @@ def test_the_answer_is_cut_at_its_cap_in_memory_keeping_the_head() -> None:
 
 
 def test_the_cap_counts_the_widest_character() -> None:
-    from acp_bridge._acp.turn.turn_collector import MAX_ANSWER_BYTES
+    from acp_bridge._acp.turn.messages import MAX_ANSWER_BYTES
 
     collect = collector()
     collect(chunk("😀"))  # the joined answer takes 4 bytes a character from here on

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from acp_bridge._acp.turn import file_changes, notices, plans, subagents, tool_calls
-from acp_bridge._acp.turn.turn_collector import MAX_EARLY, MAX_MESSAGES, TurnCollector
+from acp_bridge._acp.turn.messages import MAX_MESSAGES
+from acp_bridge._acp.turn.turn_collector import MAX_EARLY, TurnCollector
 from acp_bridge.events import EventSink
 
 PARENT = "parent-session"

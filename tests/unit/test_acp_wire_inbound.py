@@ -20,17 +20,13 @@ from acp_bridge._acp.rpc.request_pool import RequestPool
 from acp_bridge._acp.rpc.router import Route, Router
 from acp_bridge._acp.turn.turn_collector import TurnCollector
 from acp_bridge._acp.wire import inbound
-from acp_bridge._acp.wire.inbound import (
-    MAX_DEPTH,
-    MAX_ITEMS,
-    MAX_VALUES,
-    InboundStats,
+from acp_bridge._acp.wire.inbound import MAX_DEPTH, MAX_ITEMS, MAX_VALUES, InboundStats, decode_line
+from acp_bridge._acp.wire.jsonrpc_messages import (
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
     Skipped,
     classify,
-    decode_line,
 )
 from acp_bridge._acp.wire.outbox import Outbox
 from acp_bridge._acp.wire.schema import ReadTextFileParams

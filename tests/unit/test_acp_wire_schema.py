@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from acp_bridge._acp.turn.turn_collector import TurnCollector
+from acp_bridge._acp.wire import initialize_schema
 from acp_bridge._acp.wire import schema as protocol
 from acp_bridge._acp.wire.schema import parse_reply
 from acp_bridge.events import EventSink
@@ -27,7 +28,7 @@ FILES = sorted(GOLDEN.glob("*/*.json"))
 
 # method → (our model, the SDK's model name in acp.schema)
 REPLIES: dict[str, tuple[type[BaseModel], str]] = {
-    "initialize": (protocol.InitializeResult, "InitializeResponse"),
+    "initialize": (initialize_schema.InitializeResult, "InitializeResponse"),
     "session/new": (protocol.NewSessionResult, "NewSessionResponse"),
     "session/prompt": (protocol.PromptResult, "PromptResponse"),
 }
@@ -84,7 +85,7 @@ def test_parses_with_the_bridge_types(path: Path) -> None:
         assert "id" in message and "method" not in message
         model = REPLIES[method][0]
         parsed = parse_reply(model, message["result"], method)
-        if isinstance(parsed, protocol.InitializeResult):
+        if isinstance(parsed, initialize_schema.InitializeResult):
             assert parsed.protocol_version == protocol.PROTOCOL_VERSION
         if isinstance(parsed, protocol.PromptResult):
             stop = path.name.split(".")[2]

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from acp_bridge._acp.services.client import ClientServices
-from acp_bridge._acp.services.permissions import PermissionPolicy, PermissionQuestion
+from acp_bridge._acp.services.permission_policy import PermissionPolicy
+from acp_bridge._acp.services.permissions import PermissionQuestion
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.turn_collector import TurnCollector
 from acp_bridge._acp.wire.schema import RequestPermissionParams

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from acp_bridge._acp import agent_executable
-from acp_bridge._agents.install import _lock_lines
+from acp_bridge._agents.package_managers import _lock_lines
 from acp_bridge._agents.registry import sources as registry_sources
 from acp_bridge._batch.results_file import _read as read_results
 from acp_bridge._compare.comparison import read_patch

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic._internal._fields import takes_validated_data_argument
 
-from acp_bridge._acp.wire.schema import InitializeResult
+from acp_bridge._acp.wire.initialize_schema import InitializeResult
 from acp_bridge.config import AgentProfile, Config
 from acp_bridge.envelope import SubtaskResult
 

@@ -18,6 +18,7 @@ from acp_bridge.events import EventSink
 
 BOUNDARY = [
     "acp_bridge._acp.wire.schema",
+    "acp_bridge._acp.wire.initialize_schema",
     "acp_bridge._acp.wire.session_schema",
     "acp_bridge._acp.services.elicitation",
     "acp_bridge._mcp.arguments",

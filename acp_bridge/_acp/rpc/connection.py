@@ -4,7 +4,8 @@
 - Framing: lines of any length up to ``max_message_bytes`` (a hard ceiling: past it the
   connection fails with ProtocolError instead of the process running out of memory). A
   line that is not JSON (a log line on stdout) is skipped as it streams, whatever its
-  length: past :data:`NOISE_PROBE` bytes only its head is kept, for the sample.
+  length: past :data:`.line_framing.NOISE_PROBE` bytes only its head is kept, for the
+  sample (line_framing.py).
 - Everything the agent writes goes through the one parse boundary (``_acp/wire/inbound.py``) before
   anything here looks at it: what does not fit is skipped and counted in :attr:`stats`.
 - Our requests get integer ids; replies are matched by id (a reply to an id we never used,
@@ -35,31 +36,25 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, TaskGroup
 
 from acp_bridge._acp.rpc.activity import Activity
+from acp_bridge._acp.rpc.line_framing import read_lines
 from acp_bridge._acp.rpc.pending import PendingRequest, Response, id_key
 from acp_bridge._acp.rpc.request_pool import RequestPool
 from acp_bridge._acp.rpc.router import Router, error_reply
-from acp_bridge._acp.wire.inbound import (
-    InboundStats,
+from acp_bridge._acp.wire.inbound import InboundStats, decode_line
+from acp_bridge._acp.wire.jsonrpc_messages import (
     NotificationMessage,
     ReplyMessage,
     RequestMessage,
     Skipped,
-    decode_line,
-    not_json,
 )
 from acp_bridge._acp.wire.outbox import Outbox, Outgoing
 from acp_bridge._acp.wire.schema import INVALID_REQUEST, REQUEST_CANCELLED
 from acp_bridge._acp.wire.transcript import Transcript
-from acp_bridge.errors import AgentExitedError, BridgeError, ProtocolError, RunCancelled
+from acp_bridge.errors import AgentExitedError, BridgeError, RunCancelled
 
 LARGE_REPLIES = frozenset({"fs/read_text_file", "terminal/output"})
 """The agent's requests whose reply may be megabytes: built within the outbox's budget."""
-READ_SIZE = 1 << 18
 DEFAULT_MAX_MESSAGE_BYTES = 32 << 20
-NOISE_PROBE = 1 << 16
-"""An unfinished line this long that does not start with ``{`` is not JSON: from there on
-only its first :data:`NOISE_HEAD` bytes are kept."""
-NOISE_HEAD = 4096
 CANCEL_REQUEST = "$/cancel_request"
 CANCEL_WRITE_DEADLINE = 1.0
 """Seconds a ``$/cancel_request`` may take to write: it is sent from shielded clean-up."""
@@ -238,40 +233,11 @@ class JsonRpcConnection:
     # --- receiving --------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        parts: list[bytes] = []  # an unfinished line, kept as chunks: no O(n²) re-joining
-        size = 0
-        noise = False  # the unfinished line is not JSON: parts hold its head only
         try:
-            while True:
-                try:
-                    chunk = await self._receive.receive(READ_SIZE)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    break
-                lines = chunk.split(b"\n")  # one C call, not a find and a slice per line
-                rest = lines.pop()  # after the last newline: the start of the next line
-                if lines:
-                    if parts:  # the first line began in an earlier read
-                        if not noise:
-                            parts.append(lines[0])
-                        lines[0] = b"".join(parts)
-                        parts.clear()
-                        size, noise = 0, False
-                    await self._handle_lines(lines)
-                if rest and not noise:
-                    parts.append(rest)
-                    size += len(rest)
-                    if size > NOISE_PROBE and (noise := not_json(parts)):
-                        head = b"".join(parts)[:NOISE_HEAD]
-                        parts[:] = [head]
-                    elif size > self._max_message_bytes:
-                        self.failure = ProtocolError(
-                            f"agent sent a line longer than {self._max_message_bytes} bytes "
-                            "(the transport's memory ceiling, the profile's max_message_bytes)"
-                        )
-                        return
-            if parts:  # a last line without its newline
-                await self._handle_lines([b"".join(parts)])
-            self.failure = self.failure or AgentExitedError("the agent closed its stdout")
+            failure = await read_lines(self._receive, self._max_message_bytes, self._handle_lines)
+            self.failure = (
+                failure or self.failure or AgentExitedError("the agent closed its stdout")
+            )
         finally:
             self._eof.set()
             self._fail_pending(self.failure or AgentExitedError("the agent closed its stdout"))

@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from acp_bridge._acp.wire.inbound import RequestMessage, Skipped, classify
+from acp_bridge._acp.wire.jsonrpc_messages import RequestMessage, Skipped, classify
 from acp_bridge._acp.wire.schema import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -38,24 +38,26 @@ from acp_bridge._acp.services.elicitation import (
     ElicitationService,
 )
 from acp_bridge._acp.services.file_service import FileService
-from acp_bridge._acp.services.permissions import (
-    PermissionHook,
+from acp_bridge._acp.services.permission_policy import (
     PermissionLedger,
     PermissionPolicy,
     choose_option,
 )
+from acp_bridge._acp.services.permissions import PermissionHook
 from acp_bridge._acp.services.terminals import TerminalService, shell_argv
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.tool_calls import overlay
-from acp_bridge._acp.wire.schema import (
-    INVALID_PARAMS,
-    PERMISSION_CANCELLED,
+from acp_bridge._acp.wire.initialize_schema import (
     ClientCapabilities,
     ClientSessionCapabilities,
     ConfigOptionsCapabilities,
-    CreateTerminalParams,
     Empty,
     FsCapabilities,
+)
+from acp_bridge._acp.wire.schema import (
+    INVALID_PARAMS,
+    PERMISSION_CANCELLED,
+    CreateTerminalParams,
     ReadTextFileParams,
     RequestPermissionParams,
     TerminalIdParams,

@@ -29,12 +29,8 @@ from urllib.parse import urlsplit
 
 from acp_bridge._acp.rpc.router import Reply, RequestError
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
-from acp_bridge._acp.wire.schema import (
-    INVALID_PARAMS,
-    ElicitationCapabilities,
-    Empty,
-    Wire,
-)
+from acp_bridge._acp.wire.initialize_schema import ElicitationCapabilities, Empty
+from acp_bridge._acp.wire.schema import INVALID_PARAMS, Wire
 from acp_bridge._os.race import race
 from acp_bridge._output_schema.schema_check import first_schema_error
 from acp_bridge._records.bounded import BoundedList, BoundedTable

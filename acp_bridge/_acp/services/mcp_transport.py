@@ -35,7 +35,8 @@ from anyio.abc import TaskGroup
 from acp_bridge._acp.services.client import ClientServices
 from acp_bridge._acp.services.mcp_endpoint import ENDPOINT, TOKEN_VARIABLE
 from acp_bridge._acp.services.mcp_tools import SERVER_NAME, ServicesMcp
-from acp_bridge._acp.wire.schema import InitializeResult, McpServerHttp, McpServerStdio, NameValue
+from acp_bridge._acp.wire.initialize_schema import InitializeResult
+from acp_bridge._acp.wire.schema import McpServerHttp, McpServerStdio, NameValue
 from acp_bridge._os.bearer import BearerToken
 from acp_bridge._os.fs.unix_sockets import listen_unix
 from acp_bridge._os.sandbox import RunSandbox

@@ -49,13 +49,15 @@ from acp_bridge._acp.turn.lifecycle import (
 )
 from acp_bridge._acp.turn.prompt_turn import TurnEnd, TurnOutcome, TurnSignals
 from acp_bridge._acp.turn.turn_collector import TurnCollector
-from acp_bridge._acp.wire.schema import (
-    AUTH_REQUIRED,
+from acp_bridge._acp.wire.initialize_schema import (
     AuthenticateParams,
     AuthMethod,
     ClientCapabilities,
     Implementation,
     InitializeResult,
+)
+from acp_bridge._acp.wire.schema import (
+    AUTH_REQUIRED,
     McpServerHttp,
     McpServerStdio,
     NewSessionParams,

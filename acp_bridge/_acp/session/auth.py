@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from acp_bridge._acp.wire.schema import AuthMethod
+from acp_bridge._acp.wire.initialize_schema import AuthMethod
 from acp_bridge.errors import AgentRequestError, AuthRequiredError
 
 

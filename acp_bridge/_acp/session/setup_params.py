@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_bridge._acp.wire.schema import InitializeResult, McpServerHttp, McpServerStdio, NameValue
+from acp_bridge._acp.wire.initialize_schema import InitializeResult
+from acp_bridge._acp.wire.schema import McpServerHttp, McpServerStdio, NameValue
 from acp_bridge.config import AgentProfile
 from acp_bridge.errors import NotOffered
 

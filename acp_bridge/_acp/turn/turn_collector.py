@@ -36,9 +36,10 @@ turn's answer, tool calls or plan — only the session state they carry is kept.
 Hostile input: every field is type-checked where it is read; an update that does not fit is
 skipped and counted in :attr:`TurnCollector.malformed` (never an exception: the collector
 is fuzzed with arbitrary JSON). Everything kept is bounded: the answer text of a turn
-(:data:`MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes, as the
-joined string will hold them), the messages of a turn (:data:`MAX_MESSAGES`, oldest dropped,
-and chunks of a dropped one dropped too: they are not a new message), the tool calls
+(:data:`.messages.MAX_ANSWER_BYTES` of memory: characters times the widest character's bytes,
+as the joined string will hold them), the messages of a turn (:data:`.messages.MAX_MESSAGES`,
+oldest dropped, and chunks of a dropped one dropped too: they are not a new message; both
+kept by :class:`.messages.TurnMessages`), the tool calls
 (:data:`MAX_TOOL_CALLS`, then counted), the distinct kinds counted. Every keyed table drops
 and counts what does not fit (``_records/bounded.py``); :meth:`TurnCollector.warnings` says so.
 """
@@ -50,31 +51,19 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_bridge._acp.turn.lifecycle import TurnState
-from acp_bridge._acp.turn.messages import CHUNKS_PER_BLOCK, Message, char_bytes, texts
+from acp_bridge._acp.turn.messages import MAX_ANSWER_BYTES, MAX_MESSAGES, TurnMessages
 from acp_bridge._acp.turn.notices import Notices
 from acp_bridge._acp.turn.plans import Plans
 from acp_bridge._acp.turn.session_state import SessionState
 from acp_bridge._acp.turn.subagents import Subagents
-from acp_bridge._acp.turn.tool_calls import MAX_ID_CHARS, TurnToolCalls
+from acp_bridge._acp.turn.tool_calls import TurnToolCalls
 from acp_bridge._acp.turn.usage import prompt_usage, usage_update
 from acp_bridge._acp.wire.schema import ToolCallUpdate
-from acp_bridge._records.bounded import BoundedTable
 from acp_bridge.envelope import ToolCallRecord
 from acp_bridge.events import EventSink
 
-MAX_ANSWER_BYTES = 16 << 20
-"""Memory the agent's message text of one turn may take (characters times the widest
-character's size, 1, 2 or 4 bytes: what the joined answer costs). Past it the text is cut and
-the rest counted, not kept: the answer is held once, then written to stdout, the store and
-the transcript in pieces, and a run stays within twice an idle run's memory."""
-MAX_MESSAGES = 4096
-"""Messages of one turn kept (by first appearance); older ones are dropped past it."""
 MAX_KINDS = 64
 """Distinct update kinds counted; kind names are cut to 64 characters."""
-MAX_RETIRED = 1 << 16
-"""Ids of messages dropped past :data:`MAX_MESSAGES` remembered (as hashes), so that a late
-chunk of one is dropped too instead of starting a new message — a new last message, the
-answer."""
 MAX_EARLY = 256
 """Updates held while the session's id is not yet known."""
 MAX_EARLY_CHARS = 1 << 20
@@ -86,25 +75,19 @@ class TurnCollector:
 
     def __init__(self, sink: EventSink) -> None:
         self._sink = sink
-        self._wants_message = sink.wants("message")
         self._in_turn = False
-        self._messages: list[Message] = []
-        self._by_id: dict[str, Message] = {}
-        self._current: Message | None = None
+        self.messages = TurnMessages(sink)
         self.tools = TurnToolCalls(sink)
         self.plan: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {}
         self.kinds: Counter[str] = Counter()
         self.unknown_kinds: Counter[str] = Counter()
         self.malformed = 0
-        self.dropped_chars = 0
         self._taken = False
         self.late_chunks = 0
         """Message chunks after the turn's answer was taken (not part of it)."""
         self.bad_usage: list[str] = []
         """Usage figures of the prompt's reply that were not numbers in range (not kept)."""
-        self._chars = 0
-        self._width = 1
         self.state = SessionState()
         self.replaying = False
         self.replayed = 0
@@ -118,11 +101,6 @@ class TurnCollector:
         self._early_chars = 0
         self.early_dropped = 0
         """Updates before the session's id was known, past what is held."""
-        self._retired: BoundedTable[int, bool] = BoundedTable(
-            "ids of messages dropped from the turn", MAX_RETIRED
-        )
-        self.retired_chunks = 0
-        """Chunks of messages dropped past MAX_MESSAGES (not kept, not a new message)."""
         self.unlisted_kinds = 0
         """Updates of kinds past the first MAX_KINDS distinct ones (not counted by kind)."""
 
@@ -140,7 +118,8 @@ class TurnCollector:
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
             if self._in_turn:
-                self._chunk(update)
+                if not self.messages.chunk(update):
+                    self.malformed += 1
             elif self.replaying:
                 self.replayed += 1
             elif self._taken:
@@ -203,69 +182,9 @@ class TurnCollector:
         for params in early:
             self(params)
 
-    def _chunk(self, update: dict[str, Any]) -> None:
-        content = update.get("content")
-        if not isinstance(content, dict) or content.get("type") != "text":
-            return
-        text = content.get("text")
-        if not isinstance(text, str) or not text:
-            return
-        if not text.isascii() or self._width > 1:  # isascii() is O(1): a flag of the str
-            width = max(self._width, char_bytes(text))
-            if (self._chars + len(text)) * width > MAX_ANSWER_BYTES:
-                text = self._cut(text, width)
-                if not text:
-                    return
-            self._width = width
-        elif self._chars + len(text) > MAX_ANSWER_BYTES:
-            text = self._cut(text, 1)
-            if not text:
-                return
-        self._chars += len(text)
-        message_id = update.get("messageId")
-        if message_id is None:
-            message = self._current
-            if message is None:
-                message = self._current = self._new_message(None)
-        elif type(message_id) is str and len(message_id) <= MAX_ID_CHARS:
-            message = self._by_id.get(message_id)
-            if message is None:
-                if self._retired and hash(message_id) in self._retired:
-                    self.retired_chunks += 1  # its message was dropped: so is the chunk
-                    self._chars -= len(text)
-                    return
-                message = self._by_id[message_id] = self._new_message(message_id)
-            self._current = message
-        else:  # a list, an object, a number: no message id ACP knows
-            self.malformed += 1
-            return
-        parts = message.parts  # inlined append: this runs for every chunk
-        parts.append(text)
-        if len(parts) >= CHUNKS_PER_BLOCK:
-            message.compact()
-        if self._wants_message:
-            self._sink.emit("message", text=text)
-
-    def _cut(self, text: str, width: int) -> str:
-        """What is left of ``text`` under the cap (its head; the rest counted as dropped)."""
-        room = max(0, MAX_ANSWER_BYTES // width - self._chars)
-        self.dropped_chars += len(text) - min(room, len(text))
-        return text[:room]
-
-    def _new_message(self, message_id: str | None) -> Message:
-        message = Message(message_id)
-        self._messages.append(message)
-        if len(self._messages) > MAX_MESSAGES:  # keep the newest: the answer is the last
-            for old in self._messages[: MAX_MESSAGES // 2]:
-                if old.message_id is not None:
-                    self._by_id.pop(old.message_id, None)
-                    self._retired.put(hash(old.message_id), True)
-            del self._messages[: MAX_MESSAGES // 2]
-        return message
-
     def _tool_call(self, update: dict[str, Any]) -> None:
         if update.get("sessionUpdate") == "tool_call":
-            self._current = None  # an agent without message ids: a tool call ends a message
+            self.messages.current = None  # an agent without message ids: a tool call ends a message
         self.tools.update(update)
 
     def _plan(self, update: dict[str, Any]) -> None:
@@ -278,28 +197,7 @@ class TurnCollector:
         self._sink.emit("plan", entries=self.plan)
 
     def _whole_message(self, update: dict[str, Any]) -> None:
-        """v2 ``agent_message``: an upsert of a whole message by id (content missing:
-        unchanged; null: cleared; a list: the message's new content)."""
-        message_id = update.get("messageId")
-        if type(message_id) is not str or len(message_id) > MAX_ID_CHARS:
-            raise TypeError("agent_message needs a messageId")
-        if not self._in_turn or "content" not in update:
-            return
-        content = update["content"]
-        if content is not None and not isinstance(content, list):
-            raise TypeError("agent_message.content must be a list or null")
-        message = self._by_id.get(message_id)
-        if message is None:
-            if self._retired and hash(message_id) in self._retired:
-                self.retired_chunks += 1
-                return
-            message = self._by_id[message_id] = self._new_message(message_id)
-        self._current = message
-        text = "".join(texts(content or []))
-        self._chars += len(text) - len(message.text())
-        message.blocks, message.parts = [], [text] if text else []
-        if text and self._wants_message:
-            self._sink.emit("message", text=text, message_id=message_id, whole=True)
+        self.messages.whole(update, in_turn=self._in_turn)
 
     def _subagent(self, update: dict[str, Any]) -> None:
         before = self.subagents.tokens()
@@ -352,11 +250,12 @@ class TurnCollector:
                 f"dropped {self.early_dropped} session/update(s) sent before the session's id "
                 f"was known, past the {MAX_EARLY} (or {MAX_EARLY_CHARS >> 20} MiB) held"
             )
-        if dropped := self._retired.warning():
+        messages = self.messages
+        if dropped := messages.dropped_ids_warning():
             out.append(dropped)
-        if self.retired_chunks:
+        if messages.retired_chunks:
             out.append(
-                f"dropped {self.retired_chunks} chunk(s) of messages dropped from the turn "
+                f"dropped {messages.retired_chunks} chunk(s) of messages dropped from the turn "
                 f"(past {MAX_MESSAGES} messages)"
             )
         if self.unlisted_kinds:
@@ -364,24 +263,19 @@ class TurnCollector:
                 f"counted {self.unlisted_kinds} update(s) of kinds past the first {MAX_KINDS} "
                 "distinct ones without their kind"
             )
-        if self.dropped_chars:
+        if messages.dropped_chars:
             out.append(
                 f"the answer was cut at {MAX_ANSWER_BYTES >> 20} MiB of text; "
-                f"{self.dropped_chars} more characters not kept"
+                f"{messages.dropped_chars} more characters not kept"
             )
         return out
 
     def begin_turn(self) -> None:
         """Start collecting a new turn's answer (a repair turn forgets the previous one)."""
-        self._chars = 0
-        self._width = 1
         self._in_turn = True
         self._taken = False
         self.turn_state.begin()
-        self._messages = []
-        self._by_id = {}
-        self._retired.clear()
-        self._current = None
+        self.messages.begin()
 
     def end_turn(self) -> None:
         """The turn's answer is taken (to be checked): message chunks from now until the next
@@ -397,20 +291,13 @@ class TurnCollector:
         """What the turn announced of a tool call so far (bounded), if anything."""
         return self.tools.announced(tool_call_id)
 
-    def _answer_message(self) -> tuple[str, Message | None]:
-        for message in reversed(self._messages):
-            text = message.text()
-            if text and not text.isspace():  # not strip(): no copy of a long answer
-                return text, message
-        return "", None
-
     def answer(self) -> str:
         """The last non-blank agent message of the turn."""
-        return self._answer_message()[0]
+        return self.messages.answer()[0]
 
     def answer_message_id(self) -> str | None:
         """The ``messageId`` of the answer, when the agent sends message ids."""
-        message = self._answer_message()[1]
+        message = self.messages.answer()[1]
         return message.message_id if message is not None else None
 
     def add_prompt_usage(self, usage: Any) -> None:

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from acp_bridge._acp.wire.schema import (
+from acp_bridge._acp.wire.initialize_schema import (
     ClientCapabilities,
     Implementation,
     InitializeResult,
-    ModelT,
-    parse_reply,
 )
+from acp_bridge._acp.wire.schema import ModelT, parse_reply
 from acp_bridge.errors import MalformedReply, ProtocolError
 
 ProtocolSetting = Literal["auto", "1", "2"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from acp_bridge._agents.install import download_to
+from acp_bridge._agents.archive_downloads import download_to
 from acp_bridge._agents.registry.agent_entries import Registry, parse_registry
 from acp_bridge._os import bounded_json
 from acp_bridge._os.fs.input_files import InputRefused, read_bytes, read_text

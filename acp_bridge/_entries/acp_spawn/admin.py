@@ -24,7 +24,7 @@ from acp_bridge._acp.session.acp_session import AcpSession
 from acp_bridge._acp.session.session_methods import delete_session, list_sessions, logout
 from acp_bridge._acp.turn.prompt_turn import TurnSignals
 from acp_bridge._acp.turn.turn_collector import TurnCollector
-from acp_bridge._acp.wire.schema import ClientCapabilities
+from acp_bridge._acp.wire.initialize_schema import ClientCapabilities
 from acp_bridge._acp.wire.session_schema import SessionInfo
 from acp_bridge._entries.acp_spawn.session_phases import CLIENT_INFO
 from acp_bridge._entries.depth import inherited_max_depth, subtask_level

@@ -24,7 +24,8 @@ from acp_bridge._acp.session.auth import auth_fix, auth_refused_prompt
 from acp_bridge._acp.session.session_options import SessionChoices
 from acp_bridge._acp.session.tracing import set_attributes
 from acp_bridge._acp.turn.prompt_turn import TurnOutcome, TurnSignals, turn_error
-from acp_bridge._acp.wire.schema import AUTH_REQUIRED, Implementation
+from acp_bridge._acp.wire.initialize_schema import Implementation
+from acp_bridge._acp.wire.schema import AUTH_REQUIRED
 from acp_bridge._entries.acp_spawn.clock import RunClock
 from acp_bridge._entries.acp_spawn.live_turns import FollowUp, FollowUps, Held, Turn
 from acp_bridge._entries.acp_spawn.result import needs_repair, repair_prompt

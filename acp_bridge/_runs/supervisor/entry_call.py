@@ -169,7 +169,9 @@ class EntryCall:
             or not request.cwd
         ):
             return request
-        from acp_bridge._os.git.worktrees import kept_worktree  # git's part: follow-ups only
+        from acp_bridge._os.git.worktree_reopening import (
+            kept_worktree,  # git's part: follow-ups only
+        )
 
         chain = chain_ids(self.store.db, follows)
         found = await kept_worktree(

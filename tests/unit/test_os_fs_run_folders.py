@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_bridge._os.fs.roots import check_write_roots, too_broad
+from acp_bridge._os.fs.run_folders import check_write_roots, too_broad
 from acp_bridge.errors import ConfigError
 
 HOME = Path("/home/ada")

@@ -18,6 +18,11 @@ Resuming: tasks whose key already has an envelope are not run again, with one ex
 a task that the batch's own interruption ended (``meta.batch.interrupted``) runs again, as
 the interrupt was not its result. Envelopes whose key is no longer among the tasks are kept,
 after the others.
+
+Bounded memory: no envelope is held. For each key only where its line is (the file or the
+journal, offset, length), its status and whether an interrupt ended it are kept (~200 bytes
+a task); the final write copies each line from there, one at a time. Holding each ended
+task's envelope until the batch's end cost ~1 KB a small one, and a big answer whole.
 """
 
 from __future__ import annotations
@@ -48,10 +53,35 @@ MAX_ENVELOPE_DEPTH = 2 * bounded_json.MAX_DEPTH
 LOCK_SUFFIX = ".lock"
 
 
-def _key(envelope: dict[str, Any]) -> str | None:
+class _Line:
+    """Where a key's envelope is, and what the batch needs of it without reading it again.
+    (A plain class, not a named tuple: this module postpones its annotations.)"""
+
+    __slots__ = ("interrupted", "length", "offset", "source", "status")
+
+    def __init__(
+        self, source: int, offset: int, length: int, status: str | None, interrupted: bool
+    ) -> None:
+        self.source = source  # FILE or JOURNAL
+        self.offset = offset
+        self.length = length
+        self.status = status
+        self.interrupted = interrupted
+
+
+FILE, JOURNAL = 0, 1
+
+
+def _summary(envelope: dict[str, Any]) -> tuple[str | None, str | None, bool]:
+    """The key, status and ``interrupted`` of an envelope given as JSON data."""
     info = (envelope.get("meta") or {}).get("batch") or {}
     key = info.get("key")
-    return key if isinstance(key, str) else None
+    status = envelope.get("status")
+    return (
+        key if isinstance(key, str) else None,
+        status if isinstance(status, str) else None,
+        bool(info.get("interrupted")),
+    )
 
 
 class ResultsFile:
@@ -61,8 +91,8 @@ class ResultsFile:
         self.path = path
         self.journal = path.with_name(path.name + JOURNAL_SUFFIX)
         self.lock_path = path.with_name(path.name + LOCK_SUFFIX)
-        self.previous: dict[str, dict[str, Any]] = {}
-        self._journal: IO[str] | None = None
+        self._lines: dict[str, _Line] = {}
+        self._journal: IO[bytes] | None = None
         self._lock: int | None = None
 
     def lock(self) -> None:
@@ -105,47 +135,64 @@ class ResultsFile:
         os.close(self._lock)
         self._lock = None
 
-    def load(self) -> dict[str, dict[str, Any]]:
-        """The envelopes already there, by key (the file's, then the journal's on top)."""
-        found: dict[str, dict[str, Any]] = {}
-        for source, tolerant in ((self.path, False), (self.journal, True)):
-            for envelope in _read(source, tolerant=tolerant):
-                key = _key(envelope)
-                if key is not None:
-                    found[key] = envelope
-        self.previous = found
-        return found
+    def load(self) -> set[str]:
+        """The keys that have an envelope already (the file's, then the journal's on top)."""
+        found: dict[str, _Line] = {}
+        for source, path, tolerant in ((FILE, self.path, False), (JOURNAL, self.journal, True)):
+            for key, line in _read(path, tolerant=tolerant, source=source):
+                found[key] = line
+        self._lines = found
+        return set(found)
 
     def done_keys(self) -> set[str]:
         """Keys whose task need not run again."""
-        return {
-            key
-            for key, envelope in self.previous.items()
-            if not ((envelope.get("meta") or {}).get("batch") or {}).get("interrupted")
-        }
+        return {key for key, line in self._lines.items() if not line.interrupted}
+
+    def statuses(self) -> dict[str, str | None]:
+        """Each key's status, as its envelope here says."""
+        return {key: line.status for key, line in self._lines.items()}
 
     def append(self, result: SubtaskResult) -> None:
-        """``result`` into the journal, at once (flushed: a killed process keeps it)."""
+        """``result`` into the journal, at once (flushed: a killed process keeps it); only
+        where it was written is kept."""
         if self._journal is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._journal = self.journal.open("a", encoding="utf-8")
-        self._journal.write(result.to_json() + "\n")
+            self._journal = self.journal.open("ab")
+            self._journal.seek(0, os.SEEK_END)
+            if self._journal.tell() and _last_byte(self.journal) != b"\n":
+                self._journal.write(b"\n")  # a crashed run's torn line ends before ours
+        offset = self._journal.tell()
+        for piece in result.json_pieces():  # a long answer is encoded a slice at a time
+            self._journal.write(piece.encode())
+        length = self._journal.tell() - offset
+        self._journal.write(b"\n")
         self._journal.flush()
-        key = _key(result.to_dict())
-        if key is not None:
-            self.previous[key] = result.to_dict()
+        batch = result.meta.batch or {}
+        key = batch.get("key")
+        if isinstance(key, str):
+            interrupted = bool(batch.get("interrupted"))
+            self._lines[key] = _Line(JOURNAL, offset, length, result.status, interrupted)
 
     def write(self, keys: Sequence[str]) -> int:
         """Replace the file: the envelopes of ``keys`` that have one, in that order, then
-        every other one already there; then drop the journal. Returns the lines written."""
-        ordered = [self.previous[key] for key in keys if key in self.previous]
+        every other one already there; then drop the journal. Returns the lines written.
+        Each line is copied from where it is, one at a time."""
         listed = set(keys)
-        ordered += [env for key, env in self.previous.items() if key not in listed]
+        order = [key for key in keys if key in self._lines]
+        order += [key for key in self._lines if key not in listed]
+        ordered = [self._lines[key] for key in order]
+        if self._journal is not None:
+            self._journal.flush()
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        sources: dict[int, int] = {}
         try:
-            with temporary.open("w", encoding="utf-8") as out:
-                for envelope in ordered:
-                    out.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+            for source, path in ((FILE, self.path), (JOURNAL, self.journal)):
+                if any(line.source == source for line in ordered):
+                    sources[source] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            with temporary.open("wb") as out:
+                for line in ordered:
+                    out.write(_pread_all(sources[line.source], line.length, line.offset))
+                    out.write(b"\n")
                 out.flush()
                 os.fsync(out.fileno())
             temporary.replace(self.path)
@@ -153,10 +200,18 @@ class ResultsFile:
             with contextlib.suppress(OSError):
                 temporary.unlink()
             raise
+        finally:
+            for fd in sources.values():
+                os.close(fd)
         _sync_dir(self.path.parent)
         self.close()
         with contextlib.suppress(FileNotFoundError):
             self.journal.unlink()
+        at, moved = 0, {}
+        for key, line in zip(order, ordered, strict=True):  # where each line is now
+            moved[key] = _Line(FILE, at, line.length, line.status, line.interrupted)
+            at += line.length + 1
+        self._lines = moved
         return len(ordered)
 
     def close(self) -> None:
@@ -165,10 +220,10 @@ class ResultsFile:
             self._journal = None
 
 
-def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
-    """The envelopes in ``path`` (none when it does not exist), read line by line within
-    the results file's bounds. ``tolerant``: a line that is not an envelope is skipped (a
-    journal's torn last line); else it is an error."""
+def _read(path: Path, *, tolerant: bool, source: int = FILE) -> list[tuple[str, _Line]]:
+    """Where each envelope in ``path`` is (none when it does not exist), read line by line
+    within the results file's bounds. ``tolerant``: a line that is not an envelope is
+    skipped (a journal's torn last line); else it is an error."""
     found = []
     lines = input_lines(
         path,
@@ -177,8 +232,10 @@ def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
         line_limit=MAX_RESULTS_LINE_BYTES,
         json_objects=not tolerant,
     )
+    offset = 0
     try:
         for number, line in lines:
+            start, offset = offset, offset + len(line) + 1  # the newline, split off
             if not line.strip():
                 continue
             why = "not an envelope"
@@ -193,7 +250,9 @@ def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
                     f"{path}:{number}: {why}; is this a results file of acp-bridge "
                     "batch? (use another --out)"
                 )
-            found.append(value)
+            key, status, interrupted = _summary(value)
+            if key is not None:
+                found.append((key, _Line(source, start, len(line), status, interrupted)))
     except FileNotFoundError:
         return []
     except InputRefused as exc:
@@ -204,6 +263,24 @@ def _read(path: Path, *, tolerant: bool) -> list[dict[str, Any]]:
     finally:
         lines.close()
     return found
+
+
+def _pread_all(fd: int, length: int, offset: int) -> bytes:
+    """``length`` bytes at ``offset``: :class:`OSError` when the file is shorter (it changed
+    under us)."""
+    data = os.pread(fd, length, offset)
+    while len(data) < length:
+        more = os.pread(fd, length - len(data), offset + len(data))
+        if not more:
+            raise OSError(f"a results file shrank while it was copied (at byte {offset})")
+        data += more
+    return data
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as file:
+        file.seek(-1, os.SEEK_END)
+        return file.read(1)
 
 
 def _holder(fd: int) -> str:

@@ -16,7 +16,7 @@ from acp_bridge._version import __version__
 from acp_bridge.cli._agent_commands.agents_flags import add_agents_command
 from acp_bridge.cli._argtypes import count, seconds
 from acp_bridge.cli._batch_commands import batch_flags, compare_flags
-from acp_bridge.cli._run_commands import run_store_commands
+from acp_bridge.cli._run_commands import run_store_commands, serve_flags
 from acp_bridge.cli._run_commands.usage_errors import EntryParser, for_entry
 
 
@@ -252,8 +252,8 @@ def build_parser(
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(handler=_doctor.cmd_doctor)
 
-    _add_mcp_command(commands)
-    _add_ui_command(commands)
+    serve_flags.add_mcp_command(commands, _mcp, _Formatter)
+    serve_flags.add_ui_command(commands, _ui, _Formatter)
     add_agents_command(commands, _agents, _Formatter)
 
     p = commands.add_parser(
@@ -268,95 +268,6 @@ def build_parser(
     batch_flags.add_commands(commands, _Formatter)
     compare_flags.add_compare_command(commands, _Formatter, options=every_option)
     return parser
-
-
-def _add_mcp_command(commands: Any) -> None:
-    p = commands.add_parser(
-        "mcp",
-        help="serve acp_spawn, spawn, bash and run control to MCP hosts (stdio or HTTP)",
-        formatter_class=_Formatter,
-        description="An MCP server (official SDK) offering the tools acp_spawn, spawn, bash "
-        "(each waits: the envelope as structured content) and start, wait, status, list, "
-        "stop, send (background runs). Live events become progress notifications; an `ask` "
-        "permission becomes an elicitation when the host supports it (else it is rejected). "
-        "Default: stdio, for a host that starts it. See docs/how-to/mcp.md.",
-        epilog="example (in a host's MCP config): acp-bridge mcp --config ~/acp-bridge.yaml",
-    )
-    p.add_argument(
-        "--config",
-        type=Path,
-        metavar="FILE",
-        # SUPPRESS: given here or before `mcp`, the same option (hosts' configs read better
-        # with every argument after the command).
-        default=argparse.SUPPRESS,
-        help="config file (as acp-bridge --config; default: the usual search)",
-    )
-    p.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; beyond "
-        "loopback only with a token",
-    )
-    p.add_argument(
-        "--token-file",
-        type=Path,
-        metavar="FILE",
-        help="with --http: the bearer token every request must send (default: "
-        "$ACP_BRIDGE_MCP_TOKEN)",
-    )
-    p.add_argument(
-        "--tools",
-        metavar="A,B",
-        help="offer only these tools (default: acp_spawn, spawn, bash, start, wait, status, "
-        "list, stop, send)",
-    )
-    p.add_argument(
-        "--ask-timeout",
-        type=float,
-        metavar="S",
-        help="seconds an elicitation waits for the host's answer before the safe default "
-        "(reject / cancel; default 120)",
-    )
-    p.add_argument(
-        "--request-timeout",
-        type=float,
-        metavar="S",
-        help="with --http: seconds a client has to send a request's headers (from when it "
-        "connects or its last response ended; else the connection is closed), then its "
-        "body (else 408); default 30",
-    )
-    p.set_defaults(handler=_mcp.cmd_mcp)
-
-
-def _add_ui_command(commands: Any) -> None:
-    p = commands.add_parser(
-        "ui",
-        help="a local web viewer of the recorded runs, live",
-        formatter_class=_Formatter,
-        description="Serve a web viewer over the run store: the runs (filtered, paged, "
-        "updated live), each run's timeline (messages, tool calls, permission decisions "
-        "and the rule that decided, terminals, plans), its diff and envelope, a running run "
-        "followed live and stopped from its page. It listens on loopback; every request "
-        "needs the token made at each start, in the URL printed on stderr. See "
-        "docs/how-to/viewer.md.",
-        epilog="example: acp-bridge ui --open",
-    )
-    p.add_argument(
-        "--port",
-        type=count(0, 65535),
-        default=8766,
-        metavar="N",
-        help="the port (default 8766, beside the MCP examples' 8765; 0: any free one)",
-    )
-    p.add_argument(
-        "--host",
-        default="127.0.0.1",
-        metavar="H",
-        help="the address to listen on; beyond loopback anyone who can reach it still needs "
-        "the token",
-    )
-    p.add_argument("--open", action="store_true", help="open the URL in the browser")
-    p.set_defaults(handler=_ui.cmd_ui)
 
 
 def _entry_options(p: argparse.ArgumentParser, entry: str, wanted: bool) -> None:

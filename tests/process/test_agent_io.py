@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from acp_bridge.errors import ErrorCode
 from tests.conftest import AgentHarness
 
@@ -60,6 +62,10 @@ print(json.dumps({
 """
 
 
+# Slow: each order imports every module of the package, Ray, pydantic-ai and the MCP SDK
+# included (~5 s of CPU each). The default suite's check that no direct submodule is named
+# like an export reads names only (tests/unit/test_package_layout.py).
+@pytest.mark.slow
 def test_the_public_api_is_the_same_whatever_was_imported_first() -> None:
     for order, seed in (("modules-first", "1"), ("exports-first", "2")):
         out = subprocess.run(

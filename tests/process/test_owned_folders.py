@@ -175,7 +175,8 @@ def test_a_half_written_install_is_not_used_and_is_built_again(root: Path) -> No
     assert code == 0 and json.loads(out)["output"] == "MANAGED", err
 
 
-@pytest.mark.parametrize("installs", [2, 3])
+# Three show one builder and two waiters; two (slow) prove nothing three do not.
+@pytest.mark.parametrize("installs", [pytest.param(2, marks=pytest.mark.slow), 3])
 def test_concurrent_installs_of_one_agent_install_it_once(root: Path, installs: int) -> None:
     """Started together: one builds the install, the others wait for its lock and find it
     installed. Each ends ok; npm ran once; the install is whole and runs."""

@@ -15,6 +15,9 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from acp_bridge.cli import main
 from acp_bridge.cli._safe_text import one_line
 from tests.conftest import AGENTS
 from tests.helpers import terminal_controls
@@ -67,12 +70,28 @@ def _cli(runs: RunsEnv, *argv: str) -> tuple[int, str, str]:
     return done.returncode, out, err
 
 
+def _main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """The CLI's ``main`` in this process (the cwd and run store are the test's, as for
+    :func:`_cli`): the commands that read the run store print the same text here."""
+    capsys.readouterr()  # nothing of before
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert not terminal_controls(out.replace("\n", "")), (argv, out[:2000])
+    assert not terminal_controls(err), (argv, err[:2000])
+    return code, out, err
+
+
 def _shows_every_shape(text: str) -> None:
     for shape in SHAPES:
         assert one_line(shape) in text, (shape, text[:3000])
 
 
-def test_every_printer_shows_controls_and_obeys_none(runs: RunsEnv) -> None:
+def test_every_printer_shows_controls_and_obeys_none(
+    runs: RunsEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run and its start as real processes; the commands that read what it left (wait,
+    show, ps, logs) through the CLI's ``main``, each a process's start-up (~0.5 s of CPU) the
+    fewer."""
     _painted(runs)
     code, out, err = _cli(runs, "run", "painted", "go", "--cwd", str(runs.root))
     envelope = json.loads(out)
@@ -81,17 +100,17 @@ def test_every_printer_shows_controls_and_obeys_none(runs: RunsEnv) -> None:
 
     code, out, _ = _cli(runs, "run", "--detach", "painted", "go", "--cwd", str(runs.root))
     run_id = json.loads(out)["task_id"]
-    code, out, _ = _cli(runs, "wait", "--pretty", run_id)
+    code, out, _ = _main(capsys, "wait", "--pretty", run_id)
     assert code == 0 and json.loads(out)["output"] == "\n".join(SHAPES)
-    code, out, _ = _cli(runs, "show", run_id)
+    code, out, _ = _main(capsys, "show", run_id)
     assert json.loads(out)["envelope"]["output"] == "\n".join(SHAPES)
-    code, out, _ = _cli(runs, "ps", "--all")
+    code, out, _ = _main(capsys, "ps", "--all")
     assert run_id in out and "clip\\x1b]52" in out  # the summary, made visible
-    code, out, _ = _cli(runs, "ps", "--all", "--json")
+    code, out, _ = _main(capsys, "ps", "--all", "--json")
     assert {row["task_id"] for row in json.loads(out)} >= {run_id}
-    code, out, _ = _cli(runs, "logs", run_id)
+    code, out, _ = _main(capsys, "logs", run_id)
     _shows_every_shape(out)
-    code, out, _ = _cli(runs, "logs", "--json", run_id)
+    code, out, _ = _main(capsys, "logs", "--json", run_id)
     events = [json.loads(line) for line in out.splitlines()]
     titles = {e.get("title") for e in events if e["kind"] == "tool_call"}
     assert titles == set(SHAPES)  # JSON carries the same text, escaped

@@ -122,7 +122,8 @@ def test_each_shape_is_shown_as_repr_writes_it() -> None:
 
 
 @given(JSON_DATA, st.booleans(), st.booleans())
-@settings(max_examples=300)
+# 100 trees of up to 20 leaves each: 300 made this the costliest test of tests/unit
+@settings(max_examples=100)
 def test_json_text_is_the_same_data_with_no_control_raw(
     data: object, pretty: bool, ascii_only: bool
 ) -> None:
@@ -142,7 +143,8 @@ def test_json_text_escapes_what_json_leaves_raw() -> None:
 
 
 @given(JSON_DATA, st.booleans())
-@settings(max_examples=300)
+# 100 trees of up to 20 leaves each: 300 made this the costliest test of tests/unit
+@settings(max_examples=100)
 def test_compact_json_text_is_the_same_data_as_json_text(data: object, ascii_only: bool) -> None:
     """``ps --json``'s fast encoder (orjson, the standard library for what it refuses: lone
     surrogates, integers past 64 bits, a stream that is not UTF-8) writes what json_text

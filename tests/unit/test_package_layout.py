@@ -9,6 +9,7 @@ import included, so a cycle that exists only for the type checker is found too.
 from __future__ import annotations
 
 import ast
+import pkgutil
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -124,3 +125,13 @@ def test_no_two_modules_share_a_name_and_none_is_named_like_a_room() -> None:
 
 def test_only_the_public_faces_sit_at_the_root() -> None:
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == sorted(ROOT_FACES)
+
+
+def test_no_submodule_is_named_like_an_export() -> None:
+    """Importing a direct submodule sets an attribute of the package, so one named like an
+    export would replace it. Read without importing anything; the whole package imported in
+    two orders, every export looked at after, is tests/process/test_agent_io.py (slow)."""
+    import acp_bridge
+
+    submodules = {module.name for module in pkgutil.iter_modules(acp_bridge.__path__)}
+    assert sorted(submodules & set(acp_bridge.__all__)) == []

@@ -272,6 +272,13 @@ def list_runs(
     return db.runs(active_only=not include_ended, limit=limit)
 
 
+def list_run_table(*, store: str | Path | None = None, include_ended: bool = True) -> list[Any]:
+    """:func:`list_runs` as the rows of ``ps``'s table (``TABLE_COLUMNS``), no record made."""
+    db = open_store(store)
+    liveness.reap(db)
+    return db.table_rows(active_only=not include_ended)
+
+
 def list_run_dicts(
     *, store: str | Path | None = None, include_ended: bool = True, limit: int | None = None
 ) -> list[dict[str, Any]]:

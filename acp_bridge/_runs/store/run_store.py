@@ -48,6 +48,7 @@ from acp_bridge._runs.store.run_records import (
     DICT_COLUMNS,
     FULL_COLUMNS,
     LIST_COLUMNS,
+    TABLE_COLUMNS,
     NewRun,
     Outcome,
     RunRecord,
@@ -173,6 +174,10 @@ class Store:
     ) -> list[dict[str, Any]]:
         """:meth:`runs` as JSON data (``RunRecord.to_dict``), without making the records."""
         return [row_to_dict(row) for row in self._list_rows(DICT_COLUMNS, active_only, limit)]
+
+    def table_rows(self, *, active_only: bool = False) -> list[Any]:
+        """Runs, newest first, as rows of :data:`TABLE_COLUMNS` (``ps``'s table)."""
+        return self._list_rows(TABLE_COLUMNS, active_only, None)
 
     def _list_rows(self, columns: str, active_only: bool, limit: int | None) -> list[Any]:
         where = "WHERE status IN ('queued', 'running')" if active_only else ""

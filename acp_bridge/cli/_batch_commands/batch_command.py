@@ -264,7 +264,7 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
     if interrupts.count:
         return EXIT_INTERRUPTED
     if results is not None:
-        statuses = {key: env.get("status") for key, env in results.previous.items()}
+        statuses = dict(results.statuses())
     every_done = all(statuses.get(task.key) == "done" for task in tasks)
     return EXIT_OK if every_done else EXIT_FAILED
 

@@ -107,6 +107,15 @@ def test_a_v7_store_keeps_its_runs_and_records_batch_ids_after_v8(tmp_path: Path
     store.record_comparison("cmp_0123456789ab", '{"winner": "sub_000000000002"}')  # replaced
     kept = store.db.execute("SELECT id, result FROM comparisons").fetchall()
     assert kept == [("cmp_0123456789ab", '{"winner": "sub_000000000002"}')]
+    store.create(new_run("sub_000000000003")._replace(batch_id="cmp_0123456789ab"), me)
+    for run_id in ("sub_000000000001", "sub_000000000002", "sub_000000000003"):
+        end(store, run_id)
+    store.record_comparison("cmp_ffffffffffff", "{}")  # its attempts pruned already
+    assert retention.prune(store, keep=1) == ["sub_000000000001", "sub_000000000002"]
+    left = store.db.execute("SELECT id FROM comparisons").fetchall()
+    assert left == [("cmp_0123456789ab",)]  # one of its attempts is still there
+    retention.prune(store, keep=0)
+    assert store.db.execute("SELECT count(*) FROM comparisons").fetchone()[0] == 0
     store.close()
 
 

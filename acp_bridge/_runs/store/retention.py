@@ -1,4 +1,5 @@
-"""Pruning the run store: by age and by count, never an active run.
+"""Pruning the run store: by age and by count, never an active run (and a comparison's
+decision with the last of its attempts).
 
 The retention setting lives in the store (``settings``: ``retention_days``, default 30, and
 ``retention_keep``, default unlimited; the config's ``runs.retention``) so every process
@@ -71,6 +72,13 @@ def prune(
             # Checked again under the lock: only ended runs, whatever happened meanwhile.
             db.executemany(f"DELETE FROM runs WHERE id = ? AND {ended}", chunk)
         ids.extend(run_id for (run_id,) in chunk)
+    if ids:
+        with store.write() as db:
+            # A comparison's decision goes with the last of its attempts (issue 35).
+            db.execute(
+                "DELETE FROM comparisons WHERE NOT EXISTS"
+                " (SELECT 1 FROM runs WHERE runs.batch_id = comparisons.id)"
+            )
     for run_id in ids:
         with contextlib.suppress(OSError):
             (store.logs_dir / f"{run_id}.log").unlink(missing_ok=True)

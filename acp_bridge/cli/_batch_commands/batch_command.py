@@ -218,7 +218,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFile | None) -> int:
-    from acp_bridge._batch.batch_run import run_batch
+    from acp_bridge._batch.batch_run import new_batch_id, run_batch
     from acp_bridge._runs import foreground
 
     done_keys: set[str] = set()
@@ -230,6 +230,7 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
     loaded = load(args)
     foreground.install()
     progress = BatchProgress(human_stream("stderr"), len(todo))
+    batch_id = new_batch_id()  # each run of the command is a batch of its own (its tasks)
     write = results.append if results is not None else _InOrder(todo)
     statuses: dict[str, Any] = {}
 
@@ -246,7 +247,7 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
                 lambda: run_batch(
                     todo, executor=executor, config=loaded, concurrency=args.concurrency,
                     retries=args.retries, on_result=on_result, progress=progress, cancel=cancel,
-                    keep=False,
+                    keep=False, batch_id=batch_id,
                 ),
                 abort.wait,
             )  # fmt: skip
@@ -259,6 +260,8 @@ def _run_batch(args: argparse.Namespace, tasks: list[Keyed], results: ResultsFil
     finally:
         if results is not None:
             results.write([task.key for task in tasks])
+    if todo:  # where to look at it: acp-bridge ui's page of it
+        err(f"batch {batch_id}: acp-bridge ui shows it at /batches/{batch_id}")
     for line in progress.summary(len(tasks) - len(todo)):
         err(line)
     if interrupts.count:

@@ -1,5 +1,5 @@
 """The comparison as people read it: a table of the attempts, the winner and why, the
-budget, what apply did. The CLI prints it on stderr; the MCP tool sends it as its text.
+budget, what apply did, its id. The CLI prints it on stderr; the MCP tool sends it as its text.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def table(result: CompareResult) -> list[str]:
     if result.apply is not None:
         lines.append(_applied(result))
     lines += [f"warning: {warning}" for warning in result.warnings]
+    if result.id:  # where a person looks at it again (acp-bridge ui)
+        lines.append(f"comparison {result.id}: acp-bridge ui shows it at /comparisons/{result.id}")
     return lines
 
 

@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from acp_bridge import compare
 from acp_bridge._batch.batch_run import batch
+from acp_bridge._compare.table import table
 from acp_bridge._mcp.transport.listen import rebinding_rules
 from acp_bridge._runs import foreground
 from acp_bridge._runs.store.run_store import Store, close_stores
@@ -131,3 +132,6 @@ def test_a_comparison_page_shows_the_attempts_the_pick_and_the_winners_diff(
     assert 'data-live="0"' in text  # decided: nothing more to follow
     listing = viewer.get("/").text
     assert listing.count(f'href="/comparisons/{result.id}"') == 2
+    assert table(result)[-1] == (
+        f"comparison {result.id}: acp-bridge ui shows it at /comparisons/{result.id}"
+    )

@@ -115,9 +115,10 @@ def test_a_batch_is_followed_live_by_status_and_node_and_links_its_failed_task(
     listed.write_text("".join(json.dumps(task) + "\n" for task in tasks))
     command = [sys.executable, "-m", "acp_bridge", "batch", str(listed), "--concurrency", "1"]
     command += ["--out", str(runs.root / "results.jsonl")]
-    said = (runs.root / "batch.err").open("w+")
-    process = subprocess.Popen(command, cwd=runs.root, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=said)  # fmt: skip
+    said = runs.root / "batch.err"
+    with said.open("w") as stderr:  # the child has its own copy
+        process = subprocess.Popen(command, cwd=runs.root, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
     try:
         page.goto(viewer.url)
         link = page.locator("a.group").first
@@ -131,10 +132,8 @@ def test_a_batch_is_followed_live_by_status_and_node_and_links_its_failed_task(
         if process.poll() is None:
             process.kill()
             process.wait()
-    said.seek(0)
     batch_id = page.url.rsplit("/", 1)[1]
-    assert f"batch {batch_id}: acp-bridge ui shows it at /batches/{batch_id}" in said.read()
-    said.close()
+    assert f"batch {batch_id}: acp-bridge ui shows it at /batches/{batch_id}" in said.read_text()
     page.reload()
     assert page.locator("#total").inner_text() == "3"
     assert "failed 1" in page.locator("#by-status").inner_text()

@@ -18,18 +18,15 @@ under a millisecond, cheaper than a thread hop (as in the store's own methods).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
-import jinja2
 from pydantic import ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
@@ -57,6 +54,8 @@ from acp_bridge._runs.store.run_records import ACTIVE, FINAL, RunRecord
 from acp_bridge._runs.store.run_store import Store, open_store
 from acp_bridge._runs.watch import UnknownRunError, get_checked
 from acp_bridge._ui.access import form_token, form_token_ok
+from acp_bridge._ui.live_changes import POLL, changes_since, digest
+from acp_bridge._ui.templating import environment
 from acp_bridge._ui.timeline import diff_lines, timeline
 from acp_bridge.errors import BridgeError
 
@@ -65,8 +64,6 @@ PAGE_RUNS = 50
 """Runs on one page of the list."""
 PAGE_EVENTS = 500
 """Events on one page of a run's timeline (a run of a million updates stays a click away)."""
-POLL = 0.5
-"""Seconds between looks at the store while a live page is open."""
 REAP_EVERY = 5.0
 """Seconds between looks for lost runs (a dead supervisor's) while the list is open."""
 MAX_DIFF_BYTES = 2 << 20
@@ -91,84 +88,12 @@ class PageError(BridgeError):
         self.status = status
 
 
-def _when(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _took(run: RunRecord) -> str:
-    if run.started_at is None:
-        return "-"
-    seconds = max(0.0, (run.ended_at or time.time()) - run.started_at)
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
-    return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
-
-
-def _placement(batch: str | None) -> str:
-    """A batch task's ``meta.batch`` (JSON text) as a person reads it: its key, its
-    attempts when it was retried, whether it was interrupted."""
-    if not batch:
-        return "-"
-    try:
-        info = json.loads(batch)
-    except ValueError:
-        return "-"
-    if not isinstance(info, dict):
-        return "-"
-    parts = [str(info.get("key") or info.get("index", "?"))]
-    attempts = info.get("attempts")
-    if isinstance(attempts, int) and attempts > 1:
-        parts.append(f"{attempts} attempts")
-    if info.get("interrupted"):
-        parts.append("interrupted")
-    return ", ".join(parts)
-
-
-COMPARISON_PREFIX = "cmp_"
-"""A ``batch_id`` of a comparison's attempts (a batch's begins ``batch_``)."""
-
-
-def _group_url(batch_id: str) -> str:
-    """The page of the batch or comparison ``batch_id``."""
-    kind = "comparisons" if batch_id.startswith(COMPARISON_PREFIX) else "batches"
-    return f"/{kind}/{quote(batch_id, safe='')}"
-
-
-def _attempts(batch: str | None) -> str:
-    """How many times a batch's task ran (``meta.batch.attempts``), or ``-``."""
-    try:
-        info = json.loads(batch) if batch else None
-    except ValueError:
-        return "-"
-    attempts = info.get("attempts") if isinstance(info, dict) else None
-    return str(attempts) if isinstance(attempts, int) else "-"
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(HERE / "templates"),
-        autoescape=True,  # every template, whatever its name: agent text is hostile
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["when"] = _when
-    env.filters["took"] = _took
-    env.filters["placement"] = _placement
-    env.filters["group_url"] = _group_url
-    env.filters["attempts"] = _attempts
-    return env
-
-
 class Pages:
     """The routes of one start of the viewer."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.templates = Jinja2Templates(env=_environment())
+        self.templates = Jinja2Templates(env=environment(HERE / "templates"))
         self.form = form_token(settings.token)
 
     @property
@@ -205,13 +130,15 @@ class Pages:
         given = RunFilter(status, params.get("agent", ""), params.get("group", ""),
                           params.get("q", ""))  # fmt: skip
         before = _integer(params.get("before"), "before")
+        mark = digest(change_mark(self.store.db))  # before the reads it stands for
         rows = run_page(self.store.db, given, before=before, limit=PAGE_RUNS)
         filters = {k: v for k, v in zip(("status", "agent", "group", "q"), given, strict=True) if v}
         older = None
         if len(rows) == PAGE_RUNS:
             older = "/?" + urlencode({**filters, "before": rows[-1].run.seq})
         return {"rows": rows, "given": given, "filters": filters, "older": older,
-                "first_page": before is None, "query": urlencode(filters)}  # fmt: skip
+                "first_page": before is None, "query": urlencode(filters),
+                "mark": mark}  # fmt: skip
 
     async def runs_page(self, request: Request) -> Response:
         liveness.reap(self.store)
@@ -224,22 +151,18 @@ class Pages:
         return self._render(request, "rows.html", **self._listing(request))
 
     async def runs_live(self, request: Request) -> Response:
-        """``changed`` whenever the list of runs did (see :func:`change_mark`)."""
+        """``changed`` whenever the list of runs did (see :func:`change_mark`) since the
+        page's ``mark``; runs whose process died are settled as ``lost`` meanwhile."""
+        reaped = time.monotonic()
 
-        async def changes() -> AsyncIterator[dict[str, str]]:
-            mark = change_mark(self.store.db)
-            reaped = time.monotonic()
-            while True:
-                await anyio.sleep(POLL)
-                if time.monotonic() - reaped > REAP_EVERY:
-                    liveness.reap(self.store)
-                    reaped = time.monotonic()
-                now = change_mark(self.store.db)
-                if now != mark:
-                    mark = now
-                    yield {"event": "changed", "data": "runs"}
+        def now() -> str:
+            nonlocal reaped
+            if time.monotonic() - reaped > REAP_EVERY:
+                liveness.reap(self.store)
+                reaped = time.monotonic()
+            return digest(change_mark(self.store.db))
 
-        return EventSourceResponse(changes(), ping=15)
+        return changes_since(now, request.query_params.get("mark", ""), "runs")
 
     # --- a run ------------------------------------------------------------------------
 
@@ -360,7 +283,7 @@ class Pages:
         batch_id = request.path_params["batch_id"]
         liveness.reap(self.store)  # a dead batch process's tasks show lost, as in ps
         self._batch(batch_id)
-        mark = _digest(batch_mark(self.store.db, batch_id))  # before the reads it stands for
+        mark = digest(batch_mark(self.store.db, batch_id))  # before the reads it stands for
         counts = batch_counts(self.store.db, batch_id)
         return self._render(
             request,
@@ -378,7 +301,7 @@ class Pages:
         batch_id = request.path_params["batch_id"]
         liveness.reap(self.store)
         self._batch(batch_id)
-        mark = _digest(batch_mark(self.store.db, batch_id))
+        mark = digest(batch_mark(self.store.db, batch_id))
         rows = batch_runs(self.store.db, batch_id)
         decided, unreadable = None, ""
         text = comparison(self.store.db, batch_id)
@@ -409,29 +332,15 @@ class Pages:
         batch_id = request.path_params["batch_id"]
         self._batch(batch_id)
 
-        # The mark the page was rendered with: a change between the page and this stream
-        # is told at once (the browser tests found a batch's last end lost in that gap).
-        shown = request.query_params.get("mark", "")
-
-        async def changes() -> AsyncIterator[dict[str, str]]:
-            mark = shown
-            while True:
-                now = _digest(batch_mark(self.store.db, batch_id))
-                if now != mark:
-                    mark = now
-                    yield {"event": "changed", "data": "batch"}
-                await anyio.sleep(POLL)
-
-        return EventSourceResponse(changes(), ping=15)
+        return changes_since(
+            lambda: digest(batch_mark(self.store.db, batch_id)),
+            request.query_params.get("mark", ""),
+            "batch",
+        )
 
     async def error(self, request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PageError)
         return self._render(request, "error.html", exc.status, message=str(exc))
-
-
-def _digest(mark: tuple[Any, ...]) -> str:
-    """A mark as a short text a page carries (``data-mark``) and hands back to its stream."""
-    return hashlib.sha256(repr(mark).encode()).hexdigest()[:16]
 
 
 def _integer(value: str | None, name: str) -> int | None:

@@ -225,3 +225,17 @@ def test_a_comparison_page_follows_until_decided_and_shows_its_verifiers_output_
     assert browser.get("/comparisons/cmp_ffffffffffff").status_code == 404
     with browser.stream("GET", "/live/batches/cmp_ffffffffffff") as answer:
         assert answer.status_code == 404
+
+
+def test_the_lists_live_stream_tells_a_change_since_the_page_was_rendered(
+    store: Store, browser: TestClient
+) -> None:
+    me = proc.own_identity()
+    store.create(new_run(1), me, detached=False)
+    page = browser.get("/").text
+    shown = page.split('data-mark="')[1].split('"')[0]
+    store.create(new_run(2), me, detached=False)  # between the page and its stream
+    with browser.stream("GET", "/live/runs", params={"mark": shown}) as answer:
+        first = next(answer.iter_text())  # told at once, not lost in the gap
+    assert "event: changed" in first
+    assert browser.get("/").text.split('data-mark="')[1].split('"')[0] != shown

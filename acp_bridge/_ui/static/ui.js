@@ -8,7 +8,8 @@
   // The runs list: re-rendered rows whenever the server says the runs changed.
   const rows = document.getElementById("rows");
   if (rows && rows.dataset.live === "1") {
-    const source = new EventSource("/live/runs");
+    // From the mark the rows were rendered with: a change in between is told at once.
+    const source = new EventSource(`/live/runs?mark=${encodeURIComponent(rows.dataset.mark)}`);
     let busy = false;
     source.addEventListener("changed", async () => {
       if (busy) return;

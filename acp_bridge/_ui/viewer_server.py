@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
-
-from acp_bridge._mcp.transport.connections import timely
+from acp_bridge._mcp.transport.connections import bound_socket, serve_on
 from acp_bridge._mcp.transport.listen import Listen, rebinding_rules
 from acp_bridge._ui.access import TOKEN_PARAMETER, Access
 from acp_bridge._ui.pages import Settings, build_app
-from acp_bridge.errors import ConfigError
 
 REQUEST_TIMEOUT = 30.0
 """Seconds a browser has for a request's headers (from connecting, or the last response)."""
@@ -42,25 +38,10 @@ def serve(
 ) -> None:
     """Serve the viewer at ``listen`` until SIGINT/SIGTERM; ``on_listening`` gets the URL
     to open (the token in it) once the socket is bound."""
-    import uvicorn
-
     token = token or new_token()
-    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-    try:
-        sock = socket.create_server((listen.host, listen.port), family=family)
-    except OSError as exc:
-        raise ConfigError(f"ui: cannot listen on {listen.host}:{listen.port}: {exc}") from None
-    with contextlib.closing(sock):
+    with contextlib.closing(bound_socket(listen.host, listen.port, "ui")) as sock:
         port = sock.getsockname()[1]
         app = Access(build_app(Settings(store, token)), token, port, rebinding_rules(listen.host))
-        config = uvicorn.Config(
-            app,
-            http=timely(REQUEST_TIMEOUT),
-            log_config=None,
-            log_level="warning",
-            timeout_graceful_shutdown=SHUTDOWN_GRACE,
-            lifespan="off",
-        )
         host = f"[{listen.host}]" if ":" in listen.host else listen.host
         on_listening(f"http://{host}:{port}/?{TOKEN_PARAMETER}={token}")
-        anyio.run(uvicorn.Server(config).serve, [sock])
+        serve_on(sock, app, REQUEST_TIMEOUT, shutdown_grace=SHUTDOWN_GRACE, lifespan="off")

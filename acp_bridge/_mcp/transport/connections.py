@@ -26,10 +26,14 @@ and nothing after the error on that connection is read as a request.
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
+import anyio
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from acp_bridge.errors import ConfigError
 
 
 class StrictFraming(h11.Connection):
@@ -84,3 +88,33 @@ class TimelyH11(H11Protocol):
 def timely(timeout: float) -> type[TimelyH11]:
     """The protocol class with this ``timeout``."""
     return type("TimelyH11", (TimelyH11,), {"timeout": timeout})
+
+
+def bound_socket(host: str, port: int, option: str) -> socket.socket:
+    """A socket listening at ``host``:``port``, bound before anything is told (port 0
+    resolved, a port in use refused at once); ``option``: what the user gave it with, for
+    the error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise ConfigError(f"{option}: cannot listen on {host}:{port}: {exc}") from None
+
+
+def serve_on(
+    sock: socket.socket, app: Any, request_timeout: float, *, shutdown_grace: int, lifespan: str
+) -> None:
+    """uvicorn on ``sock`` with :func:`timely` HTTP/1.1 until SIGINT/SIGTERM; open requests
+    get ``shutdown_grace`` seconds then. The caller closes the socket (it owns it from
+    :func:`bound_socket` on, whatever happens before this)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        http=timely(request_timeout),
+        log_config=None,
+        log_level="warning",
+        timeout_graceful_shutdown=shutdown_grace,
+        lifespan=lifespan,  # type: ignore[arg-type]
+    )
+    anyio.run(uvicorn.Server(config).serve, [sock])

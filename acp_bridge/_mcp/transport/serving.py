@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import warnings
 from collections import deque
 from collections.abc import Callable
@@ -38,7 +37,6 @@ from acp_bridge._mcp.transport.listen import PATH, Listen, check_listen, rebindi
 from acp_bridge._mcp.transport.stdio_repair import RepairedStream
 from acp_bridge._os import bounded_json
 from acp_bridge._os.bearer import BearerToken, http_error
-from acp_bridge.errors import ConfigError
 
 SHUTDOWN_GRACE = 15
 """Seconds uvicorn gives open requests on shutdown (a running tool gets the ACP cancel)."""
@@ -143,9 +141,7 @@ def serve_http(
 ) -> None:
     """Serve streamable HTTP at ``listen`` until SIGINT/SIGTERM; ``on_listening`` gets the
     URL once the socket is bound (port 0 resolved)."""
-    import uvicorn
-
-    from acp_bridge._mcp.transport.connections import timely
+    from acp_bridge._mcp.transport.connections import bound_socket, serve_on
 
     check_listen(listen, token)
     _quiet_sdk()
@@ -159,19 +155,6 @@ def serve_http(
     app = BodyDeadline(app, request_timeout)
     if token is not None:
         app = BearerToken(app, token)
-    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-    try:
-        sock = socket.create_server((listen.host, listen.port), family=family)
-    except OSError as exc:
-        raise ConfigError(f"--http: cannot listen on {listen.host}:{listen.port}: {exc}") from None
-    with contextlib.closing(sock):
-        config = uvicorn.Config(
-            app,
-            http=timely(request_timeout),
-            log_config=None,
-            log_level="warning",
-            timeout_graceful_shutdown=SHUTDOWN_GRACE,
-            lifespan="on",
-        )
+    with contextlib.closing(bound_socket(listen.host, listen.port, "--http")) as sock:
         on_listening(listen.url(sock.getsockname()[1]))
-        anyio.run(uvicorn.Server(config).serve, [sock])
+        serve_on(sock, app, request_timeout, shutdown_grace=SHUTDOWN_GRACE, lifespan="on")

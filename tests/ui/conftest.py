@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,10 +98,3 @@ def screenshot(page: Any, name: str) -> None:
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
-
-
-def wait_for(check: Any, limit: float = 30.0) -> None:
-    deadline = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)

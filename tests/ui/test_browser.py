@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import new_repo
 from tests.runs.conftest import RunsEnv
-from tests.ui.conftest import Viewer, screenshot, wait_for
+from tests.ui.conftest import Viewer, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -68,8 +68,8 @@ def test_the_list_and_a_run_follow_live_and_stop_stops_it(
     page.wait_for_url(f"**/runs/{run.id}")
     page.evaluate("window.sameDocument = true")  # gone if the page were loaded again
     page.locator("#timeline li[data-kind='tool_call'][data-call='call_2']").wait_for()
-    first = page.locator("#timeline li[data-call='call_1'] .status")
-    wait_for(lambda: first.inner_text() == "completed")
+    # Playwright waits for the status the live stream sets (no poll of our own)
+    page.locator("#timeline li[data-call='call_1'] .status", has_text="completed").wait_for()
     assert page.evaluate("window.sameDocument") is True  # followed, not reloaded
     screenshot(page, "ui-live")
     page.click("#stop")

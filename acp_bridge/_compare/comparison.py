@@ -376,12 +376,13 @@ class _Comparison:
 def _record(result: CompareResult) -> None:
     """``result`` in the run store beside its attempts (the viewer's comparison page). A
     store that cannot be written is logged: the comparison itself is done."""
+    from acp_bridge._runs.store.run_pages import record_comparison
     from acp_bridge._runs.store.run_store import Store
 
     try:
         store = Store()
         try:
-            store.record_comparison(result.id, result.to_json())
+            record_comparison(store, result.id, result.to_json())
         finally:
             store.close()
     except Exception as exc:

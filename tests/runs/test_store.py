@@ -17,6 +17,7 @@ from acp_bridge._runs.budget import Budget, BudgetGuard, usage_figures
 from acp_bridge._runs.recorder import MAX_EVENT_CHARS, EventRecorder, encode
 from acp_bridge._runs.store import lanes, retention, rules, supervisors
 from acp_bridge._runs.store.migrations import MIGRATIONS, VERSION
+from acp_bridge._runs.store.run_pages import record_comparison
 from acp_bridge._runs.store.run_records import NewRun, RunRecord
 from acp_bridge._runs.store.run_store import Store
 from acp_bridge.config import load_config
@@ -103,14 +104,14 @@ def test_a_v7_store_keeps_its_runs_and_records_batch_ids_after_v8(tmp_path: Path
         "EXPLAIN QUERY PLAN SELECT id FROM runs WHERE batch_id = ? ORDER BY seq", ("b",)
     ).fetchall()
     assert "runs_batch" in str(plan)  # a batch's page never scans the table
-    store.record_comparison("cmp_0123456789ab", '{"winner": null}')
-    store.record_comparison("cmp_0123456789ab", '{"winner": "sub_000000000002"}')  # replaced
+    record_comparison(store, "cmp_0123456789ab", '{"winner": null}')
+    record_comparison(store, "cmp_0123456789ab", '{"winner": "sub_000000000002"}')  # replaced
     kept = store.db.execute("SELECT id, result FROM comparisons").fetchall()
     assert kept == [("cmp_0123456789ab", '{"winner": "sub_000000000002"}')]
     store.create(new_run("sub_000000000003")._replace(batch_id="cmp_0123456789ab"), me)
     for run_id in ("sub_000000000001", "sub_000000000002", "sub_000000000003"):
         end(store, run_id)
-    store.record_comparison("cmp_ffffffffffff", "{}")  # its attempts pruned already
+    record_comparison(store, "cmp_ffffffffffff", "{}")  # its attempts pruned already
     assert retention.prune(store, keep=1) == ["sub_000000000001", "sub_000000000002"]
     left = store.db.execute("SELECT id FROM comparisons").fetchall()
     assert left == [("cmp_0123456789ab",)]  # one of its attempts is still there

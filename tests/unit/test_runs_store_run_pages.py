@@ -19,6 +19,7 @@ from acp_bridge._runs.store.run_pages import (
     batch_runs,
     change_mark,
     comparison,
+    record_comparison,
     run_page,
 )
 from acp_bridge._runs.store.run_records import NewRun, Outcome
@@ -147,6 +148,6 @@ def test_a_batchs_runs_counted_by_status_and_node_and_its_problems(store: Store)
     assert batch_runs(store.db, "batch_3") == [] and batch_counts(store.db, "batch_3").total == 0
     mark = batch_mark(store.db, "batch_2")
     assert comparison(store.db, "batch_2") is None
-    store.record_comparison("batch_2", '{"winner": null}')
+    record_comparison(store, "batch_2", '{"winner": null}')
     assert comparison(store.db, "batch_2") == '{"winner": null}'
     assert batch_mark(store.db, "batch_2") != mark  # its decision was recorded

@@ -18,6 +18,7 @@ from acp_bridge._compare.compare_result import AttemptResult, CompareResult
 from acp_bridge._compare.verifier import VerifierResult
 from acp_bridge._mcp.transport.listen import rebinding_rules
 from acp_bridge._os.process import proc
+from acp_bridge._runs.store.run_pages import record_comparison
 from acp_bridge._runs.store.run_records import NewRun, Outcome
 from acp_bridge._runs.store.run_store import Store, close_stores
 from acp_bridge._ui.access import Access, cookie_name, form_token
@@ -213,14 +214,14 @@ def test_a_comparison_page_follows_until_decided_and_shows_its_verifiers_output_
         repository="/r", base="abc", attempts=[attempt], winner=None,
         reason="no attempt passed the verifier",
     )  # fmt: skip
-    store.record_comparison(cmp_id, result.to_json())
+    record_comparison(store, cmp_id, result.to_json())
     page = browser.get(f"/comparisons/{cmp_id}").text
     assert 'data-live="0"' in page and "Still running" not in page
     assert page.split('data-mark="')[1].split('"')[0] != shown  # it ended, and was decided
     assert '<dd id="reason">no attempt passed the verifier</dd>' in page
     assert "exit 2" in page and "demo#1" in page and 'id="diff"' not in page
     assert "<script>alert" not in page and page.count("&lt;script&gt;alert") == 2  # task, output
-    store.record_comparison(cmp_id, '{"winner": 1}')  # another version's document
+    record_comparison(store, cmp_id, '{"winner": 1}')  # another version's document
     assert "its recorded result cannot be read" in browser.get(f"/comparisons/{cmp_id}").text
     assert browser.get("/comparisons/cmp_ffffffffffff").status_code == 404
     with browser.stream("GET", "/live/batches/cmp_ffffffffffff") as answer:

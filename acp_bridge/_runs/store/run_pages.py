@@ -11,7 +11,8 @@ placement); they are read for the page's rows alone, from the envelope's JSON te
 
 A batch's or a comparison's runs (issue 35) come from the ``runs_batch`` index on their
 ``batch_id``: its counts by status and node (:func:`batch_counts`), the tasks that failed or
-were retried (:func:`batch_runs`), a comparison's recorded decision (:func:`comparison`),
+were retried (:func:`batch_runs`), a comparison's decision (written by
+:func:`record_comparison`, read by :func:`comparison`),
 and :func:`batch_mark` for a live page. The node and the attempts of an ended task are read
 from its envelope, for that batch's rows only.
 
@@ -21,9 +22,11 @@ comes from an index (``seq``, ``runs_ended``, ``runs_active``), never a scan.
 """
 
 import sqlite3
+import time
 from typing import Any, NamedTuple
 
 from acp_bridge._runs.store.run_records import LIST_COLUMNS, RunRecord, RunStatus, row_to_run
+from acp_bridge._runs.store.run_store import Store
 
 ACTIVE_FILTER = "active"
 """The status filter for queued and running runs together."""
@@ -172,6 +175,16 @@ def batch_counts(db: sqlite3.Connection, batch_id: str) -> BatchCounts:
         tokens += int(used or 0)
         cost += float(spent or 0.0)
     return counts._replace(retried=retried, tokens=tokens, cost=cost)
+
+
+def record_comparison(store: Store, comparison_id: str, result: str) -> None:
+    """Keep what a comparison decided (``result``: compare's JSON document), for the
+    viewer: its attempts are runs, its winner and why are in no run's envelope."""
+    with store.write() as db:
+        db.execute(
+            "INSERT OR REPLACE INTO comparisons (id, created_at, result) VALUES (?, ?, ?)",
+            (comparison_id, time.time(), result),
+        )
 
 
 def comparison(db: sqlite3.Connection, comparison_id: str) -> str | None:

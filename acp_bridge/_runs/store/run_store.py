@@ -202,15 +202,6 @@ class Store:
                 (time.time(), run_id),
             )
 
-    def record_comparison(self, comparison_id: str, result: str) -> None:
-        """Keep what a comparison decided (``result``: compare's JSON document), for the
-        viewer: its attempts are runs, its winner and why are in no run's envelope."""
-        with self.write() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO comparisons (id, created_at, result) VALUES (?, ?, ?)",
-                (comparison_id, time.time(), result),
-            )
-
     def finish(
         self,
         db: sqlite3.Connection,
